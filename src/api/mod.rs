@@ -1,0 +1,1 @@
+//! Exported C and Fortran functions (stub).

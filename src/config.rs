@@ -1,0 +1,261 @@
+//! Run-time settings: environment variables over an optional TOML file over built-in defaults.
+//! A bad value is reported once on stderr and replaced by the default; it never aborts.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+/// Which backend may run a call (`HYLAPACK_DEVICE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceMode {
+    /// GPU where the problem is large enough and a GPU exists, else CPU.
+    Auto,
+    /// GPU at every size (for testing); CPU only when no GPU path is possible.
+    Gpu,
+    /// Never the GPU.
+    Cpu,
+}
+
+/// How much the library logs on stderr (`HYLAPACK_LOG`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    Off,
+    /// One line per call: routine, size, backend, time, and why the GPU was not used.
+    Info,
+    /// Also device discovery, kernel compilation and cache use.
+    Debug,
+}
+
+/// Smallest problem order sent to the GPU in `auto` mode, per routine family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MinN {
+    pub stebz: usize,
+    pub gtsv: usize,
+    pub syrdb: usize,
+    pub interval: usize,
+}
+
+impl Default for MinN {
+    fn default() -> Self {
+        // Below these sizes the system LAPACK on a host CPU wins (transfer and launch costs).
+        MinN { stebz: 256, gtsv: 1 << 16, syrdb: 2048, interval: 512 }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub device: DeviceMode,
+    /// `HYLAPACK_REQUIRE_GPU=1`: tests fail instead of skipping when the GPU path is not taken.
+    pub require_gpu: bool,
+    pub log: LogLevel,
+    /// Upper bound on GPU memory one process uses, in bytes (`HYLAPACK_GPU_MEMORY_LIMIT`).
+    pub gpu_memory_limit: Option<u64>,
+    pub min_n: MinN,
+    /// Where compiled kernels are cached.
+    pub cache_dir: PathBuf,
+    /// Problems found while reading the settings, already reported.
+    pub warnings: Vec<String>,
+}
+
+static CONFIG: OnceLock<Config> = OnceLock::new();
+
+/// The process-wide settings, read once on first use.
+pub fn get() -> &'static Config {
+    CONFIG.get_or_init(|| {
+        let config = load(|k| std::env::var(k).ok());
+        for w in &config.warnings {
+            eprintln!("hylapack: {w}");
+        }
+        config
+    })
+}
+
+/// Reads the settings from `env` (a lookup, so tests need not touch the process environment)
+/// and the TOML file that `HYLAPACK_CONFIG` names.
+pub fn load(env: impl Fn(&str) -> Option<String>) -> Config {
+    let mut warnings = Vec::new();
+    let mut file = toml::Table::new();
+    if let Some(path) = env("HYLAPACK_CONFIG").filter(|p| !p.is_empty()) {
+        match std::fs::read_to_string(&path) {
+            Ok(text) => match text.parse::<toml::Table>() {
+                Ok(t) => file = t,
+                Err(e) => warnings.push(format!("HYLAPACK_CONFIG {path}: not valid TOML ({e}); using defaults")),
+            },
+            Err(e) => warnings.push(format!("HYLAPACK_CONFIG {path}: cannot read ({e}); using defaults")),
+        }
+    }
+    let mut s = Settings { env: &env, file: &file, warnings: &mut warnings };
+
+    let device = s
+        .lookup("HYLAPACK_DEVICE", "device", |v| match v.to_ascii_lowercase().as_str() {
+            "auto" => Some(DeviceMode::Auto),
+            "gpu" => Some(DeviceMode::Gpu),
+            "cpu" => Some(DeviceMode::Cpu),
+            _ => None,
+        }, "auto, gpu or cpu")
+        .unwrap_or(DeviceMode::Auto);
+    let require_gpu = s.lookup("HYLAPACK_REQUIRE_GPU", "require_gpu", parse_bool, "0 or 1").unwrap_or(false);
+    let log = s
+        .lookup("HYLAPACK_LOG", "log", |v| match v.to_ascii_lowercase().as_str() {
+            "off" | "0" | "" => Some(LogLevel::Off),
+            "info" | "1" => Some(LogLevel::Info),
+            "debug" | "2" => Some(LogLevel::Debug),
+            _ => None,
+        }, "off, info or debug")
+        .unwrap_or(LogLevel::Off);
+    let gpu_memory_limit =
+        s.lookup("HYLAPACK_GPU_MEMORY_LIMIT", "gpu_memory_limit", parse_bytes, "a byte count such as 4G or 512M");
+    let defaults = MinN::default();
+    let mut min_n = |family: &str, default: usize| {
+        let key = format!("min_n.{family}");
+        let var = format!("HYLAPACK_MIN_N_{}", family.to_ascii_uppercase());
+        s.lookup(&var, &key, |v| v.parse::<usize>().ok(), "a non-negative integer").unwrap_or(default)
+    };
+    let min_n = MinN {
+        stebz: min_n("stebz", defaults.stebz),
+        gtsv: min_n("gtsv", defaults.gtsv),
+        syrdb: min_n("syrdb", defaults.syrdb),
+        interval: min_n("interval", defaults.interval),
+    };
+    let cache_dir = s
+        .lookup("HYLAPACK_CACHE_DIR", "cache_dir", |v| (!v.is_empty()).then(|| PathBuf::from(v)), "a path")
+        .unwrap_or_else(|| default_cache_dir(&env));
+    Config { device, require_gpu, log, gpu_memory_limit, min_n, cache_dir, warnings }
+}
+
+struct Settings<'a, E> {
+    env: &'a E,
+    file: &'a toml::Table,
+    warnings: &'a mut Vec<String>,
+}
+
+impl<E: Fn(&str) -> Option<String>> Settings<'_, E> {
+    /// The value of environment variable `var`, else of the file's `key` ("a.b" for tables).
+    fn lookup<V>(&mut self, var: &str, key: &str, parse: impl Fn(&str) -> Option<V>, expected: &str) -> Option<V> {
+        if let Some(raw) = (self.env)(var) {
+            match parse(raw.trim()) {
+                Some(v) => return Some(v),
+                None => self.warnings.push(format!("{var}='{raw}' is not {expected}; ignored")),
+            }
+        }
+        let mut value = None;
+        let mut table = self.file;
+        let parts: Vec<&str> = key.split('.').collect();
+        for (i, part) in parts.iter().enumerate() {
+            match table.get(*part) {
+                Some(toml::Value::Table(t)) if i + 1 < parts.len() => table = t,
+                Some(v) if i + 1 == parts.len() => value = Some(v),
+                _ => break,
+            }
+        }
+        let value = value?;
+        let text = match value {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Boolean(b) => b.to_string(),
+            other => other.to_string(),
+        };
+        let parsed = parse(text.trim());
+        if parsed.is_none() {
+            self.warnings.push(format!("config key {key} = {value} is not {expected}; ignored"));
+        }
+        parsed
+    }
+}
+
+fn parse_bool(v: &str) -> Option<bool> {
+    match v.to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" | "" => Some(false),
+        _ => None,
+    }
+}
+
+/// "4G", "512M", "64K", "4GiB", "1000" (bytes) → bytes.
+pub fn parse_bytes(v: &str) -> Option<u64> {
+    let v = v.trim();
+    let split = v.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(v.len());
+    let (num, unit) = v.split_at(split);
+    let num: f64 = num.parse().ok()?;
+    let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        _ => return None,
+    };
+    let bytes = num * scale as f64;
+    (bytes.is_finite() && bytes >= 0.0).then_some(bytes as u64)
+}
+
+fn default_cache_dir(env: &impl Fn(&str) -> Option<String>) -> PathBuf {
+    if let Some(xdg) = env("XDG_CACHE_HOME").filter(|p| !p.is_empty()) {
+        return PathBuf::from(xdg).join("hylapack");
+    }
+    if let Some(home) = env("HOME").filter(|p| !p.is_empty()) {
+        return PathBuf::from(home).join(".cache").join("hylapack");
+    }
+    std::env::temp_dir().join("hylapack-cache")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn load_from(vars: &[(&str, &str)]) -> Config {
+        let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        load(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_without_settings() {
+        let c = load_from(&[("HOME", "/home/u")]);
+        assert_eq!(c.device, DeviceMode::Auto);
+        assert_eq!(c.log, LogLevel::Off);
+        assert_eq!(c.gpu_memory_limit, None);
+        assert_eq!(c.min_n, MinN::default());
+        assert_eq!(c.cache_dir, PathBuf::from("/home/u/.cache/hylapack"));
+        assert!(c.warnings.is_empty());
+    }
+
+    #[test]
+    fn bad_values_warn_and_fall_back() {
+        let c = load_from(&[("HYLAPACK_DEVICE", "tpu"), ("HYLAPACK_GPU_MEMORY_LIMIT", "lots"), ("HYLAPACK_LOG", "loud")]);
+        assert_eq!(c.device, DeviceMode::Auto);
+        assert_eq!(c.gpu_memory_limit, None);
+        assert_eq!(c.log, LogLevel::Off);
+        assert_eq!(c.warnings.len(), 3, "{:?}", c.warnings);
+    }
+
+    #[test]
+    fn toml_file_and_env_precedence() {
+        let dir = std::env::temp_dir().join(format!("hylapack-config-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.toml");
+        std::fs::write(&path, "device = \"cpu\"\ngpu_memory_limit = \"4G\"\nlog = \"info\"\n[min_n]\nstebz = 10\ngtsv = \"x\"\n").unwrap();
+        let p = path.to_str().unwrap();
+        let c = load_from(&[("HYLAPACK_CONFIG", p), ("HYLAPACK_LOG", "debug")]);
+        assert_eq!(c.device, DeviceMode::Cpu);
+        assert_eq!(c.gpu_memory_limit, Some(4 << 30));
+        assert_eq!(c.log, LogLevel::Debug, "environment wins over the file");
+        assert_eq!(c.min_n.stebz, 10);
+        assert_eq!(c.min_n.gtsv, MinN::default().gtsv);
+        assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+        std::fs::write(&path, "device = [").unwrap();
+        let c = load_from(&[("HYLAPACK_CONFIG", p)]);
+        assert_eq!(c.device, DeviceMode::Auto);
+        assert_eq!(c.warnings.len(), 1);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn byte_sizes() {
+        assert_eq!(parse_bytes("1024"), Some(1024));
+        assert_eq!(parse_bytes("4G"), Some(4 << 30));
+        assert_eq!(parse_bytes("512 MiB"), Some(512 << 20));
+        assert_eq!(parse_bytes("1.5k"), Some(1536));
+        assert_eq!(parse_bytes("-3"), None);
+        assert_eq!(parse_bytes("4X"), None);
+    }
+}

@@ -1,0 +1,96 @@
+//! Which backend runs a call, and the one log line each call leaves.
+
+use crate::config::{self, DeviceMode, LogLevel};
+use crate::device;
+use std::cell::Cell;
+use std::time::Duration;
+
+/// Where a call (or a part of it) ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// hylapack's own CPU code or the system LAPACK.
+    Cpu,
+    Gpu,
+}
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Cpu => "cpu",
+            Backend::Gpu => "gpu",
+        }
+    }
+}
+
+/// The routine families, each with its own size threshold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    Stebz,
+    Gtsv,
+    Syrdb,
+    Interval,
+}
+
+impl Family {
+    fn min_n(self) -> usize {
+        let m = &config::get().min_n;
+        match self {
+            Family::Stebz => m.stebz,
+            Family::Gtsv => m.gtsv,
+            Family::Syrdb => m.syrdb,
+            Family::Interval => m.interval,
+        }
+    }
+}
+
+/// The backend chosen for a call and, when it is the CPU, why.
+#[derive(Clone, Debug)]
+pub struct Decision {
+    pub backend: Backend,
+    pub why_not_gpu: Option<String>,
+}
+
+/// Chooses the backend for a problem of order `n` of `family`.
+pub fn decide(family: Family, n: usize) -> Decision {
+    let cpu = |why: String| Decision { backend: Backend::Cpu, why_not_gpu: Some(why) };
+    match config::get().device {
+        DeviceMode::Cpu => return cpu("HYLAPACK_DEVICE=cpu".into()),
+        DeviceMode::Auto if n < family.min_n() => {
+            return cpu(format!("n = {n} is below the GPU threshold {}", family.min_n()))
+        }
+        _ => {}
+    }
+    match device::gpu() {
+        Ok(_) => Decision { backend: Backend::Gpu, why_not_gpu: None },
+        Err(e) => cpu(format!("no GPU: {e}")),
+    }
+}
+
+thread_local! {
+    static LAST_BACKEND: Cell<Option<Backend>> = const { Cell::new(None) };
+}
+
+/// The backend that ran the calling thread's most recent call (tests use it to prove a path).
+pub fn last_backend() -> Option<Backend> {
+    LAST_BACKEND.with(|c| c.get())
+}
+
+/// Records and, if `HYLAPACK_LOG` asks, prints one line for a finished call.
+pub fn finish_call(routine: &str, n: usize, backend: Backend, elapsed: Duration, note: Option<&str>) {
+    LAST_BACKEND.with(|c| c.set(Some(backend)));
+    if config::get().log >= LogLevel::Info {
+        let note = note.map(|s| format!(" ({s})")).unwrap_or_default();
+        eprintln!(
+            "hylapack: {routine} n={n} backend={} time={:.3} ms{note}",
+            backend.name(),
+            elapsed.as_secs_f64() * 1e3
+        );
+    }
+}
+
+/// Prints a debug-level message.
+pub fn debug(msg: impl FnOnce() -> String) {
+    if config::get().log >= LogLevel::Debug {
+        eprintln!("hylapack: {}", msg());
+    }
+}

@@ -1,0 +1,98 @@
+//! The system LAPACK (OpenBLAS here), reached through lapack-sys: the CPU fallback and the
+//! reference the tests compare against.
+//!
+//! lapack-sys declares Fortran routines without the hidden CHARACTER length arguments that
+//! gfortran appends, so routines taking CHARACTER arguments are declared here with them.
+
+use crate::real::Real;
+use std::os::raw::{c_char, c_int};
+
+extern "C" {
+    fn dstebz_(
+        range: *const c_char, order: *const c_char, n: *const c_int, vl: *const f64,
+        vu: *const f64, il: *const c_int, iu: *const c_int, abstol: *const f64, d: *const f64,
+        e: *const f64, m: *mut c_int, nsplit: *mut c_int, w: *mut f64, iblock: *mut c_int,
+        isplit: *mut c_int, work: *mut f64, iwork: *mut c_int, info: *mut c_int,
+        range_len: usize, order_len: usize,
+    );
+    fn sstebz_(
+        range: *const c_char, order: *const c_char, n: *const c_int, vl: *const f32,
+        vu: *const f32, il: *const c_int, iu: *const c_int, abstol: *const f32, d: *const f32,
+        e: *const f32, m: *mut c_int, nsplit: *mut c_int, w: *mut f32, iblock: *mut c_int,
+        isplit: *mut c_int, work: *mut f32, iwork: *mut c_int, info: *mut c_int,
+        range_len: usize, order_len: usize,
+    );
+}
+
+/// What LAPACK xSTEBZ returned besides its arrays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StebzCounts {
+    pub m: i32,
+    pub nsplit: i32,
+    pub info: i32,
+}
+
+/// The LAPACK routines hylapack falls back to or tests against, in one precision.
+pub trait Lapack: Real {
+    /// xSTEBZ on `n = d.len()`; `w`, `iblock`, `isplit` need `n` entries, `e` needs `n - 1`.
+    #[allow(clippy::too_many_arguments)]
+    fn stebz(
+        range: u8, order: u8, vl: Self, vu: Self, il: i32, iu: i32, abstol: Self, d: &[Self],
+        e: &[Self], w: &mut [Self], iblock: &mut [i32], isplit: &mut [i32],
+    ) -> StebzCounts;
+    /// xSTERF: all eigenvalues, ascending, overwriting `d`; `e` is destroyed. Returns INFO.
+    fn sterf(d: &mut [Self], e: &mut [Self]) -> i32;
+}
+
+/// Length-checked raw pointer for an array LAPACK may index up to `need` entries.
+fn ptr_for<T>(s: &[T], need: usize) -> *const T {
+    assert!(s.len() >= need, "array of {} entries, LAPACK needs {}", s.len(), need);
+    s.as_ptr()
+}
+
+fn mut_ptr_for<T>(s: &mut [T], need: usize) -> *mut T {
+    assert!(s.len() >= need, "array of {} entries, LAPACK needs {}", s.len(), need);
+    s.as_mut_ptr()
+}
+
+macro_rules! impl_lapack {
+    ($t:ty, $stebz:ident, $sterf:path) => {
+        impl Lapack for $t {
+            fn stebz(
+                range: u8, order: u8, vl: Self, vu: Self, il: i32, iu: i32, abstol: Self,
+                d: &[Self], e: &[Self], w: &mut [Self], iblock: &mut [i32], isplit: &mut [i32],
+            ) -> StebzCounts {
+                let n = d.len();
+                let mut work = vec![<$t>::default(); 4 * n.max(1)];
+                let mut iwork = vec![0i32; 3 * n.max(1)];
+                let (mut m, mut nsplit, mut info) = (0, 0, 0);
+                let n_i = n as c_int;
+                let (range, order) = (range as c_char, order as c_char);
+                // SAFETY: every array pointer was checked to reach the entries LAPACK indexes.
+                unsafe {
+                    $stebz(
+                        &range, &order, &n_i, &vl, &vu, &il, &iu, &abstol, ptr_for(d, n),
+                        ptr_for(e, n.saturating_sub(1)), &mut m, &mut nsplit,
+                        mut_ptr_for(w, n), mut_ptr_for(iblock, n), mut_ptr_for(isplit, n),
+                        work.as_mut_ptr(), iwork.as_mut_ptr(), &mut info, 1, 1,
+                    )
+                };
+                StebzCounts { m, nsplit, info }
+            }
+
+            fn sterf(d: &mut [Self], e: &mut [Self]) -> i32 {
+                let n = d.len();
+                let n_i = n as c_int;
+                let mut info = 0;
+                // SAFETY: d has n entries and e at least n - 1, as xSTERF reads.
+                unsafe {
+                    $sterf(&n_i, d.as_mut_ptr(), mut_ptr_for(e, n.saturating_sub(1)), &mut info)
+                };
+                info
+            }
+        }
+    };
+}
+
+impl_lapack!(f64, dstebz_, lapack_sys::dsterf_);
+impl_lapack!(f32, sstebz_, lapack_sys::ssterf_);
