@@ -9,18 +9,98 @@ use std::os::raw::{c_char, c_int};
 
 extern "C" {
     fn dstebz_(
-        range: *const c_char, order: *const c_char, n: *const c_int, vl: *const f64,
-        vu: *const f64, il: *const c_int, iu: *const c_int, abstol: *const f64, d: *const f64,
-        e: *const f64, m: *mut c_int, nsplit: *mut c_int, w: *mut f64, iblock: *mut c_int,
-        isplit: *mut c_int, work: *mut f64, iwork: *mut c_int, info: *mut c_int,
-        range_len: usize, order_len: usize,
+        range: *const c_char,
+        order: *const c_char,
+        n: *const c_int,
+        vl: *const f64,
+        vu: *const f64,
+        il: *const c_int,
+        iu: *const c_int,
+        abstol: *const f64,
+        d: *const f64,
+        e: *const f64,
+        m: *mut c_int,
+        nsplit: *mut c_int,
+        w: *mut f64,
+        iblock: *mut c_int,
+        isplit: *mut c_int,
+        work: *mut f64,
+        iwork: *mut c_int,
+        info: *mut c_int,
+        range_len: usize,
+        order_len: usize,
     );
     fn sstebz_(
-        range: *const c_char, order: *const c_char, n: *const c_int, vl: *const f32,
-        vu: *const f32, il: *const c_int, iu: *const c_int, abstol: *const f32, d: *const f32,
-        e: *const f32, m: *mut c_int, nsplit: *mut c_int, w: *mut f32, iblock: *mut c_int,
-        isplit: *mut c_int, work: *mut f32, iwork: *mut c_int, info: *mut c_int,
-        range_len: usize, order_len: usize,
+        range: *const c_char,
+        order: *const c_char,
+        n: *const c_int,
+        vl: *const f32,
+        vu: *const f32,
+        il: *const c_int,
+        iu: *const c_int,
+        abstol: *const f32,
+        d: *const f32,
+        e: *const f32,
+        m: *mut c_int,
+        nsplit: *mut c_int,
+        w: *mut f32,
+        iblock: *mut c_int,
+        isplit: *mut c_int,
+        work: *mut f32,
+        iwork: *mut c_int,
+        info: *mut c_int,
+        range_len: usize,
+        order_len: usize,
+    );
+    fn dstemr_(
+        jobz: *const c_char,
+        range: *const c_char,
+        n: *const c_int,
+        d: *mut f64,
+        e: *mut f64,
+        vl: *const f64,
+        vu: *const f64,
+        il: *const c_int,
+        iu: *const c_int,
+        m: *mut c_int,
+        w: *mut f64,
+        z: *mut f64,
+        ldz: *const c_int,
+        nzc: *const c_int,
+        isuppz: *mut c_int,
+        tryrac: *mut c_int,
+        work: *mut f64,
+        lwork: *const c_int,
+        iwork: *mut c_int,
+        liwork: *const c_int,
+        info: *mut c_int,
+        jobz_len: usize,
+        range_len: usize,
+    );
+    fn sstemr_(
+        jobz: *const c_char,
+        range: *const c_char,
+        n: *const c_int,
+        d: *mut f32,
+        e: *mut f32,
+        vl: *const f32,
+        vu: *const f32,
+        il: *const c_int,
+        iu: *const c_int,
+        m: *mut c_int,
+        w: *mut f32,
+        z: *mut f32,
+        ldz: *const c_int,
+        nzc: *const c_int,
+        isuppz: *mut c_int,
+        tryrac: *mut c_int,
+        work: *mut f32,
+        lwork: *const c_int,
+        iwork: *mut c_int,
+        liwork: *const c_int,
+        info: *mut c_int,
+        jobz_len: usize,
+        range_len: usize,
     );
 }
 
@@ -37,30 +117,63 @@ pub trait Lapack: Real {
     /// xSTEBZ on `n = d.len()`; `w`, `iblock`, `isplit` need `n` entries, `e` needs `n - 1`.
     #[allow(clippy::too_many_arguments)]
     fn stebz(
-        range: u8, order: u8, vl: Self, vu: Self, il: i32, iu: i32, abstol: Self, d: &[Self],
-        e: &[Self], w: &mut [Self], iblock: &mut [i32], isplit: &mut [i32],
+        range: u8,
+        order: u8,
+        vl: Self,
+        vu: Self,
+        il: i32,
+        iu: i32,
+        abstol: Self,
+        d: &[Self],
+        e: &[Self],
+        w: &mut [Self],
+        iblock: &mut [i32],
+        isplit: &mut [i32],
     ) -> StebzCounts;
     /// xSTERF: all eigenvalues, ascending, overwriting `d`; `e` is destroyed. Returns INFO.
     fn sterf(d: &mut [Self], e: &mut [Self]) -> i32;
+    /// xSTEMR with JOBZ = 'N', RANGE = 'A': all eigenvalues into `w`, ascending; `d` and `e`
+    /// (n entries, the last unused) are destroyed. Returns (M, INFO).
+    fn stemr_values(d: &mut [Self], e: &mut [Self], w: &mut [Self]) -> (i32, i32);
 }
 
 /// Length-checked raw pointer for an array LAPACK may index up to `need` entries.
 fn ptr_for<T>(s: &[T], need: usize) -> *const T {
-    assert!(s.len() >= need, "array of {} entries, LAPACK needs {}", s.len(), need);
+    assert!(
+        s.len() >= need,
+        "array of {} entries, LAPACK needs {}",
+        s.len(),
+        need
+    );
     s.as_ptr()
 }
 
 fn mut_ptr_for<T>(s: &mut [T], need: usize) -> *mut T {
-    assert!(s.len() >= need, "array of {} entries, LAPACK needs {}", s.len(), need);
+    assert!(
+        s.len() >= need,
+        "array of {} entries, LAPACK needs {}",
+        s.len(),
+        need
+    );
     s.as_mut_ptr()
 }
 
 macro_rules! impl_lapack {
-    ($t:ty, $stebz:ident, $sterf:path) => {
+    ($t:ty, $stebz:ident, $sterf:path, $stemr:ident) => {
         impl Lapack for $t {
             fn stebz(
-                range: u8, order: u8, vl: Self, vu: Self, il: i32, iu: i32, abstol: Self,
-                d: &[Self], e: &[Self], w: &mut [Self], iblock: &mut [i32], isplit: &mut [i32],
+                range: u8,
+                order: u8,
+                vl: Self,
+                vu: Self,
+                il: i32,
+                iu: i32,
+                abstol: Self,
+                d: &[Self],
+                e: &[Self],
+                w: &mut [Self],
+                iblock: &mut [i32],
+                isplit: &mut [i32],
             ) -> StebzCounts {
                 let n = d.len();
                 let mut work = vec![<$t>::default(); 4 * n.max(1)];
@@ -71,10 +184,26 @@ macro_rules! impl_lapack {
                 // SAFETY: every array pointer was checked to reach the entries LAPACK indexes.
                 unsafe {
                     $stebz(
-                        &range, &order, &n_i, &vl, &vu, &il, &iu, &abstol, ptr_for(d, n),
-                        ptr_for(e, n.saturating_sub(1)), &mut m, &mut nsplit,
-                        mut_ptr_for(w, n), mut_ptr_for(iblock, n), mut_ptr_for(isplit, n),
-                        work.as_mut_ptr(), iwork.as_mut_ptr(), &mut info, 1, 1,
+                        &range,
+                        &order,
+                        &n_i,
+                        &vl,
+                        &vu,
+                        &il,
+                        &iu,
+                        &abstol,
+                        ptr_for(d, n),
+                        ptr_for(e, n.saturating_sub(1)),
+                        &mut m,
+                        &mut nsplit,
+                        mut_ptr_for(w, n),
+                        mut_ptr_for(iblock, n),
+                        mut_ptr_for(isplit, n),
+                        work.as_mut_ptr(),
+                        iwork.as_mut_ptr(),
+                        &mut info,
+                        1,
+                        1,
                     )
                 };
                 StebzCounts { m, nsplit, info }
@@ -86,13 +215,65 @@ macro_rules! impl_lapack {
                 let mut info = 0;
                 // SAFETY: d has n entries and e at least n - 1, as xSTERF reads.
                 unsafe {
-                    $sterf(&n_i, d.as_mut_ptr(), mut_ptr_for(e, n.saturating_sub(1)), &mut info)
+                    $sterf(
+                        &n_i,
+                        d.as_mut_ptr(),
+                        mut_ptr_for(e, n.saturating_sub(1)),
+                        &mut info,
+                    )
                 };
                 info
+            }
+
+            fn stemr_values(d: &mut [Self], e: &mut [Self], w: &mut [Self]) -> (i32, i32) {
+                let n = d.len();
+                let (n_i, ldz, nzc, lwork, liwork) = (
+                    n as c_int,
+                    1 as c_int,
+                    0 as c_int,
+                    (12 * n).max(1) as c_int,
+                    (8 * n).max(1) as c_int,
+                );
+                let mut work = vec![<$t>::default(); lwork as usize];
+                let mut iwork = vec![0 as c_int; liwork as usize];
+                let (mut m, mut info, mut tryrac) = (0, 0, 0);
+                let (mut z, mut isuppz) = ([<$t>::default(); 1], [0 as c_int; 2]);
+                let (zero, izero) = (<$t>::default(), 0 as c_int);
+                let (jobz, range) = (b'N' as c_char, b'A' as c_char);
+                // SAFETY: d, e and w hold n entries; workspaces have the sizes passed; Z and
+                // ISUPPZ are not referenced for JOBZ = 'N'.
+                unsafe {
+                    $stemr(
+                        &jobz,
+                        &range,
+                        &n_i,
+                        mut_ptr_for(d, n),
+                        mut_ptr_for(e, n),
+                        &zero,
+                        &zero,
+                        &izero,
+                        &izero,
+                        &mut m,
+                        mut_ptr_for(w, n),
+                        z.as_mut_ptr(),
+                        &ldz,
+                        &nzc,
+                        isuppz.as_mut_ptr(),
+                        &mut tryrac,
+                        work.as_mut_ptr(),
+                        &lwork,
+                        iwork.as_mut_ptr(),
+                        &liwork,
+                        &mut info,
+                        1,
+                        1,
+                    )
+                };
+                (m, info)
             }
         }
     };
 }
 
-impl_lapack!(f64, dstebz_, lapack_sys::dsterf_);
-impl_lapack!(f32, sstebz_, lapack_sys::ssterf_);
+impl_lapack!(f64, dstebz_, lapack_sys::dsterf_, dstemr_);
+impl_lapack!(f32, sstebz_, lapack_sys::ssterf_, sstemr_);

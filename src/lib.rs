@@ -13,3 +13,11 @@ pub mod lapack;
 pub mod real;
 pub mod stebz;
 pub mod testmat;
+
+/// Facts fixed at build time.
+#[doc(hidden)]
+pub mod build_info {
+    /// The C header cbindgen generated from this build's sources (compared with the checked-in
+    /// `include/hylapack.h` by a test).
+    pub const GENERATED_HEADER: &str = include_str!(concat!(env!("OUT_DIR"), "/hylapack.h"));
+}

@@ -1,11 +1,14 @@
 //! The two working precisions (`f32`, `f64`) and the machine constants LAPACK uses for them.
+//! `Real` also implies the cudarc marker traits, so device buffers can hold either precision.
 
 use std::fmt::{Debug, Display};
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
 /// A LAPACK working precision: `f32` (the `s` routines) or `f64` (the `d` routines).
 pub trait Real:
-    Copy
+    cudarc::driver::DeviceRepr
+    + cudarc::driver::ValidAsZeroBits
+    + Copy
     + Send
     + Sync
     + Default

@@ -1,0 +1,131 @@
+//! `sstebz_gpu` / `dstebz_gpu`: eigenvalues of a symmetric tridiagonal matrix by bisection and
+//! multisection, with LAPACK xSTEBZ's contract.
+
+use super::{ffi_boundary, fortran_char, input, output, report_illegal_argument, scalar, HYLAPACK_INFO_INTERNAL_ERROR};
+use crate::dispatch::{self, Family};
+use crate::real::Real;
+use crate::stebz;
+use std::ffi::{c_char, c_int};
+use std::time::Instant;
+
+/// Checks pointers and arguments in LAPACK's order, runs the routine and logs the call.
+#[allow(clippy::too_many_arguments)]
+unsafe fn run<T: Real>(
+    routine: &str, range: u8, order: u8, n: c_int, vl: T, vu: T, il: c_int, iu: c_int, abstol: T,
+    d: *const T, e: *const T, m: *mut c_int, nsplit: *mut c_int, w: *mut T, iblock: *mut c_int,
+    isplit: *mut c_int,
+) -> c_int {
+    let mut info = stebz::check_args(range, order, n, vl, vu, il, iu);
+    let len = n.max(0) as usize;
+    let d = input(d, len);
+    let e = input(e, len.saturating_sub(1));
+    let (m, nsplit) = (output(m, 1), output(nsplit, 1));
+    let (w, iblock, isplit) = (output(w, len), output(iblock, len), output(isplit, len));
+    if info == 0 {
+        // A null array is reported as an illegal value of that argument (LAPACK numbering).
+        let missing = [d.is_none(), e.is_none(), m.is_none(), nsplit.is_none(), w.is_none(), iblock.is_none(), isplit.is_none()];
+        if let Some(i) = missing.iter().position(|&x| x) {
+            info = -(9 + i as c_int);
+        }
+    }
+    if info != 0 {
+        report_illegal_argument(routine, info);
+        return info;
+    }
+    let (d, e, m, nsplit) = (d.unwrap(), e.unwrap(), m.unwrap(), nsplit.unwrap());
+    let (w, iblock, isplit) = (w.unwrap(), iblock.unwrap(), isplit.unwrap());
+
+    let started = Instant::now();
+    let decision = dispatch::decide(Family::Stebz, len);
+    let report = stebz::stebz(range, order, vl, vu, il, iu, abstol, d, e, w, iblock, isplit, decision.backend);
+    m[0] = report.m;
+    nsplit[0] = report.nsplit;
+    let note = report.note.or(decision.why_not_gpu);
+    dispatch::finish_call(routine, len, report.backend, started.elapsed(), note.as_deref());
+    report.info
+}
+
+/// The Fortran convention's body, shared by both precisions.
+#[allow(clippy::too_many_arguments)]
+unsafe fn fortran<T: Real>(
+    routine: &str, range: *const c_char, order: *const c_char, n: *const c_int, vl: *const T,
+    vu: *const T, il: *const c_int, iu: *const c_int, abstol: *const T, d: *const T, e: *const T,
+    m: *mut c_int, nsplit: *mut c_int, w: *mut T, iblock: *mut c_int, isplit: *mut c_int,
+    info: *mut c_int, range_len: usize, order_len: usize,
+) {
+    let result = ffi_boundary!(routine, HYLAPACK_INFO_INTERNAL_ERROR, {
+        let (range, order) = (fortran_char(range, range_len), fortran_char(order, order_len));
+        // A null scalar becomes an illegal value of that argument.
+        let n = scalar(n).unwrap_or(-1);
+        let nan = T::ZERO / T::ZERO;
+        let (vl, vu) = (scalar(vl).unwrap_or(nan), scalar(vu).unwrap_or(nan));
+        let (il, iu) = (scalar(il).unwrap_or(0), scalar(iu).unwrap_or(-1));
+        let abstol = scalar(abstol).unwrap_or(T::ZERO);
+        run::<T>(routine, range, order, n, vl, vu, il, iu, abstol, d, e, m, nsplit, w, iblock, isplit)
+    });
+    if !info.is_null() {
+        *info = result;
+    }
+}
+
+/// Eigenvalues of the symmetric tridiagonal matrix with diagonal `d[0..n]` and off-diagonal
+/// `e[0..n-1]` by bisection/multisection, in double precision (C convention, LAPACKE shape).
+///
+/// Same contract as LAPACK DSTEBZ: `range` 'A' (all), 'V' (those in (vl, vu]) or 'I' (the
+/// il-th through iu-th); `order` 'B' (by block) or 'E' (ascending over the whole matrix);
+/// `abstol` <= 0 selects LAPACK's default tolerance. On return `*m` eigenvalues are in `w`, their
+/// block numbers in `iblock` (negated if not converged) and the block ends in
+/// `isplit[0..*nsplit]`. `w`, `iblock` and `isplit` need `n` entries.
+///
+/// Returns INFO: 0 on success; -i if the i-th argument (LAPACK numbering) had an illegal value
+/// or was NULL, reported through `xerbla_`; 1, 2, 3 or 4 with LAPACK DSTEBZ's meanings (some
+/// intervals did not converge; the IL:IU eigenvalues could not be told apart; both; the
+/// Gerschgorin interval was too small); -1000 for an internal error (printed on stderr).
+#[no_mangle]
+pub unsafe extern "C" fn dstebz_gpu(
+    range: c_char, order: c_char, n: c_int, vl: f64, vu: f64, il: c_int, iu: c_int, abstol: f64,
+    d: *const f64, e: *const f64, m: *mut c_int, nsplit: *mut c_int, w: *mut f64,
+    iblock: *mut c_int, isplit: *mut c_int,
+) -> c_int {
+    ffi_boundary!("DSTEBZ_GPU", HYLAPACK_INFO_INTERNAL_ERROR, {
+        run("DSTEBZ_GPU", range as u8, order as u8, n, vl, vu, il, iu, abstol, d, e, m, nsplit, w, iblock, isplit)
+    })
+}
+
+/// Single-precision `dstebz_gpu` (LAPACK SSTEBZ's contract).
+#[no_mangle]
+pub unsafe extern "C" fn sstebz_gpu(
+    range: c_char, order: c_char, n: c_int, vl: f32, vu: f32, il: c_int, iu: c_int, abstol: f32,
+    d: *const f32, e: *const f32, m: *mut c_int, nsplit: *mut c_int, w: *mut f32,
+    iblock: *mut c_int, isplit: *mut c_int,
+) -> c_int {
+    ffi_boundary!("SSTEBZ_GPU", HYLAPACK_INFO_INTERNAL_ERROR, {
+        run("SSTEBZ_GPU", range as u8, order as u8, n, vl, vu, il, iu, abstol, d, e, m, nsplit, w, iblock, isplit)
+    })
+}
+
+/// `dstebz_gpu` in the Fortran convention: LAPACK DSTEBZ's argument list, all by reference,
+/// with the hidden CHARACTER lengths of RANGE and ORDER last (as gfortran passes them). WORK
+/// (4N) and IWORK (3N) are accepted for compatibility and not used.
+#[no_mangle]
+pub unsafe extern "C" fn dstebz_gpu_(
+    range: *const c_char, order: *const c_char, n: *const c_int, vl: *const f64, vu: *const f64,
+    il: *const c_int, iu: *const c_int, abstol: *const f64, d: *const f64, e: *const f64,
+    m: *mut c_int, nsplit: *mut c_int, w: *mut f64, iblock: *mut c_int, isplit: *mut c_int,
+    work: *mut f64, iwork: *mut c_int, info: *mut c_int, range_len: usize, order_len: usize,
+) {
+    let _ = (work, iwork);
+    fortran("DSTEBZ_GPU", range, order, n, vl, vu, il, iu, abstol, d, e, m, nsplit, w, iblock, isplit, info, range_len, order_len)
+}
+
+/// `sstebz_gpu` in the Fortran convention (LAPACK SSTEBZ's argument list).
+#[no_mangle]
+pub unsafe extern "C" fn sstebz_gpu_(
+    range: *const c_char, order: *const c_char, n: *const c_int, vl: *const f32, vu: *const f32,
+    il: *const c_int, iu: *const c_int, abstol: *const f32, d: *const f32, e: *const f32,
+    m: *mut c_int, nsplit: *mut c_int, w: *mut f32, iblock: *mut c_int, isplit: *mut c_int,
+    work: *mut f32, iwork: *mut c_int, info: *mut c_int, range_len: usize, order_len: usize,
+) {
+    let _ = (work, iwork);
+    fortran("SSTEBZ_GPU", range, order, n, vl, vu, il, iu, abstol, d, e, m, nsplit, w, iblock, isplit, info, range_len, order_len)
+}

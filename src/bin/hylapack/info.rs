@@ -1,0 +1,108 @@
+//! `hylapack info`: what the library found and how it will dispatch.
+
+use hylapack::config::{self, DeviceMode};
+use hylapack::device::{self, kernels};
+use std::ffi::{c_char, CStr};
+
+extern "C" {
+    // OpenBLAS describes its build (version, threading, core) in one string.
+    fn openblas_get_config() -> *const c_char;
+    fn openblas_get_num_threads() -> i32;
+}
+
+fn yes(found: bool) -> &'static str {
+    if found {
+        "found"
+    } else {
+        "missing"
+    }
+}
+
+pub fn run() -> i32 {
+    let cfg = config::get();
+    println!("hylapack {}", env!("CARGO_PKG_VERSION"));
+    // SAFETY: OpenBLAS returns a static NUL-terminated string and a plain integer.
+    let (blas, threads) = unsafe {
+        (
+            CStr::from_ptr(openblas_get_config())
+                .to_string_lossy()
+                .into_owned(),
+            openblas_get_num_threads(),
+        )
+    };
+    println!(
+        "CPU LAPACK/BLAS:   {blas} ({threads} threads); host threads: {}",
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+    let libs = device::libraries();
+    println!(
+        "CUDA libraries:    driver {}, nvrtc {}, cublas {}, cusparse {}, cusolver {}",
+        yes(libs.driver),
+        yes(libs.nvrtc),
+        yes(libs.cublas),
+        yes(libs.cusparse),
+        yes(libs.cusolver)
+    );
+    let mode = match cfg.device {
+        DeviceMode::Auto => "auto",
+        DeviceMode::Gpu => "gpu (GPU path at every size)",
+        DeviceMode::Cpu => "cpu",
+    };
+    println!("HYLAPACK_DEVICE:   {mode}");
+    let m = &cfg.min_n;
+    println!(
+        "GPU thresholds:    stebz n >= {}, gtsv n >= {}, syrdb n >= {}, interval n >= {}",
+        m.stebz, m.gtsv, m.syrdb, m.interval
+    );
+    println!("Kernel cache:      {}", cfg.cache_dir.display());
+    let mut status = 0;
+    match device::gpu() {
+        Err(e) => {
+            println!("GPU:               none ({e})");
+            println!(
+                "Running CPU-only: every routine uses hylapack's CPU code or the system LAPACK."
+            );
+        }
+        Ok(gpu) => {
+            let i = &gpu.info;
+            println!(
+                "GPU:               {} (device {}), compute capability {}.{} ({}), {} multiprocessors, {:.1} GiB",
+                i.name, i.ordinal, i.compute_capability.0, i.compute_capability.1, i.arch(), i.multiprocessors,
+                i.total_memory as f64 / (1u64 << 30) as f64
+            );
+            println!(
+                "CUDA driver:       {}.{}; NVRTC {}.{}",
+                i.driver_version / 1000,
+                i.driver_version % 1000 / 10,
+                i.nvrtc_version.0,
+                i.nvrtc_version.1
+            );
+            let limit = cfg
+                .gpu_memory_limit
+                .map_or("none".to_string(), |b| format!("{b} bytes"));
+            println!(
+                "GPU memory budget: {:.2} GiB (HYLAPACK_GPU_MEMORY_LIMIT: {limit})",
+                gpu.budget.limit() as f64 / (1u64 << 30) as f64
+            );
+            for source in kernels::ALL {
+                match gpu.loaded_module(source) {
+                    Ok(m) => println!(
+                        "Kernels {:<10} {} for {} in {:.1} ms",
+                        format!("{}:", source.name),
+                        match m.origin {
+                            kernels::Origin::Compiled => "compiled by NVRTC",
+                            kernels::Origin::Cache => "loaded from the cache",
+                        },
+                        i.arch(),
+                        m.load_time.as_secs_f64() * 1e3
+                    ),
+                    Err(e) => {
+                        println!("Kernels {}: FAILED: {e}", source.name);
+                        status = 1;
+                    }
+                }
+            }
+        }
+    }
+    status
+}

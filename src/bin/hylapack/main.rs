@@ -1,0 +1,33 @@
+//! `hylapack`: what the library found on this machine (`info`), every routine on a realistic
+//! example checked against LAPACK (`demo`), and timings against peers (`bench <family>`).
+
+mod bench;
+mod demo;
+mod info;
+mod table;
+
+const USAGE: &str = "usage: hylapack <command>
+  info                 what was found: GPU, CUDA libraries, LAPACK, thresholds, cache
+  demo                 run every routine on a realistic example, check it against LAPACK
+  bench stebz [opts]   time tridiagonal eigenvalues against LAPACK (dstebz, dsterf, dstemr)
+      --sizes 1000,8000   problem orders (default: 1000,8000,32000,100000)
+      --csv FILE          also write the table as CSV
+      --quick             small sizes only (a smoke test)";
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let code = match args.first().map(String::as_str) {
+        Some("info") => info::run(),
+        Some("demo") => demo::run(),
+        Some("bench") => bench::run(&args[1..]),
+        Some("-h") | Some("--help") | Some("help") => {
+            println!("{USAGE}");
+            0
+        }
+        _ => {
+            eprintln!("{USAGE}");
+            2
+        }
+    };
+    std::process::exit(code);
+}

@@ -1,0 +1,71 @@
+//! A plain text table, printed with aligned columns, optionally also written as CSV.
+
+pub struct Table {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn new(header: &[&str]) -> Self {
+        Table {
+            header: header.iter().map(|s| s.to_string()).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    pub fn print(&self) {
+        let widths: Vec<usize> = (0..self.header.len())
+            .map(|c| {
+                self.rows
+                    .iter()
+                    .map(|r| r[c].len())
+                    .chain([self.header[c].len()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let line = |cells: &[String]| {
+            let padded: Vec<String> = cells
+                .iter()
+                .zip(&widths)
+                .map(|(s, w)| format!("{s:>w$}"))
+                .collect();
+            println!("{}", padded.join("  "));
+        };
+        line(&self.header);
+        println!(
+            "{}",
+            widths
+                .iter()
+                .map(|w| "-".repeat(*w))
+                .collect::<Vec<_>>()
+                .join("  ")
+        );
+        for r in &self.rows {
+            line(r);
+        }
+    }
+
+    pub fn write_csv(&self, path: &str) -> std::io::Result<()> {
+        let mut text = self.header.join(",") + "\n";
+        for r in &self.rows {
+            text += &(r.join(",") + "\n");
+        }
+        std::fs::write(path, text)
+    }
+}
+
+/// Seconds in a short human unit.
+pub fn time(seconds: f64) -> String {
+    if seconds < 1e-3 {
+        format!("{:.1} us", seconds * 1e6)
+    } else if seconds < 1.0 {
+        format!("{:.2} ms", seconds * 1e3)
+    } else {
+        format!("{seconds:.2} s")
+    }
+}

@@ -1,0 +1,209 @@
+//! Kernels from `kernels/*.cu`: embedded at build time, compiled by NVRTC to a cubin for the
+//! device's architecture at first use, and cached on disk keyed by source hash, architecture,
+//! driver and NVRTC version. A cache entry that fails its checksum or does not load is rebuilt.
+
+use super::{DeviceError, Gpu, LoadedModule};
+use crate::dispatch;
+use cudarc::nvrtc::sys as nvrtc;
+use std::ffi::{c_char, CStr};
+use std::path::{Path, PathBuf};
+
+/// One `.cu` file: a kernel family with its s/d entry points.
+pub struct KernelSource {
+    pub name: &'static str,
+    pub source: &'static str,
+}
+
+/// Sturm counts for the tridiagonal eigenvalue family.
+pub static STEBZ: KernelSource = KernelSource {
+    name: "stebz",
+    source: include_str!("../../kernels/stebz.cu"),
+};
+
+/// Every kernel family (the compile test walks this list).
+pub static ALL: &[&KernelSource] = &[&STEBZ];
+
+/// NVRTC options for every kernel: IEEE division and square root, no flush-to-zero and no
+/// contraction into FMA, because Sturm counts and directed rounding must match the CPU bit for bit.
+pub const OPTIONS: &[&str] = &[
+    "--fmad=false",
+    "--ftz=false",
+    "--prec-div=true",
+    "--prec-sqrt=true",
+    "--std=c++17",
+];
+
+/// Where a cubin came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    Compiled,
+    Cache,
+}
+
+/// Compiles `source` to a cubin for `arch` ("sm_90"). Needs NVRTC, not a GPU.
+pub fn compile(source: &KernelSource, arch: &str) -> Result<Vec<u8>, DeviceError> {
+    if !super::libraries().nvrtc {
+        return Err(DeviceError::NoNvrtc);
+    }
+    std::panic::catch_unwind(|| compile_unchecked(source, arch))
+        .unwrap_or_else(|_| Err(DeviceError::Compile("panic inside NVRTC".into())))
+}
+
+fn compile_unchecked(source: &KernelSource, arch: &str) -> Result<Vec<u8>, DeviceError> {
+    let err = |what: &str, e: cudarc::nvrtc::result::NvrtcError| {
+        DeviceError::Compile(format!("{}: {what}: {e:?}", source.name))
+    };
+    let src = std::ffi::CString::new(source.source)
+        .map_err(|_| DeviceError::Compile("NUL in kernel source".into()))?;
+    let name = std::ffi::CString::new(format!("{}.cu", source.name)).expect("no NUL in name");
+    let prog =
+        cudarc::nvrtc::result::create_program(&src, Some(&name)).map_err(|e| err("create", e))?;
+    let mut options: Vec<String> = OPTIONS.iter().map(|s| s.to_string()).collect();
+    options.push(format!("--gpu-architecture={arch}"));
+    // SAFETY: prog is a live program; the options outlive the call.
+    let compiled = unsafe { cudarc::nvrtc::result::compile_program(prog, &options) };
+    let result = match compiled {
+        Err(e) => {
+            // SAFETY: prog is live; the log is a NUL-terminated buffer NVRTC filled.
+            let log = unsafe { cudarc::nvrtc::result::get_program_log(prog) }
+                .map(|l| {
+                    unsafe { CStr::from_ptr(l.as_ptr()) }
+                        .to_string_lossy()
+                        .into_owned()
+                })
+                .unwrap_or_default();
+            Err(DeviceError::Compile(format!(
+                "{} for {arch}: {e:?}\n{log}",
+                source.name
+            )))
+        }
+        Ok(()) => get_cubin(prog).map_err(|e| err("get cubin", e)),
+    };
+    // SAFETY: prog is live and destroyed once.
+    unsafe { cudarc::nvrtc::result::destroy_program(prog) }.ok();
+    result
+}
+
+fn get_cubin(prog: nvrtc::nvrtcProgram) -> Result<Vec<u8>, cudarc::nvrtc::result::NvrtcError> {
+    let mut size = 0usize;
+    // SAFETY: prog compiled successfully for a real architecture, so a cubin of `size` bytes exists.
+    unsafe { nvrtc::nvrtcGetCUBINSize(prog, &mut size).result()? };
+    let mut cubin = vec![0u8; size];
+    unsafe { nvrtc::nvrtcGetCUBIN(prog, cubin.as_mut_ptr() as *mut c_char).result()? };
+    Ok(cubin)
+}
+
+/// 64-bit FNV-1a: stable across Rust versions, enough to key a cache and catch corruption.
+pub fn fnv1a(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for &b in *p {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        h ^= 0xff; // separates the parts
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+const MAGIC: &[u8; 8] = b"HYLKCUB1";
+
+/// The cache file of `source` for `arch` under `tag` (driver and NVRTC versions).
+pub fn cache_path(dir: &Path, source: &KernelSource, arch: &str, tag: &str) -> PathBuf {
+    let key = fnv1a(&[
+        source.source.as_bytes(),
+        OPTIONS.join(" ").as_bytes(),
+        arch.as_bytes(),
+        tag.as_bytes(),
+    ]);
+    dir.join(format!("{}-{arch}-{tag}-{key:016x}.cubin", source.name))
+}
+
+/// The cubin of `source` for `arch`, from the cache in `dir` when a valid entry exists, else
+/// compiled and stored. Cache trouble (unwritable directory, corrupt file) is logged, never fatal.
+pub fn cubin(
+    source: &KernelSource,
+    arch: &str,
+    dir: &Path,
+    tag: &str,
+) -> Result<(Vec<u8>, Origin), DeviceError> {
+    let path = cache_path(dir, source, arch, tag);
+    if let Some(bytes) = read_entry(&path) {
+        return Ok((bytes, Origin::Cache));
+    }
+    let cubin = compile(source, arch)?;
+    if let Err(e) = write_entry(&path, &cubin) {
+        dispatch::debug(|| format!("kernel cache {}: not written ({e})", path.display()));
+    }
+    Ok((cubin, Origin::Compiled))
+}
+
+fn read_entry(path: &Path) -> Option<Vec<u8>> {
+    let data = std::fs::read(path).ok()?;
+    let valid = data.len() > 16
+        && &data[..8] == MAGIC
+        && data[8..16] == fnv1a(&[&data[16..]]).to_le_bytes();
+    if !valid {
+        dispatch::debug(|| format!("kernel cache {}: corrupt entry, rebuilding", path.display()));
+        return None;
+    }
+    Some(data[16..].to_vec())
+}
+
+fn write_entry(path: &Path, cubin: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().expect("cache entries live in a directory");
+    std::fs::create_dir_all(dir)?;
+    // Write to a unique temporary name and rename, so readers never see half a file.
+    let tmp = dir.join(format!(
+        ".tmp-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let mut data = Vec::with_capacity(cubin.len() + 16);
+    data.extend_from_slice(MAGIC);
+    data.extend_from_slice(&fnv1a(&[cubin]).to_le_bytes());
+    data.extend_from_slice(cubin);
+    std::fs::write(&tmp, &data)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// Loads `source` into the GPU's context, going through the cache.
+pub(super) fn load(gpu: &Gpu, source: &KernelSource) -> Result<LoadedModule, DeviceError> {
+    let arch = gpu.info.arch();
+    let tag = gpu.kernel_tag();
+    let dir = &crate::config::get().cache_dir;
+    let started = std::time::Instant::now();
+    let (bytes, origin) = cubin(source, &arch, dir, &tag)?;
+    let loaded = gpu.ctx.load_module(cudarc::nvrtc::Ptx::from_binary(bytes));
+    let module = match (loaded, origin) {
+        (Ok(m), _) => m,
+        (Err(e), Origin::Cache) => {
+            // A valid-looking entry the driver rejects: rebuild it once.
+            dispatch::debug(|| {
+                format!(
+                    "kernel cache entry for {} rejected by the driver ({e}); recompiling",
+                    source.name
+                )
+            });
+            let cubin = compile(source, &arch)?;
+            write_entry(&cache_path(dir, source, &arch, &tag), &cubin).ok();
+            gpu.ctx
+                .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))?
+        }
+        (Err(e), Origin::Compiled) => return Err(e.into()),
+    };
+    let load_time = started.elapsed();
+    dispatch::debug(|| {
+        format!(
+            "kernels {} for {arch}: {origin:?} in {:.1} ms",
+            source.name,
+            load_time.as_secs_f64() * 1e3
+        )
+    });
+    Ok(LoadedModule {
+        module,
+        origin,
+        load_time,
+    })
+}

@@ -1,0 +1,138 @@
+//! The GPU Sturm-count kernel against the CPU recurrence: the counts must be equal, point for
+//! point, since both evaluate LAPACK's recurrence in IEEE arithmetic without contraction.
+//! Without a GPU the tests check that the GPU path declines cleanly; with
+//! HYLAPACK_REQUIRE_GPU=1 a missing GPU is a failure.
+
+use hylapack::real::Real;
+use hylapack::stebz::count::{sturm_count, Counter, SturmProblem};
+use hylapack::stebz::gpu::{CountModel, GpuCounter};
+
+fn require_gpu() -> bool {
+    std::env::var("HYLAPACK_REQUIRE_GPU").as_deref() == Ok("1")
+}
+
+/// A small xorshift generator: these tests need varied, not statistically perfect, numbers.
+struct Rng(u64);
+impl Rng {
+    fn fresh() -> Self {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64;
+        Rng(t | 1)
+    }
+    fn next(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    }
+}
+
+/// A random tridiagonal matrix split into blocks, prepared the way xSTEBZ prepares it.
+fn problem<T: Real>(n: usize, rng: &mut Rng) -> (Vec<T>, Vec<T>, T, Vec<usize>) {
+    let d: Vec<T> = (0..n).map(|_| T::from_f64(rng.next() * 4.0)).collect();
+    let mut e2 = vec![T::ZERO; n];
+    let mut ends = Vec::new();
+    let mut max_e2 = T::ONE;
+    for j in 0..n - 1 {
+        if rng.next() > 0.98 {
+            ends.push(j + 1); // a split
+        } else {
+            let e = T::from_f64(rng.next());
+            e2[j] = e * e;
+            max_e2 = max_e2.max(e2[j]);
+        }
+    }
+    ends.push(n);
+    (d, e2, max_e2 * T::SAFE_MIN, ends)
+}
+
+fn gpu_counts_equal_cpu_counts<T: Real>() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let n = 3000;
+    let (d, e2, pivmin, ends) = problem::<T>(n, &mut rng);
+    let p = SturmProblem {
+        d: &d,
+        e2: &e2,
+        pivmin,
+        block_ends: &ends,
+    };
+    // A model that always prefers the GPU, so every batch below runs the kernel.
+    let always_gpu = CountModel {
+        gpu_overhead_s: 0.0,
+        gpu_steps_per_s: 1e15,
+        cpu_steps_per_s: 1.0,
+    };
+    let mut counter = match GpuCounter::with_model(&p, always_gpu) {
+        Ok(c) => c,
+        Err(e) => {
+            assert!(
+                !require_gpu(),
+                "HYLAPACK_REQUIRE_GPU=1 but the GPU path is unavailable: {e}"
+            );
+            eprintln!("skipped: no GPU ({e})");
+            return;
+        }
+    };
+    for round in 0..3 {
+        let points = [10, 1000, 70_000][round];
+        let mut blocks = Vec::with_capacity(points);
+        let mut x = Vec::with_capacity(points);
+        for i in 0..points {
+            let b = (rng.next().abs() * ends.len() as f64) as usize % ends.len();
+            blocks.push(b as u32);
+            let rows = p.block_rows(b);
+            // Mix random points with exact diagonal entries and signed zeros: the hard cases.
+            x.push(match i % 4 {
+                0 => d[rows.start + i % rows.len()],
+                1 => T::from_f64(if i % 8 == 1 { 0.0 } else { -0.0 }),
+                _ => T::from_f64(rng.next() * 6.0),
+            });
+        }
+        let mut gpu = vec![-1; points];
+        counter.count(&blocks, &x, &mut gpu).unwrap();
+        for i in 0..points {
+            let cpu = sturm_count(&d, &e2, pivmin, p.block_rows(blocks[i] as usize), x[i]);
+            assert_eq!(
+                gpu[i],
+                cpu,
+                "{}: seed {seed}, point {i} x = {:?} block {}",
+                T::PREFIX,
+                x[i],
+                blocks[i]
+            );
+        }
+    }
+    let (gpu_steps, cpu_steps) = counter.steps();
+    assert!(
+        gpu_steps > 0 && cpu_steps == 0,
+        "every batch must have run on the GPU"
+    );
+}
+
+#[test]
+fn gpu_counts_equal_cpu_counts_f64() {
+    gpu_counts_equal_cpu_counts::<f64>();
+}
+
+#[test]
+fn gpu_counts_equal_cpu_counts_f32() {
+    gpu_counts_equal_cpu_counts::<f32>();
+}
+
+#[test]
+fn model_prefers_more_points_for_few_intervals() {
+    let m = CountModel::default_for::<f64>();
+    let few = m.best_points(1, 8000.0);
+    let many = m.best_points(100_000, 8000.0);
+    assert!(
+        few > many,
+        "1 interval: {few} points, 100000 intervals: {many}"
+    );
+    assert_eq!(
+        many, 1,
+        "with 1e5 intervals of 8000 rows the GPU is already full"
+    );
+}
