@@ -37,7 +37,12 @@ pub struct MinN {
 impl Default for MinN {
     fn default() -> Self {
         // Below these sizes the system LAPACK on a host CPU wins (transfer and launch costs).
-        MinN { stebz: 256, gtsv: 1 << 16, syrdb: 2048, interval: 512 }
+        MinN {
+            stebz: 256,
+            gtsv: 1 << 16,
+            syrdb: 2048,
+            interval: 512,
+        }
     }
 }
 
@@ -78,37 +83,67 @@ pub fn load(env: impl Fn(&str) -> Option<String>) -> Config {
         match std::fs::read_to_string(&path) {
             Ok(text) => match text.parse::<toml::Table>() {
                 Ok(t) => file = t,
-                Err(e) => warnings.push(format!("HYLAPACK_CONFIG {path}: not valid TOML ({e}); using defaults")),
+                Err(e) => warnings.push(format!(
+                    "HYLAPACK_CONFIG {path}: not valid TOML ({e}); using defaults"
+                )),
             },
-            Err(e) => warnings.push(format!("HYLAPACK_CONFIG {path}: cannot read ({e}); using defaults")),
+            Err(e) => warnings.push(format!(
+                "HYLAPACK_CONFIG {path}: cannot read ({e}); using defaults"
+            )),
         }
     }
-    let mut s = Settings { env: &env, file: &file, warnings: &mut warnings };
+    let mut s = Settings {
+        env: &env,
+        file: &file,
+        warnings: &mut warnings,
+    };
 
     let device = s
-        .lookup("HYLAPACK_DEVICE", "device", |v| match v.to_ascii_lowercase().as_str() {
-            "auto" => Some(DeviceMode::Auto),
-            "gpu" => Some(DeviceMode::Gpu),
-            "cpu" => Some(DeviceMode::Cpu),
-            _ => None,
-        }, "auto, gpu or cpu")
+        .lookup(
+            "HYLAPACK_DEVICE",
+            "device",
+            |v| match v.to_ascii_lowercase().as_str() {
+                "auto" => Some(DeviceMode::Auto),
+                "gpu" => Some(DeviceMode::Gpu),
+                "cpu" => Some(DeviceMode::Cpu),
+                _ => None,
+            },
+            "auto, gpu or cpu",
+        )
         .unwrap_or(DeviceMode::Auto);
-    let require_gpu = s.lookup("HYLAPACK_REQUIRE_GPU", "require_gpu", parse_bool, "0 or 1").unwrap_or(false);
+    let require_gpu = s
+        .lookup("HYLAPACK_REQUIRE_GPU", "require_gpu", parse_bool, "0 or 1")
+        .unwrap_or(false);
     let log = s
-        .lookup("HYLAPACK_LOG", "log", |v| match v.to_ascii_lowercase().as_str() {
-            "off" | "0" | "" => Some(LogLevel::Off),
-            "info" | "1" => Some(LogLevel::Info),
-            "debug" | "2" => Some(LogLevel::Debug),
-            _ => None,
-        }, "off, info or debug")
+        .lookup(
+            "HYLAPACK_LOG",
+            "log",
+            |v| match v.to_ascii_lowercase().as_str() {
+                "off" | "0" | "" => Some(LogLevel::Off),
+                "info" | "1" => Some(LogLevel::Info),
+                "debug" | "2" => Some(LogLevel::Debug),
+                _ => None,
+            },
+            "off, info or debug",
+        )
         .unwrap_or(LogLevel::Off);
-    let gpu_memory_limit =
-        s.lookup("HYLAPACK_GPU_MEMORY_LIMIT", "gpu_memory_limit", parse_bytes, "a byte count such as 4G or 512M");
+    let gpu_memory_limit = s.lookup(
+        "HYLAPACK_GPU_MEMORY_LIMIT",
+        "gpu_memory_limit",
+        parse_bytes,
+        "a byte count such as 4G or 512M",
+    );
     let defaults = MinN::default();
     let mut min_n = |family: &str, default: usize| {
         let key = format!("min_n.{family}");
         let var = format!("HYLAPACK_MIN_N_{}", family.to_ascii_uppercase());
-        s.lookup(&var, &key, |v| v.parse::<usize>().ok(), "a non-negative integer").unwrap_or(default)
+        s.lookup(
+            &var,
+            &key,
+            |v| v.parse::<usize>().ok(),
+            "a non-negative integer",
+        )
+        .unwrap_or(default)
     };
     let min_n = MinN {
         stebz: min_n("stebz", defaults.stebz),
@@ -117,9 +152,22 @@ pub fn load(env: impl Fn(&str) -> Option<String>) -> Config {
         interval: min_n("interval", defaults.interval),
     };
     let cache_dir = s
-        .lookup("HYLAPACK_CACHE_DIR", "cache_dir", |v| (!v.is_empty()).then(|| PathBuf::from(v)), "a path")
+        .lookup(
+            "HYLAPACK_CACHE_DIR",
+            "cache_dir",
+            |v| (!v.is_empty()).then(|| PathBuf::from(v)),
+            "a path",
+        )
         .unwrap_or_else(|| default_cache_dir(&env));
-    Config { device, require_gpu, log, gpu_memory_limit, min_n, cache_dir, warnings }
+    Config {
+        device,
+        require_gpu,
+        log,
+        gpu_memory_limit,
+        min_n,
+        cache_dir,
+        warnings,
+    }
 }
 
 struct Settings<'a, E> {
@@ -130,11 +178,19 @@ struct Settings<'a, E> {
 
 impl<E: Fn(&str) -> Option<String>> Settings<'_, E> {
     /// The value of environment variable `var`, else of the file's `key` ("a.b" for tables).
-    fn lookup<V>(&mut self, var: &str, key: &str, parse: impl Fn(&str) -> Option<V>, expected: &str) -> Option<V> {
+    fn lookup<V>(
+        &mut self,
+        var: &str,
+        key: &str,
+        parse: impl Fn(&str) -> Option<V>,
+        expected: &str,
+    ) -> Option<V> {
         if let Some(raw) = (self.env)(var) {
             match parse(raw.trim()) {
                 Some(v) => return Some(v),
-                None => self.warnings.push(format!("{var}='{raw}' is not {expected}; ignored")),
+                None => self
+                    .warnings
+                    .push(format!("{var}='{raw}' is not {expected}; ignored")),
             }
         }
         let mut value = None;
@@ -156,7 +212,9 @@ impl<E: Fn(&str) -> Option<String>> Settings<'_, E> {
         };
         let parsed = parse(text.trim());
         if parsed.is_none() {
-            self.warnings.push(format!("config key {key} = {value} is not {expected}; ignored"));
+            self.warnings.push(format!(
+                "config key {key} = {value} is not {expected}; ignored"
+            ));
         }
         parsed
     }
@@ -173,7 +231,9 @@ fn parse_bool(v: &str) -> Option<bool> {
 /// "4G", "512M", "64K", "4GiB", "1000" (bytes) → bytes.
 pub fn parse_bytes(v: &str) -> Option<u64> {
     let v = v.trim();
-    let split = v.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(v.len());
+    let split = v
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(v.len());
     let (num, unit) = v.split_at(split);
     let num: f64 = num.parse().ok()?;
     let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
@@ -204,7 +264,10 @@ mod tests {
     use std::collections::HashMap;
 
     fn load_from(vars: &[(&str, &str)]) -> Config {
-        let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         load(|k| map.get(k).cloned())
     }
 
@@ -221,7 +284,11 @@ mod tests {
 
     #[test]
     fn bad_values_warn_and_fall_back() {
-        let c = load_from(&[("HYLAPACK_DEVICE", "tpu"), ("HYLAPACK_GPU_MEMORY_LIMIT", "lots"), ("HYLAPACK_LOG", "loud")]);
+        let c = load_from(&[
+            ("HYLAPACK_DEVICE", "tpu"),
+            ("HYLAPACK_GPU_MEMORY_LIMIT", "lots"),
+            ("HYLAPACK_LOG", "loud"),
+        ]);
         assert_eq!(c.device, DeviceMode::Auto);
         assert_eq!(c.gpu_memory_limit, None);
         assert_eq!(c.log, LogLevel::Off);

@@ -52,16 +52,25 @@ pub struct Decision {
 
 /// Chooses the backend for a problem of order `n` of `family`.
 pub fn decide(family: Family, n: usize) -> Decision {
-    let cpu = |why: String| Decision { backend: Backend::Cpu, why_not_gpu: Some(why) };
+    let cpu = |why: String| Decision {
+        backend: Backend::Cpu,
+        why_not_gpu: Some(why),
+    };
     match config::get().device {
         DeviceMode::Cpu => return cpu("HYLAPACK_DEVICE=cpu".into()),
         DeviceMode::Auto if n < family.min_n() => {
-            return cpu(format!("n = {n} is below the GPU threshold {}", family.min_n()))
+            return cpu(format!(
+                "n = {n} is below the GPU threshold {}",
+                family.min_n()
+            ))
         }
         _ => {}
     }
     match device::gpu() {
-        Ok(_) => Decision { backend: Backend::Gpu, why_not_gpu: None },
+        Ok(_) => Decision {
+            backend: Backend::Gpu,
+            why_not_gpu: None,
+        },
         Err(e) => cpu(format!("no GPU: {e}")),
     }
 }
@@ -76,7 +85,13 @@ pub fn last_backend() -> Option<Backend> {
 }
 
 /// Records and, if `HYLAPACK_LOG` asks, prints one line for a finished call.
-pub fn finish_call(routine: &str, n: usize, backend: Backend, elapsed: Duration, note: Option<&str>) {
+pub fn finish_call(
+    routine: &str,
+    n: usize,
+    backend: Backend,
+    elapsed: Duration,
+    note: Option<&str>,
+) {
     LAST_BACKEND.with(|c| c.set(Some(backend)));
     if config::get().log >= LogLevel::Info {
         let note = note.map(|s| format!(" ({s})")).unwrap_or_default();

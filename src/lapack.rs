@@ -135,6 +135,15 @@ pub trait Lapack: Real {
     /// xSTEMR with JOBZ = 'N', RANGE = 'A': all eigenvalues into `w`, ascending; `d` and `e`
     /// (n entries, the last unused) are destroyed. Returns (M, INFO).
     fn stemr_values(d: &mut [Self], e: &mut [Self], w: &mut [Self]) -> (i32, i32);
+    /// xGTSV on `n = d.len()`: `dl`, `du` need `n - 1` entries, `b` is `ldb` x `nrhs`. Returns INFO.
+    fn gtsv(
+        dl: &mut [Self],
+        d: &mut [Self],
+        du: &mut [Self],
+        b: &mut [Self],
+        ldb: usize,
+        nrhs: usize,
+    ) -> i32;
 }
 
 /// Length-checked raw pointer for an array LAPACK may index up to `need` entries.
@@ -159,7 +168,7 @@ fn mut_ptr_for<T>(s: &mut [T], need: usize) -> *mut T {
 }
 
 macro_rules! impl_lapack {
-    ($t:ty, $stebz:ident, $sterf:path, $stemr:ident) => {
+    ($t:ty, $stebz:ident, $sterf:path, $stemr:ident, $gtsv:path) => {
         impl Lapack for $t {
             fn stebz(
                 range: u8,
@@ -271,9 +280,53 @@ macro_rules! impl_lapack {
                 };
                 (m, info)
             }
+
+            fn gtsv(
+                dl: &mut [Self],
+                d: &mut [Self],
+                du: &mut [Self],
+                b: &mut [Self],
+                ldb: usize,
+                nrhs: usize,
+            ) -> i32 {
+                let n = d.len();
+                let need_b = if n == 0 || nrhs == 0 {
+                    0
+                } else {
+                    ldb * (nrhs - 1) + n
+                };
+                let (n_i, nrhs_i, ldb_i) = (n as c_int, nrhs as c_int, ldb.max(1) as c_int);
+                let mut info = 0;
+                // SAFETY: dl and du reach n - 1 entries, d n, b the ldb x nrhs columns xGTSV reads.
+                unsafe {
+                    $gtsv(
+                        &n_i,
+                        &nrhs_i,
+                        mut_ptr_for(dl, n.saturating_sub(1)),
+                        d.as_mut_ptr(),
+                        mut_ptr_for(du, n.saturating_sub(1)),
+                        mut_ptr_for(b, need_b),
+                        &ldb_i,
+                        &mut info,
+                    )
+                };
+                info
+            }
         }
     };
 }
 
-impl_lapack!(f64, dstebz_, lapack_sys::dsterf_, dstemr_);
-impl_lapack!(f32, sstebz_, lapack_sys::ssterf_, sstemr_);
+impl_lapack!(
+    f64,
+    dstebz_,
+    lapack_sys::dsterf_,
+    dstemr_,
+    lapack_sys::dgtsv_
+);
+impl_lapack!(
+    f32,
+    sstebz_,
+    lapack_sys::ssterf_,
+    sstemr_,
+    lapack_sys::sgtsv_
+);

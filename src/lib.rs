@@ -9,6 +9,7 @@ pub mod api;
 pub mod config;
 pub mod device;
 pub mod dispatch;
+pub mod gtsv;
 pub mod lapack;
 pub mod real;
 pub mod stebz;

@@ -6,40 +6,25 @@
 use hylapack::real::Real;
 use hylapack::stebz::count::{sturm_count, Counter, SturmProblem};
 use hylapack::stebz::gpu::{CountModel, GpuCounter};
+use hylapack::testmat::{seed_from_time, Rng};
 
 fn require_gpu() -> bool {
     std::env::var("HYLAPACK_REQUIRE_GPU").as_deref() == Ok("1")
 }
 
-/// A small xorshift generator: these tests need varied, not statistically perfect, numbers.
-struct Rng(u64);
-impl Rng {
-    fn fresh() -> Self {
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos() as u64;
-        Rng(t | 1)
-    }
-    fn next(&mut self) -> f64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-    }
-}
-
 /// A random tridiagonal matrix split into blocks, prepared the way xSTEBZ prepares it.
 fn problem<T: Real>(n: usize, rng: &mut Rng) -> (Vec<T>, Vec<T>, T, Vec<usize>) {
-    let d: Vec<T> = (0..n).map(|_| T::from_f64(rng.next() * 4.0)).collect();
+    let d: Vec<T> = (0..n)
+        .map(|_| T::from_f64(rng.range(-1.0, 1.0) * 4.0))
+        .collect();
     let mut e2 = vec![T::ZERO; n];
     let mut ends = Vec::new();
     let mut max_e2 = T::ONE;
     for j in 0..n - 1 {
-        if rng.next() > 0.98 {
+        if rng.range(-1.0, 1.0) > 0.98 {
             ends.push(j + 1); // a split
         } else {
-            let e = T::from_f64(rng.next());
+            let e = T::from_f64(rng.range(-1.0, 1.0));
             e2[j] = e * e;
             max_e2 = max_e2.max(e2[j]);
         }
@@ -49,8 +34,8 @@ fn problem<T: Real>(n: usize, rng: &mut Rng) -> (Vec<T>, Vec<T>, T, Vec<usize>) 
 }
 
 fn gpu_counts_equal_cpu_counts<T: Real>() {
-    let mut rng = Rng::fresh();
-    let seed = rng.0;
+    let seed = seed_from_time();
+    let mut rng = Rng::new(seed);
     let n = 3000;
     let (d, e2, pivmin, ends) = problem::<T>(n, &mut rng);
     let p = SturmProblem {
@@ -60,11 +45,7 @@ fn gpu_counts_equal_cpu_counts<T: Real>() {
         block_ends: &ends,
     };
     // A model that always prefers the GPU, so every batch below runs the kernel.
-    let always_gpu = CountModel {
-        gpu_overhead_s: 0.0,
-        gpu_steps_per_s: 1e15,
-        cpu_steps_per_s: 1.0,
-    };
+    let always_gpu = CountModel::always_gpu();
     let mut counter = match GpuCounter::with_model(&p, always_gpu) {
         Ok(c) => c,
         Err(e) => {
@@ -81,14 +62,14 @@ fn gpu_counts_equal_cpu_counts<T: Real>() {
         let mut blocks = Vec::with_capacity(points);
         let mut x = Vec::with_capacity(points);
         for i in 0..points {
-            let b = (rng.next().abs() * ends.len() as f64) as usize % ends.len();
+            let b = rng.below(ends.len());
             blocks.push(b as u32);
             let rows = p.block_rows(b);
             // Mix random points with exact diagonal entries and signed zeros: the hard cases.
             x.push(match i % 4 {
                 0 => d[rows.start + i % rows.len()],
                 1 => T::from_f64(if i % 8 == 1 { 0.0 } else { -0.0 }),
-                _ => T::from_f64(rng.next() * 6.0),
+                _ => T::from_f64(rng.range(-1.0, 1.0) * 6.0),
             });
         }
         let mut gpu = vec![-1; points];
@@ -125,8 +106,8 @@ fn gpu_counts_equal_cpu_counts_f32() {
 #[test]
 fn model_prefers_more_points_for_few_intervals() {
     let m = CountModel::default_for::<f64>();
-    let few = m.best_points(1, 8000.0);
-    let many = m.best_points(100_000, 8000.0);
+    let few = m.best_points(1, 8000.0, 8000.0);
+    let many = m.best_points(100_000, 8000.0, 8000.0);
     assert!(
         few > many,
         "1 interval: {few} points, 100000 intervals: {many}"

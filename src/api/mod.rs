@@ -5,7 +5,8 @@
 //! exact argument list by reference with the hidden CHARACTER lengths last; the C name
 //! (`dstebz_gpu`) has LAPACKE's shape and returns INFO.
 
-// pub mod stebz; (enabled once the driver lands)
+pub mod gtsv;
+pub mod stebz;
 
 use std::any::Any;
 use std::ffi::{c_char, c_int};

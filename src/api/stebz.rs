@@ -1,7 +1,10 @@
 //! `sstebz_gpu` / `dstebz_gpu`: eigenvalues of a symmetric tridiagonal matrix by bisection and
 //! multisection, with LAPACK xSTEBZ's contract.
 
-use super::{ffi_boundary, fortran_char, input, output, report_illegal_argument, scalar, HYLAPACK_INFO_INTERNAL_ERROR};
+use super::{
+    ffi_boundary, fortran_char, input, output, report_illegal_argument, scalar,
+    HYLAPACK_INFO_INTERNAL_ERROR,
+};
 use crate::dispatch::{self, Family};
 use crate::real::Real;
 use crate::stebz;
@@ -11,8 +14,21 @@ use std::time::Instant;
 /// Checks pointers and arguments in LAPACK's order, runs the routine and logs the call.
 #[allow(clippy::too_many_arguments)]
 unsafe fn run<T: Real>(
-    routine: &str, range: u8, order: u8, n: c_int, vl: T, vu: T, il: c_int, iu: c_int, abstol: T,
-    d: *const T, e: *const T, m: *mut c_int, nsplit: *mut c_int, w: *mut T, iblock: *mut c_int,
+    routine: &str,
+    range: u8,
+    order: u8,
+    n: c_int,
+    vl: T,
+    vu: T,
+    il: c_int,
+    iu: c_int,
+    abstol: T,
+    d: *const T,
+    e: *const T,
+    m: *mut c_int,
+    nsplit: *mut c_int,
+    w: *mut T,
+    iblock: *mut c_int,
     isplit: *mut c_int,
 ) -> c_int {
     let mut info = stebz::check_args(range, order, n, vl, vu, il, iu);
@@ -23,7 +39,15 @@ unsafe fn run<T: Real>(
     let (w, iblock, isplit) = (output(w, len), output(iblock, len), output(isplit, len));
     if info == 0 {
         // A null array is reported as an illegal value of that argument (LAPACK numbering).
-        let missing = [d.is_none(), e.is_none(), m.is_none(), nsplit.is_none(), w.is_none(), iblock.is_none(), isplit.is_none()];
+        let missing = [
+            d.is_none(),
+            e.is_none(),
+            m.is_none(),
+            nsplit.is_none(),
+            w.is_none(),
+            iblock.is_none(),
+            isplit.is_none(),
+        ];
         if let Some(i) = missing.iter().position(|&x| x) {
             info = -(9 + i as c_int);
         }
@@ -37,31 +61,74 @@ unsafe fn run<T: Real>(
 
     let started = Instant::now();
     let decision = dispatch::decide(Family::Stebz, len);
-    let report = stebz::stebz(range, order, vl, vu, il, iu, abstol, d, e, w, iblock, isplit, decision.backend);
+    let report = stebz::stebz(
+        range,
+        order,
+        vl,
+        vu,
+        il,
+        iu,
+        abstol,
+        d,
+        e,
+        w,
+        iblock,
+        isplit,
+        decision.backend,
+    );
     m[0] = report.m;
-    nsplit[0] = report.nsplit;
+    if len > 0 {
+        // LAPACK returns before setting NSPLIT when N = 0.
+        nsplit[0] = report.nsplit;
+    }
     let note = report.note.or(decision.why_not_gpu);
-    dispatch::finish_call(routine, len, report.backend, started.elapsed(), note.as_deref());
+    dispatch::finish_call(
+        routine,
+        len,
+        report.backend,
+        started.elapsed(),
+        note.as_deref(),
+    );
     report.info
 }
 
 /// The Fortran convention's body, shared by both precisions.
 #[allow(clippy::too_many_arguments)]
 unsafe fn fortran<T: Real>(
-    routine: &str, range: *const c_char, order: *const c_char, n: *const c_int, vl: *const T,
-    vu: *const T, il: *const c_int, iu: *const c_int, abstol: *const T, d: *const T, e: *const T,
-    m: *mut c_int, nsplit: *mut c_int, w: *mut T, iblock: *mut c_int, isplit: *mut c_int,
-    info: *mut c_int, range_len: usize, order_len: usize,
+    routine: &str,
+    range: *const c_char,
+    order: *const c_char,
+    n: *const c_int,
+    vl: *const T,
+    vu: *const T,
+    il: *const c_int,
+    iu: *const c_int,
+    abstol: *const T,
+    d: *const T,
+    e: *const T,
+    m: *mut c_int,
+    nsplit: *mut c_int,
+    w: *mut T,
+    iblock: *mut c_int,
+    isplit: *mut c_int,
+    info: *mut c_int,
+    range_len: usize,
+    order_len: usize,
 ) {
     let result = ffi_boundary!(routine, HYLAPACK_INFO_INTERNAL_ERROR, {
-        let (range, order) = (fortran_char(range, range_len), fortran_char(order, order_len));
+        let (range, order) = (
+            fortran_char(range, range_len),
+            fortran_char(order, order_len),
+        );
         // A null scalar becomes an illegal value of that argument.
         let n = scalar(n).unwrap_or(-1);
         let nan = T::ZERO / T::ZERO;
         let (vl, vu) = (scalar(vl).unwrap_or(nan), scalar(vu).unwrap_or(nan));
         let (il, iu) = (scalar(il).unwrap_or(0), scalar(iu).unwrap_or(-1));
         let abstol = scalar(abstol).unwrap_or(T::ZERO);
-        run::<T>(routine, range, order, n, vl, vu, il, iu, abstol, d, e, m, nsplit, w, iblock, isplit)
+        run::<T>(
+            routine, range, order, n, vl, vu, il, iu, abstol, d, e, m, nsplit, w, iblock, isplit,
+        )
     });
     if !info.is_null() {
         *info = result;
@@ -83,24 +150,82 @@ unsafe fn fortran<T: Real>(
 /// Gerschgorin interval was too small); -1000 for an internal error (printed on stderr).
 #[no_mangle]
 pub unsafe extern "C" fn dstebz_gpu(
-    range: c_char, order: c_char, n: c_int, vl: f64, vu: f64, il: c_int, iu: c_int, abstol: f64,
-    d: *const f64, e: *const f64, m: *mut c_int, nsplit: *mut c_int, w: *mut f64,
-    iblock: *mut c_int, isplit: *mut c_int,
+    range: c_char,
+    order: c_char,
+    n: c_int,
+    vl: f64,
+    vu: f64,
+    il: c_int,
+    iu: c_int,
+    abstol: f64,
+    d: *const f64,
+    e: *const f64,
+    m: *mut c_int,
+    nsplit: *mut c_int,
+    w: *mut f64,
+    iblock: *mut c_int,
+    isplit: *mut c_int,
 ) -> c_int {
     ffi_boundary!("DSTEBZ_GPU", HYLAPACK_INFO_INTERNAL_ERROR, {
-        run("DSTEBZ_GPU", range as u8, order as u8, n, vl, vu, il, iu, abstol, d, e, m, nsplit, w, iblock, isplit)
+        run(
+            "DSTEBZ_GPU",
+            range as u8,
+            order as u8,
+            n,
+            vl,
+            vu,
+            il,
+            iu,
+            abstol,
+            d,
+            e,
+            m,
+            nsplit,
+            w,
+            iblock,
+            isplit,
+        )
     })
 }
 
 /// Single-precision `dstebz_gpu` (LAPACK SSTEBZ's contract).
 #[no_mangle]
 pub unsafe extern "C" fn sstebz_gpu(
-    range: c_char, order: c_char, n: c_int, vl: f32, vu: f32, il: c_int, iu: c_int, abstol: f32,
-    d: *const f32, e: *const f32, m: *mut c_int, nsplit: *mut c_int, w: *mut f32,
-    iblock: *mut c_int, isplit: *mut c_int,
+    range: c_char,
+    order: c_char,
+    n: c_int,
+    vl: f32,
+    vu: f32,
+    il: c_int,
+    iu: c_int,
+    abstol: f32,
+    d: *const f32,
+    e: *const f32,
+    m: *mut c_int,
+    nsplit: *mut c_int,
+    w: *mut f32,
+    iblock: *mut c_int,
+    isplit: *mut c_int,
 ) -> c_int {
     ffi_boundary!("SSTEBZ_GPU", HYLAPACK_INFO_INTERNAL_ERROR, {
-        run("SSTEBZ_GPU", range as u8, order as u8, n, vl, vu, il, iu, abstol, d, e, m, nsplit, w, iblock, isplit)
+        run(
+            "SSTEBZ_GPU",
+            range as u8,
+            order as u8,
+            n,
+            vl,
+            vu,
+            il,
+            iu,
+            abstol,
+            d,
+            e,
+            m,
+            nsplit,
+            w,
+            iblock,
+            isplit,
+        )
     })
 }
 
@@ -109,23 +234,95 @@ pub unsafe extern "C" fn sstebz_gpu(
 /// (4N) and IWORK (3N) are accepted for compatibility and not used.
 #[no_mangle]
 pub unsafe extern "C" fn dstebz_gpu_(
-    range: *const c_char, order: *const c_char, n: *const c_int, vl: *const f64, vu: *const f64,
-    il: *const c_int, iu: *const c_int, abstol: *const f64, d: *const f64, e: *const f64,
-    m: *mut c_int, nsplit: *mut c_int, w: *mut f64, iblock: *mut c_int, isplit: *mut c_int,
-    work: *mut f64, iwork: *mut c_int, info: *mut c_int, range_len: usize, order_len: usize,
+    range: *const c_char,
+    order: *const c_char,
+    n: *const c_int,
+    vl: *const f64,
+    vu: *const f64,
+    il: *const c_int,
+    iu: *const c_int,
+    abstol: *const f64,
+    d: *const f64,
+    e: *const f64,
+    m: *mut c_int,
+    nsplit: *mut c_int,
+    w: *mut f64,
+    iblock: *mut c_int,
+    isplit: *mut c_int,
+    work: *mut f64,
+    iwork: *mut c_int,
+    info: *mut c_int,
+    range_len: usize,
+    order_len: usize,
 ) {
     let _ = (work, iwork);
-    fortran("DSTEBZ_GPU", range, order, n, vl, vu, il, iu, abstol, d, e, m, nsplit, w, iblock, isplit, info, range_len, order_len)
+    fortran(
+        "DSTEBZ_GPU",
+        range,
+        order,
+        n,
+        vl,
+        vu,
+        il,
+        iu,
+        abstol,
+        d,
+        e,
+        m,
+        nsplit,
+        w,
+        iblock,
+        isplit,
+        info,
+        range_len,
+        order_len,
+    )
 }
 
 /// `sstebz_gpu` in the Fortran convention (LAPACK SSTEBZ's argument list).
 #[no_mangle]
 pub unsafe extern "C" fn sstebz_gpu_(
-    range: *const c_char, order: *const c_char, n: *const c_int, vl: *const f32, vu: *const f32,
-    il: *const c_int, iu: *const c_int, abstol: *const f32, d: *const f32, e: *const f32,
-    m: *mut c_int, nsplit: *mut c_int, w: *mut f32, iblock: *mut c_int, isplit: *mut c_int,
-    work: *mut f32, iwork: *mut c_int, info: *mut c_int, range_len: usize, order_len: usize,
+    range: *const c_char,
+    order: *const c_char,
+    n: *const c_int,
+    vl: *const f32,
+    vu: *const f32,
+    il: *const c_int,
+    iu: *const c_int,
+    abstol: *const f32,
+    d: *const f32,
+    e: *const f32,
+    m: *mut c_int,
+    nsplit: *mut c_int,
+    w: *mut f32,
+    iblock: *mut c_int,
+    isplit: *mut c_int,
+    work: *mut f32,
+    iwork: *mut c_int,
+    info: *mut c_int,
+    range_len: usize,
+    order_len: usize,
 ) {
     let _ = (work, iwork);
-    fortran("SSTEBZ_GPU", range, order, n, vl, vu, il, iu, abstol, d, e, m, nsplit, w, iblock, isplit, info, range_len, order_len)
+    fortran(
+        "SSTEBZ_GPU",
+        range,
+        order,
+        n,
+        vl,
+        vu,
+        il,
+        iu,
+        abstol,
+        d,
+        e,
+        m,
+        nsplit,
+        w,
+        iblock,
+        isplit,
+        info,
+        range_len,
+        order_len,
+    )
 }

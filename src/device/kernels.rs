@@ -20,8 +20,14 @@ pub static STEBZ: KernelSource = KernelSource {
     source: include_str!("../../kernels/stebz.cu"),
 };
 
+/// SPIKE + diagonal pivoting for the tridiagonal solver family.
+pub static GTSV: KernelSource = KernelSource {
+    name: "gtsv",
+    source: include_str!("../../kernels/gtsv.cu"),
+};
+
 /// Every kernel family (the compile test walks this list).
-pub static ALL: &[&KernelSource] = &[&STEBZ];
+pub static ALL: &[&KernelSource] = &[&STEBZ, &GTSV];
 
 /// NVRTC options for every kernel: IEEE division and square root, no flush-to-zero and no
 /// contraction into FMA, because Sturm counts and directed rounding must match the CPU bit for bit.

@@ -29,7 +29,13 @@ impl<T> SturmProblem<'_, T> {
 /// `rows`, with pivots smaller than `pivmin` in magnitude replaced by `-pivmin`.
 /// The evaluation order `(d[j] - e2[j-1] / t) - x` is LAPACK's; the GPU kernels use the same.
 #[inline]
-pub fn sturm_count<T: Real>(d: &[T], e2: &[T], pivmin: T, rows: std::ops::Range<usize>, x: T) -> i32 {
+pub fn sturm_count<T: Real>(
+    d: &[T],
+    e2: &[T],
+    pivmin: T,
+    rows: std::ops::Range<usize>,
+    x: T,
+) -> i32 {
     let mut t = d[rows.start] - x;
     if t.abs() < pivmin {
         t = -pivmin;

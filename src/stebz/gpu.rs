@@ -6,7 +6,8 @@
 //! same counts). How many points each interval gets comes from the performance model of the
 //! paper: maximise bits gained per second, log2(ML + 1) / time(ML).
 
-use super::count::{sturm_count, CountError, Counter, SturmProblem};
+use super::count::{CountError, Counter, SturmProblem};
+use super::cpu::CpuCounter;
 use crate::device::memory::Reservation;
 use crate::device::{self, kernels, DeviceError, Gpu, PooledStream};
 use crate::real::Real;
@@ -14,42 +15,82 @@ use cudarc::driver::{
     result as cu, CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PinnedHostSlice, PushKernelArg,
 };
 
-/// Costs of one multisection step, in seconds and Sturm steps (one row of one count) per second.
-#[derive(Clone, Copy, Debug)]
+/// Costs of one multisection step. A batch of counts takes at least the time of one count,
+/// a chain of dependent divisions as long as its block (`rows × latency`), and at least the time
+/// to evaluate all its steps at full throughput; the GPU adds a fixed cost per batch.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CountModel {
-    /// Fixed cost of a GPU step: launch, two small transfers, one synchronisation.
+    /// Launch, two small transfers and one synchronisation.
     pub gpu_overhead_s: f64,
+    /// Time of one row of the recurrence for one point (one thread's dependent chain).
+    pub gpu_step_latency_s: f64,
     pub gpu_steps_per_s: f64,
+    pub cpu_step_latency_s: f64,
     pub cpu_steps_per_s: f64,
 }
 
 impl CountModel {
-    /// Defaults for double precision on an H100; single precision counts run about 1.7x faster.
+    /// Defaults measured by `hylapack tune` on an H200 host (2026-11-22; H100: same arithmetic).
     pub fn default_for<T: Real>() -> Self {
         let single = T::PREFIX == 's';
         CountModel {
-            gpu_overhead_s: 40e-6,
-            gpu_steps_per_s: if single { 9.0e11 } else { 5.0e11 },
-            cpu_steps_per_s: if single { 1.5e9 } else { 1.0e9 },
+            gpu_overhead_s: 30e-6,
+            gpu_step_latency_s: if single { 80e-9 } else { 140e-9 },
+            gpu_steps_per_s: if single { 1.0e12 } else { 0.57e12 },
+            cpu_step_latency_s: if single { 4e-9 } else { 5e-9 },
+            cpu_steps_per_s: if single { 13e9 } else { 8e9 },
         }
     }
 
-    pub fn gpu_time(&self, steps: f64) -> f64 {
-        self.gpu_overhead_s + steps / self.gpu_steps_per_s
+    /// A model under which the GPU always wins: every batch runs the kernel.
+    pub fn always_gpu() -> Self {
+        CountModel {
+            gpu_overhead_s: 0.0,
+            gpu_step_latency_s: 0.0,
+            gpu_steps_per_s: 1e15,
+            cpu_step_latency_s: 1.0,
+            cpu_steps_per_s: 1.0,
+        }
     }
 
-    pub fn cpu_time(&self, steps: f64) -> f64 {
-        steps / self.cpu_steps_per_s
+    /// The model `hylapack tune` measured on this GPU, else the built-in defaults.
+    pub fn for_device<T: Real>(gpu: &Gpu) -> Self {
+        let key = if T::PREFIX == 's' { "f32" } else { "f64" };
+        let read = || -> Option<CountModel> {
+            let text = std::fs::read_to_string(tuning_file(gpu)).ok()?;
+            let table: toml::Table = text.parse().ok()?;
+            let t = table.get(key)?.as_table()?;
+            let get = |k: &str| t.get(k)?.as_float().filter(|v| v.is_finite() && *v > 0.0);
+            Some(CountModel {
+                gpu_overhead_s: get("gpu_overhead_s")?,
+                gpu_step_latency_s: get("gpu_step_latency_s")?,
+                gpu_steps_per_s: get("gpu_steps_per_s")?,
+                cpu_step_latency_s: get("cpu_step_latency_s")?,
+                cpu_steps_per_s: get("cpu_steps_per_s")?,
+            })
+        };
+        read().unwrap_or_else(Self::default_for::<T>)
     }
 
-    /// The ML in 1..=1024 that gains the most bits per second for `intervals` intervals whose
-    /// counts cost `rows` steps each.
-    pub fn best_points(&self, intervals: usize, rows: f64) -> usize {
+    /// GPU time of a batch of `steps` row-steps whose longest count has `rows` rows.
+    pub fn gpu_time(&self, steps: f64, rows: f64) -> f64 {
+        self.gpu_overhead_s + (rows * self.gpu_step_latency_s).max(steps / self.gpu_steps_per_s)
+    }
+
+    pub fn cpu_time(&self, steps: f64, rows: f64) -> f64 {
+        (rows * self.cpu_step_latency_s).max(steps / self.cpu_steps_per_s)
+    }
+
+    /// The ML (2^k − 1, up to 1023) that gains the most bits per second for `intervals`
+    /// intervals whose counts cost `rows` steps each on average and `max_rows` at most.
+    pub fn best_points(&self, intervals: usize, rows: f64, max_rows: f64) -> usize {
         let mut best = (1usize, 0.0f64);
         let mut ml = 1usize;
-        while ml <= 1024 {
+        while ml <= 1023 {
             let steps = (intervals * ml) as f64 * rows;
-            let time = self.gpu_time(steps).min(self.cpu_time(steps));
+            let time = self
+                .gpu_time(steps, max_rows)
+                .min(self.cpu_time(steps, max_rows));
             let efficiency = ((ml + 1) as f64).log2() / time;
             if efficiency > best.1 {
                 best = (ml, efficiency);
@@ -60,9 +101,34 @@ impl CountModel {
     }
 }
 
+thread_local! {
+    static LAST_STEPS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// Row-steps the calling thread's last GPU counter evaluated on (GPU, CPU): benchmarks use it
+/// to report sustained count throughput.
+pub fn last_call_steps() -> (u64, u64) {
+    LAST_STEPS.with(|c| c.get())
+}
+
+/// Where `hylapack tune` stores the count model of `gpu` (one file per device model and arch).
+pub fn tuning_file(gpu: &Gpu) -> std::path::PathBuf {
+    let name: String = gpu
+        .info
+        .name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    crate::config::get()
+        .cache_dir
+        .join(format!("stebz-model-{name}-{}.toml", gpu.info.arch()))
+}
+
 /// Device-side state of one call.
 pub struct GpuCounter<'a, T: Real> {
     problem: SturmProblem<'a, T>,
+    /// Counts the steps too small to pay for a launch.
+    cpu: CpuCounter<'a, T>,
     model: CountModel,
     gpu: &'static Gpu,
     stream: PooledStream,
@@ -72,8 +138,9 @@ pub struct GpuCounter<'a, T: Real> {
     block_ends: CudaSlice<u32>,
     batch: Option<Batch<T>>,
     _matrix_memory: Reservation<'static>,
-    /// Average rows per block, for the model.
+    /// Average and largest rows per block, for the model.
     mean_rows: f64,
+    max_rows: f64,
     gpu_steps: u64,
     cpu_steps: u64,
 }
@@ -97,7 +164,14 @@ fn err(e: impl std::fmt::Display) -> CountError {
 impl<'a, T: Real> GpuCounter<'a, T> {
     /// Uploads the matrix once; fails (with nothing changed) when no GPU path is possible.
     pub fn new(problem: &SturmProblem<'a, T>) -> Result<Self, CountError> {
-        Self::with_model(problem, CountModel::default_for::<T>())
+        let gpu = device::gpu().map_err(err)?;
+        // HYLAPACK_DEVICE=gpu exists to exercise the GPU path: every batch then runs the kernel.
+        let model = if crate::config::get().device == crate::config::DeviceMode::Gpu {
+            CountModel::always_gpu()
+        } else {
+            CountModel::for_device::<T>(gpu)
+        };
+        Self::with_model(problem, model)
     }
 
     pub fn with_model(
@@ -122,6 +196,7 @@ impl<'a, T: Real> GpuCounter<'a, T> {
         let block_ends = stream.clone_htod(&ends).map_err(err)?;
         Ok(GpuCounter {
             problem: *problem,
+            cpu: CpuCounter::new(problem),
             model,
             gpu,
             stream,
@@ -132,6 +207,10 @@ impl<'a, T: Real> GpuCounter<'a, T> {
             batch: None,
             _matrix_memory: reservation,
             mean_rows: n as f64 / problem.block_ends.len().max(1) as f64,
+            max_rows: (0..problem.block_ends.len())
+                .map(|b| problem.block_rows(b).len())
+                .max()
+                .unwrap_or(0) as f64,
             gpu_steps: 0,
             cpu_steps: 0,
         })
@@ -230,21 +309,29 @@ impl<'a, T: Real> GpuCounter<'a, T> {
     }
 }
 
+impl<T: Real> Drop for GpuCounter<'_, T> {
+    fn drop(&mut self) {
+        LAST_STEPS.with(|c| c.set((self.gpu_steps, self.cpu_steps)));
+    }
+}
+
 impl<T: Real> Counter<T> for GpuCounter<'_, T> {
     fn points_per_interval(&self, intervals: usize) -> usize {
-        self.model.best_points(intervals.max(1), self.mean_rows)
+        self.model
+            .best_points(intervals.max(1), self.mean_rows, self.max_rows)
     }
 
     fn count(&mut self, blocks: &[u32], x: &[T], counts: &mut [i32]) -> Result<(), CountError> {
         let p = &self.problem;
-        let steps: u64 = blocks
-            .iter()
-            .map(|&b| p.block_rows(b as usize).len() as u64)
-            .sum();
-        if self.model.cpu_time(steps as f64) < self.model.gpu_time(steps as f64) {
-            for ((c, &b), &xi) in counts.iter_mut().zip(blocks).zip(x) {
-                *c = sturm_count(p.d, p.e2, p.pivmin, p.block_rows(b as usize), xi);
-            }
+        let (mut steps, mut rows) = (0u64, 0usize);
+        for &b in blocks {
+            let len = p.block_rows(b as usize).len();
+            steps += len as u64;
+            rows = rows.max(len);
+        }
+        let (work, chain) = (steps as f64, rows as f64);
+        if self.model.cpu_time(work, chain) < self.model.gpu_time(work, chain) {
+            self.cpu.count_into(blocks, x, counts);
             self.cpu_steps += steps;
             return Ok(());
         }

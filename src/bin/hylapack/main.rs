@@ -5,6 +5,7 @@ mod bench;
 mod demo;
 mod info;
 mod table;
+mod tune;
 
 const USAGE: &str = "usage: hylapack <command>
   info                 what was found: GPU, CUDA libraries, LAPACK, thresholds, cache
@@ -12,7 +13,8 @@ const USAGE: &str = "usage: hylapack <command>
   bench stebz [opts]   time tridiagonal eigenvalues against LAPACK (dstebz, dsterf, dstemr)
       --sizes 1000,8000   problem orders (default: 1000,8000,32000,100000)
       --csv FILE          also write the table as CSV
-      --quick             small sizes only (a smoke test)";
+      --quick             small sizes only (a smoke test)
+  tune                 measure the GPU/CPU count costs for the stebz model, store them";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -20,6 +22,7 @@ fn main() {
         Some("info") => info::run(),
         Some("demo") => demo::run(),
         Some("bench") => bench::run(&args[1..]),
+        Some("tune") => tune::run(),
         Some("-h") | Some("--help") | Some("help") => {
             println!("{USAGE}");
             0

@@ -1,0 +1,352 @@
+// SPIKE + diagonal pivoting for general tridiagonal systems (hylapack's xGTSV_SPIKE family;
+// Chang, Stratton, Kim & Hwu 2012). See src/gtsv/mod.rs for the decomposition and
+// src/gtsv/pivoting.rs for the pivoting rule; the device functions below perform the same
+// operations in the same order (IEEE division, no FMA contraction).
+//
+// One level of the recursion works on a system of n rows in LAPACK's layout (dl, d, du, and
+// F with leading dimension ldf), padded with identity rows to P partitions of m rows (m <= 32):
+// partition j holds interior rows j*m .. j*m+m-2 and the separator row s_j = j*m+m-1. Each
+// thread solves one partition's interior by diagonal pivoting. A CTA of T threads stages its
+// T*m rows through shared memory: the global reads are consecutive (coalesced), and each thread
+// then walks its own row of the tile (stride m+1, no bank conflicts): the data layout
+// transformation of the paper (§III-A), done in shared memory instead of a separate pass.
+
+#define MMAX 32
+
+template <typename T> __device__ __forceinline__ T load_a(const T *dl, long long n, long long r) {
+    return (r >= 1 && r < n) ? dl[r - 1] : T(0);
+}
+template <typename T> __device__ __forceinline__ T load_b(const T *d, long long n, long long r) {
+    return r < n ? d[r] : T(1);
+}
+template <typename T> __device__ __forceinline__ T load_c(const T *du, long long n, long long r) {
+    return r + 1 < n ? du[r] : T(0);
+}
+
+// Stages the CTA's tile of a logical array (rows row0 .. row0 + blockDim.x*m) into shared memory,
+// element e of partition t at t*(m+1)+e. kind: 0 = a, 1 = b, 2 = c, 3 = f (column col).
+template <typename T>
+__device__ void stage(T *s, int kind, const T *src, long long n, long long row0, int m, long long ldf, int col) {
+    int count = blockDim.x * m;
+    for (int i = threadIdx.x; i < count; i += blockDim.x) {
+        long long r = row0 + i;
+        T v;
+        if (kind == 0) v = load_a(src, n, r);
+        else if (kind == 1) v = load_b(src, n, r);
+        else if (kind == 2) v = load_c(src, n, r);
+        else v = r < n ? src[r + (long long)col * ldf] : T(0);
+        s[(i / m) * (m + 1) + (i % m)] = v;
+    }
+}
+
+// Diagonal pivoting factorization of the mi-row block (a[k] = A[k][k-1], c[k] = A[k][k+1]).
+// Returns false on an exactly zero pivot (the block is singular); the factors then hold Inf/NaN.
+template <typename T>
+__device__ bool dp_factor(const T *a, const T *b, const T *c, int mi, T *piv, T *mult, unsigned char *first2) {
+    const T kappa = T(0.6180339887498949);
+    bool ok = true;
+    T bt = b[0];
+    int k = 0;
+    while (k < mi) {
+        T a1 = k + 1 < mi ? a[k + 1] : T(0);
+        T c0 = k + 1 < mi ? c[k] : T(0);
+        T a2 = k + 2 < mi ? a[k + 2] : T(0);
+        T b1 = k + 1 < mi ? b[k + 1] : T(0);
+        T c1 = k + 2 < mi ? c[k + 1] : T(0);
+        T sigma = fmax(fmax(fmax(fmax(fabs(a1), fabs(a2)), fabs(b1)), fabs(c0)), fabs(c1));
+        if (k + 1 >= mi || fabs(bt) * sigma >= kappa * fabs(a1 * c0)) {
+            if (bt == T(0)) ok = false;
+            first2[k] = 0;
+            piv[k] = bt;
+            mult[k] = c0 / bt;
+            bt = b1 - a1 * c0 / bt;
+            k += 1;
+        } else {
+            T delta = bt * b1 - a1 * c0;
+            if (delta == T(0)) ok = false;
+            first2[k] = 1;
+            first2[k + 1] = 0;
+            piv[k] = bt;
+            piv[k + 1] = delta;
+            mult[k] = -(c0 * c1) / delta;
+            mult[k + 1] = bt * c1 / delta;
+            T b2 = k + 2 < mi ? b[k + 2] : T(0);
+            bt = b2 - a2 * (bt * c1 / delta);
+            k += 2;
+        }
+    }
+    return ok;
+}
+
+// Solves the factored block for f in place.
+template <typename T>
+__device__ void dp_solve(const T *a, const T *b, const T *c, int mi, const T *piv, const T *mult,
+                         const unsigned char *first2, T *f) {
+    T yprev = T(0);
+    int k = 0;
+    while (k < mi) {
+        T z = k > 0 ? f[k] - a[k] * yprev : f[k];
+        if (first2[k]) {
+            T z2 = f[k + 1];
+            T delta = piv[k + 1];
+            T y0 = (b[k + 1] * z - c[k] * z2) / delta;
+            T y1 = (piv[k] * z2 - a[k + 1] * z) / delta;
+            f[k] = y0;
+            f[k + 1] = y1;
+            yprev = y1;
+            k += 2;
+        } else {
+            T y = z / piv[k];
+            f[k] = y;
+            yprev = y;
+            k += 1;
+        }
+    }
+    for (int k2 = mi - 1; k2 >= 0; --k2) {
+        int nx = first2[k2] ? k2 + 2 : k2 + 1;
+        if (nx < mi) f[k2] = f[k2] - mult[k2] * f[nx];
+    }
+}
+
+template <typename T> __device__ __forceinline__ void atomic_max_nonneg(T *p, T v);
+template <> __device__ __forceinline__ void atomic_max_nonneg<double>(double *p, double v) {
+    atomicMax((unsigned long long *)p, (unsigned long long)__double_as_longlong(v));
+}
+template <> __device__ __forceinline__ void atomic_max_nonneg<float>(float *p, float v) {
+    atomicMax((unsigned int *)p, __float_as_uint(v));
+}
+
+// Pass 1 of a level: per partition, the spikes' and Y's top and bottom entries.
+// WT, WB, VT, VB: P entries; YT, YB: P x nrhs (leading dimension P). flags bit 0: zero pivot.
+template <typename T>
+__device__ void spike_reduce(long long n, const T *dl, const T *d, const T *du, const T *f, long long ldf, int nrhs,
+                             int m, long long P, T *WT, T *WB, T *VT, T *VB, T *YT, T *YB, int *flags) {
+    extern __shared__ unsigned char smem_raw[];
+    T *sa = reinterpret_cast<T *>(smem_raw);
+    int stride = blockDim.x * (m + 1);
+    T *sb = sa + stride, *sc = sb + stride, *sf = sc + stride;
+    long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    long long row0 = (long long)blockIdx.x * blockDim.x * m;
+    stage(sa, 0, dl, n, row0, m, ldf, 0);
+    stage(sb, 1, d, n, row0, m, ldf, 0);
+    stage(sc, 2, du, n, row0, m, ldf, 0);
+    __syncthreads();
+    const T *a = sa + threadIdx.x * (m + 1), *b = sb + threadIdx.x * (m + 1), *c = sc + threadIdx.x * (m + 1);
+    int mi = m - 1;
+    T piv[MMAX], mult[MMAX], tmp[MMAX];
+    unsigned char first2[MMAX];
+    bool ok = dp_factor(a, b, c, mi, piv, mult, first2);
+    if (j < P && !ok) atomicOr(flags, 1);
+    for (int e = 0; e < mi; ++e) tmp[e] = T(0);
+    tmp[0] = a[0];
+    dp_solve(a, b, c, mi, piv, mult, first2, tmp);
+    T wt = tmp[0], wb = tmp[mi - 1];
+    for (int e = 0; e < mi; ++e) tmp[e] = T(0);
+    tmp[mi - 1] = c[mi - 1];
+    dp_solve(a, b, c, mi, piv, mult, first2, tmp);
+    if (j < P) {
+        WT[j] = wt;
+        WB[j] = wb;
+        VT[j] = tmp[0];
+        VB[j] = tmp[mi - 1];
+    }
+    for (int col = 0; col < nrhs; ++col) {
+        __syncthreads();
+        stage(sf, 3, f, n, row0, m, ldf, col);
+        __syncthreads();
+        const T *fr = sf + threadIdx.x * (m + 1);
+        for (int e = 0; e < mi; ++e) tmp[e] = fr[e];
+        dp_solve(a, b, c, mi, piv, mult, first2, tmp);
+        if (j < P) {
+            YT[j + col * P] = tmp[0];
+            YB[j + col * P] = tmp[mi - 1];
+        }
+    }
+}
+
+// The reduced (separator) system of a level: P rows, tridiagonal, in LAPACK's layout, and the
+// original right-hand sides of the separator rows (FS, for the residual check).
+template <typename T>
+__device__ void spike_build(long long n, const T *dl, const T *d, const T *du, const T *f, long long ldf, int nrhs,
+                            int m, long long P, const T *WT, const T *WB, const T *VT, const T *VB, const T *YT,
+                            const T *YB, T *rdl, T *rd, T *rdu, T *rf, T *FS) {
+    long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= P) return;
+    long long s = (j + 1) * m - 1;
+    T as = load_a(dl, n, s), ds = load_b(d, n, s), cs = load_c(du, n, s);
+    bool next = j + 1 < P;
+    T wtn = next ? WT[j + 1] : T(0), vtn = next ? VT[j + 1] : T(0);
+    if (j > 0) rdl[j - 1] = -(as * WB[j]);
+    rd[j] = ds - as * VB[j] - cs * wtn;
+    if (next) rdu[j] = -(cs * vtn);
+    for (int col = 0; col < nrhs; ++col) {
+        T fs = s < n ? f[s + col * ldf] : T(0);
+        T ytn = next ? YT[j + 1 + col * P] : T(0);
+        rf[j + col * P] = fs - as * YB[j + col * P] - cs * ytn;
+        FS[j + col * P] = fs;
+    }
+}
+
+// Pass 2 of a level: with the separators' solution XS (P x nrhs), each partition re-solves its
+// interior with the couplings moved to the right-hand side and writes X over F (in place: a CTA
+// reads its whole tile before writing it). With check != 0 it also accumulates, per column, the
+// interior rows' max |r_i|, max (|a x| + |d x| + |c x| + |f|) and max |f| into rmax, smax, bmax (flags bit 1:
+// a non-finite value).
+template <typename T>
+__device__ void spike_backsub(long long n, const T *dl, const T *d, const T *du, T *f, long long ldf, int nrhs, int m,
+                              long long P, const T *XS, int check, T *rmax, T *smax, T *bmax, int *flags) {
+    extern __shared__ unsigned char smem_raw[];
+    T *sa = reinterpret_cast<T *>(smem_raw);
+    int stride = blockDim.x * (m + 1);
+    T *sb = sa + stride, *sc = sb + stride, *sf = sc + stride;
+    long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    long long row0 = (long long)blockIdx.x * blockDim.x * m;
+    stage(sa, 0, dl, n, row0, m, ldf, 0);
+    stage(sb, 1, d, n, row0, m, ldf, 0);
+    stage(sc, 2, du, n, row0, m, ldf, 0);
+    __syncthreads();
+    const T *a = sa + threadIdx.x * (m + 1), *b = sb + threadIdx.x * (m + 1), *c = sc + threadIdx.x * (m + 1);
+    int mi = m - 1;
+    T piv[MMAX], mult[MMAX], tmp[MMAX];
+    unsigned char first2[MMAX];
+    dp_factor(a, b, c, mi, piv, mult, first2);
+    long long my0 = row0 + (long long)threadIdx.x * m;
+    for (int col = 0; col < nrhs; ++col) {
+        __syncthreads();
+        stage(sf, 3, f, n, row0, m, ldf, col);
+        __syncthreads();
+        T *fr = sf + threadIdx.x * (m + 1);
+        T xl = (j > 0 && j <= P) ? XS[j - 1 + col * P] : T(0);
+        T xr = j < P ? XS[j + col * P] : T(0);
+        for (int e = 0; e < mi; ++e) tmp[e] = fr[e];
+        tmp[0] = tmp[0] - a[0] * xl;
+        tmp[mi - 1] = tmp[mi - 1] - c[mi - 1] * xr;
+        dp_solve(a, b, c, mi, piv, mult, first2, tmp);
+        if (check) {
+            T rm = T(0), sm = T(0), bm = T(0);
+            bool finite = true;
+            for (int e = 0; e < mi; ++e) {
+                if (my0 + e >= n) break;
+                T xm = e > 0 ? tmp[e - 1] : xl;
+                T xp = e + 1 < mi ? tmp[e + 1] : xr;
+                T t0 = a[e] * xm, t1 = b[e] * tmp[e], t2 = c[e] * xp;
+                T ax = t1 + t0 + t2;
+                T r = fabs(fr[e] - ax);
+                T s = fabs(t1) + fabs(t0) + fabs(t2) + fabs(fr[e]);
+                finite = finite && isfinite(tmp[e]) && isfinite(r) && isfinite(s);
+                rm = fmax(rm, r);
+                sm = fmax(sm, s);
+                bm = fmax(bm, fabs(fr[e]));
+            }
+            for (int off = 16; off > 0; off >>= 1) {
+                rm = fmax(rm, __shfl_xor_sync(0xffffffffu, rm, off));
+                sm = fmax(sm, __shfl_xor_sync(0xffffffffu, sm, off));
+                bm = fmax(bm, __shfl_xor_sync(0xffffffffu, bm, off));
+            }
+            if ((threadIdx.x & 31) == 0) {
+                atomic_max_nonneg(rmax + col, rm);
+                atomic_max_nonneg(smax + col, sm);
+                atomic_max_nonneg(bmax + col, bm);
+            }
+            if (!finite) atomicOr(flags, 2);
+        }
+        for (int e = 0; e < mi; ++e) fr[e] = tmp[e];
+        fr[mi] = xr;
+        __syncthreads();
+        int count = blockDim.x * m;
+        for (int i = threadIdx.x; i < count; i += blockDim.x) {
+            long long r = row0 + i;
+            if (r < n) f[r + col * ldf] = sf[(i / m) * (m + 1) + (i % m)];
+        }
+    }
+}
+
+// The residual check of the separator rows (after the back substitution of level 0).
+template <typename T>
+__device__ void spike_sep_check(long long n, const T *dl, const T *d, const T *du, const T *x, long long ldx, int nrhs,
+                                int m, long long P, const T *FS, T *rmax, T *smax, T *bmax, int *flags) {
+    long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    long long s = (j + 1) * m - 1;
+    bool live = j < P && s < n;
+    for (int col = 0; col < nrhs; ++col) {
+        T rm = T(0), sm = T(0), bm = T(0);
+        bool finite = true;
+        if (live) {
+            const T *xc = x + col * ldx;
+            T t0 = load_a(dl, n, s) * (s >= 1 ? xc[s - 1] : T(0));
+            T t1 = load_b(d, n, s) * xc[s];
+            T t2 = load_c(du, n, s) * (s + 1 < n ? xc[s + 1] : T(0));
+            T fs = FS[j + col * P];
+            T ax = t1 + t0 + t2;
+            rm = fabs(fs - ax);
+            sm = fabs(t1) + fabs(t0) + fabs(t2) + fabs(fs);
+            bm = fabs(fs);
+            finite = isfinite(xc[s]) && isfinite(rm) && isfinite(sm);
+        }
+        for (int off = 16; off > 0; off >>= 1) {
+            rm = fmax(rm, __shfl_xor_sync(0xffffffffu, rm, off));
+            sm = fmax(sm, __shfl_xor_sync(0xffffffffu, sm, off));
+            bm = fmax(bm, __shfl_xor_sync(0xffffffffu, bm, off));
+        }
+        if ((threadIdx.x & 31) == 0) {
+            atomic_max_nonneg(rmax + col, rm);
+            atomic_max_nonneg(smax + col, sm);
+            atomic_max_nonneg(bmax + col, bm);
+        }
+        if (!finite) atomicOr(flags, 2);
+    }
+}
+
+// The bottom of the recursion: one CTA solves a small system (n <= the shared arrays' size) by
+// diagonal pivoting. Thread 0 factors (the factors go to shared memory); then each thread
+// solves one right-hand side in place in global memory.
+template <typename T>
+__device__ void base_solve(long long n, const T *dl, const T *d, const T *du, T *f, long long ldf, int nrhs, int *flags) {
+    extern __shared__ unsigned char smem_raw[];
+    T *sa = reinterpret_cast<T *>(smem_raw);
+    T *sb = sa + n, *sc = sb + n, *piv = sc + n, *mult = piv + n;
+    unsigned char *first2 = reinterpret_cast<unsigned char *>(mult + n);
+    for (long long i = threadIdx.x; i < n; i += blockDim.x) {
+        sa[i] = load_a(dl, n, i);
+        sb[i] = load_b(d, n, i);
+        sc[i] = load_c(du, n, i);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        if (!dp_factor(sa, sb, sc, (int)n, piv, mult, first2)) atomicOr(flags, 1);
+    }
+    __syncthreads();
+    for (int col = threadIdx.x; col < nrhs; col += blockDim.x) {
+        dp_solve(sa, sb, sc, (int)n, piv, mult, first2, f + col * ldf);
+    }
+}
+
+#define STAMP_GTSV(T, sfx)                                                                                    \
+    extern "C" __global__ void gtsv_reduce_##sfx(long long n, const T *dl, const T *d, const T *du, const T *f, \
+                                                 long long ldf, int nrhs, int m, long long P, T *WT, T *WB,   \
+                                                 T *VT, T *VB, T *YT, T *YB, int *flags) {                    \
+        spike_reduce<T>(n, dl, d, du, f, ldf, nrhs, m, P, WT, WB, VT, VB, YT, YB, flags);                     \
+    }                                                                                                         \
+    extern "C" __global__ void gtsv_build_##sfx(long long n, const T *dl, const T *d, const T *du, const T *f,  \
+                                                long long ldf, int nrhs, int m, long long P, const T *WT,      \
+                                                const T *WB, const T *VT, const T *VB, const T *YT,            \
+                                                const T *YB, T *rdl, T *rd, T *rdu, T *rf, T *FS) {            \
+        spike_build<T>(n, dl, d, du, f, ldf, nrhs, m, P, WT, WB, VT, VB, YT, YB, rdl, rd, rdu, rf, FS);       \
+    }                                                                                                         \
+    extern "C" __global__ void gtsv_backsub_##sfx(long long n, const T *dl, const T *d, const T *du, T *f,      \
+                                                  long long ldf, int nrhs, int m, long long P, const T *XS,    \
+                                                  int check, T *rmax, T *smax, T *bmax, int *flags) {          \
+        spike_backsub<T>(n, dl, d, du, f, ldf, nrhs, m, P, XS, check, rmax, smax, bmax, flags);               \
+    }                                                                                                         \
+    extern "C" __global__ void gtsv_sep_check_##sfx(long long n, const T *dl, const T *d, const T *du,          \
+                                                    const T *x, long long ldx, int nrhs, int m, long long P,   \
+                                                    const T *FS, T *rmax, T *smax, T *bmax, int *flags) {      \
+        spike_sep_check<T>(n, dl, d, du, x, ldx, nrhs, m, P, FS, rmax, smax, bmax, flags);                     \
+    }                                                                                                         \
+    extern "C" __global__ void gtsv_base_##sfx(long long n, const T *dl, const T *d, const T *du, T *f,         \
+                                               long long ldf, int nrhs, int *flags) {                          \
+        base_solve<T>(n, dl, d, du, f, ldf, nrhs, flags);                                                     \
+    }
+
+STAMP_GTSV(float, s)
+STAMP_GTSV(double, d)

@@ -1,0 +1,472 @@
+//! SPIKE on the GPU (`kernels/gtsv.cu`), for host arrays (the LAPACK interface): upload through
+//! pinned staging buffers, solve, check, and download only an accepted answer.
+//!
+//! Each level of the recursion cuts its system into partitions of `m` rows (one thread each,
+//! diagonal pivoting), builds the tridiagonal separator system (one row per partition) and
+//! recurses on it until it has at most `base_n` rows, which one CTA solves. The back
+//! substitution then runs level by level upwards; on the top level it also computes the residual
+//! check (interior rows in the back-substitution kernel, separator rows in a small kernel), so
+//! the decision to accept costs no extra pass over the matrix.
+
+use super::{judge, residual_rows, Reject};
+use crate::device::{self, kernels, DeviceError, Gpu};
+use crate::real::Real;
+use cudarc::driver::{
+    result as cu, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
+    LaunchConfig, PinnedHostSlice, PushKernelArg,
+};
+use std::sync::Arc;
+
+/// Tuning of the GPU path.
+#[derive(Clone, Debug)]
+pub struct GpuOptions {
+    /// Rows per partition, separator included (2..=32).
+    pub m: usize,
+    /// Threads (partitions) per CTA: a multiple of 32.
+    pub threads: u32,
+    /// Systems of at most this many rows are solved by one CTA (the bottom of the recursion).
+    pub base_n: usize,
+    /// Elements per pinned staging buffer (two are used, alternately).
+    pub staging_elems: usize,
+}
+
+impl Default for GpuOptions {
+    fn default() -> Self {
+        GpuOptions {
+            m: 32,
+            threads: 32,
+            base_n: 1024,
+            staging_elems: 1 << 20,
+        }
+    }
+}
+
+fn sz<T>() -> usize {
+    std::mem::size_of::<T>()
+}
+
+/// A tridiagonal system on the device, LAPACK's layout, `f` with leading dimension `n`.
+struct System<T> {
+    n: usize,
+    dl: CudaSlice<T>,
+    d: CudaSlice<T>,
+    du: CudaSlice<T>,
+    f: CudaSlice<T>,
+}
+
+/// One level's per-partition spike data.
+struct Level<T> {
+    p: usize,
+    wt: CudaSlice<T>,
+    wb: CudaSlice<T>,
+    vt: CudaSlice<T>,
+    vb: CudaSlice<T>,
+    yt: CudaSlice<T>,
+    yb: CudaSlice<T>,
+    fs: CudaSlice<T>,
+}
+
+/// The partition counts of the levels for a system of `n` rows.
+fn level_sizes(n: usize, o: &GpuOptions) -> Vec<usize> {
+    let base = o.base_n.max(o.m).max(4);
+    let mut sizes = Vec::new();
+    let mut rows = n;
+    while rows > base {
+        let p = (rows + 1).div_ceil(o.m);
+        sizes.push(p);
+        rows = p;
+    }
+    sizes
+}
+
+/// Device bytes one call needs (what is reserved from the budget).
+pub fn bytes_needed<T>(n: usize, nrhs: usize, o: &GpuOptions) -> u64 {
+    let mut elems = 3 * n + n * nrhs + 3 * nrhs;
+    for p in level_sizes(n, o) {
+        elems += 4 * p + 3 * p * nrhs + 3 * p + p * nrhs;
+    }
+    (elems * sz::<T>() + 64) as u64
+}
+
+/// Two pinned buffers used alternately; `events[i]` marks the end of the last copy using buffer i.
+struct Staging<T> {
+    bufs: [PinnedHostSlice<T>; 2],
+    events: [Option<CudaEvent>; 2],
+    next: usize,
+}
+
+impl<T: Real> Staging<T> {
+    fn new(gpu: &Gpu, elems: usize) -> Result<Self, DeviceError> {
+        Ok(Staging {
+            bufs: [gpu.pinned(elems)?, gpu.pinned(elems)?],
+            events: [None, None],
+            next: 0,
+        })
+    }
+
+    fn chunk(&self) -> usize {
+        self.bufs[0].len()
+    }
+
+    /// Waits until buffer `i` is no longer read or written by a pending copy.
+    fn wait(&mut self, i: usize) -> Result<(), DeviceError> {
+        if let Some(e) = self.events[i].take() {
+            e.synchronize()?;
+        }
+        Ok(())
+    }
+
+    /// Copies `src` to device memory at `dst` (which holds at least `src.len()` elements).
+    fn upload(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        src: &[T],
+        dst: &mut CudaSlice<T>,
+        offset: usize,
+    ) -> Result<(), DeviceError> {
+        let chunk = self.chunk();
+        for (k, piece) in src.chunks(chunk).enumerate() {
+            let i = self.next;
+            self.next ^= 1;
+            self.wait(i)?;
+            self.bufs[i].as_mut_slice()?[..piece.len()].copy_from_slice(piece);
+            let at = offset + k * chunk;
+            let mut view = dst.slice_mut(at..at + piece.len());
+            let (ptr, _sync) = view.device_ptr_mut(stream);
+            // SAFETY: the view holds piece.len() elements; the pinned source stays alive and is not
+            // written again until the event recorded below has completed.
+            unsafe {
+                cu::memcpy_htod_async(
+                    ptr,
+                    &self.bufs[i].as_slice()?[..piece.len()],
+                    stream.cu_stream(),
+                )?
+            };
+            self.events[i] = Some(stream.record_event(None)?);
+        }
+        Ok(())
+    }
+
+    /// Copies device memory `src[offset..offset + dst.len()]` into `dst`.
+    fn download(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        src: &CudaSlice<T>,
+        offset: usize,
+        dst: &mut [T],
+    ) -> Result<(), DeviceError> {
+        let chunk = self.chunk();
+        let pieces = dst.len().div_ceil(chunk);
+        // Copy piece k into buffer k % 2, then drain piece k − 1 while piece k is in flight.
+        let mut pending: Option<(usize, usize)> = None; // (buffer, piece)
+        for k in 0..=pieces {
+            if k < pieces {
+                let i = k % 2;
+                self.wait(i)?;
+                let len = chunk.min(dst.len() - k * chunk);
+                let at = offset + k * chunk;
+                let view = src.slice(at..at + len);
+                let (ptr, _sync) = view.device_ptr(stream);
+                let out = &mut self.bufs[i].as_mut_slice()?[..len];
+                // SAFETY: the pinned buffer holds len elements and is not read until the event
+                // recorded below has completed.
+                unsafe { cu::memcpy_dtoh_async(out, ptr, stream.cu_stream())? };
+                self.events[i] = Some(stream.record_event(None)?);
+            }
+            if let Some((i, piece)) = pending.take() {
+                self.wait(i)?;
+                let len = chunk.min(dst.len() - piece * chunk);
+                dst[piece * chunk..piece * chunk + len]
+                    .copy_from_slice(&self.bufs[i].as_slice()?[..len]);
+            }
+            if k < pieces {
+                pending = Some((k % 2, k));
+            }
+        }
+        Ok(())
+    }
+}
+
+struct Funcs {
+    reduce: CudaFunction,
+    build: CudaFunction,
+    backsub: CudaFunction,
+    sep_check: CudaFunction,
+    base: CudaFunction,
+}
+
+/// Solves on the GPU. `Err`: the GPU could not run it (nothing changed); `Ok(Err)`: SPIKE's
+/// answer was rejected (nothing changed); `Ok(Ok)`: `X` is in `b`.
+#[allow(clippy::too_many_arguments)]
+pub fn solve<T: Real>(
+    o: &GpuOptions,
+    dl: &[T],
+    d: &[T],
+    du: &[T],
+    b: &mut [T],
+    ldb: usize,
+    nrhs: usize,
+) -> Result<Result<(), Reject>, DeviceError> {
+    let n = d.len();
+    if !(2..=32).contains(&o.m) || o.threads == 0 || o.threads % 32 != 0 {
+        return Err(DeviceError::Driver(format!(
+            "bad GPU options m = {}, threads = {}",
+            o.m, o.threads
+        )));
+    }
+    if n >= (i64::MAX as usize) / 64 || nrhs > i32::MAX as usize {
+        return Err(DeviceError::Driver("system too large".into()));
+    }
+    let gpu = device::gpu()?;
+    let _memory = gpu.budget.reserve(bytes_needed::<T>(n, nrhs, o))?;
+    let module = gpu.module(&kernels::GTSV)?;
+    let f = |name: &str| module.load_function(&format!("gtsv_{name}_{}", T::PREFIX));
+    let funcs = Funcs {
+        reduce: f("reduce")?,
+        build: f("build")?,
+        backsub: f("backsub")?,
+        sep_check: f("sep_check")?,
+        base: f("base")?,
+    };
+    let stream = gpu.stream()?;
+    let stream: Arc<CudaStream> = (*stream).clone();
+    let mut staging = Staging::<T>::new(gpu, o.staging_elems.max(1024))?;
+
+    // Upload the user's system (B packed to leading dimension n).
+    // SAFETY (allocations): every element is written by an upload or a kernel before it is read.
+    let mut top = unsafe {
+        System {
+            n,
+            dl: stream.alloc::<T>(n.max(2) - 1)?,
+            d: stream.alloc::<T>(n)?,
+            du: stream.alloc::<T>(n.max(2) - 1)?,
+            f: stream.alloc::<T>(n * nrhs)?,
+        }
+    };
+    staging.upload(&stream, &dl[..n - 1], &mut top.dl, 0)?;
+    staging.upload(&stream, d, &mut top.d, 0)?;
+    staging.upload(&stream, &du[..n - 1], &mut top.du, 0)?;
+    for col in 0..nrhs {
+        staging.upload(&stream, &b[col * ldb..col * ldb + n], &mut top.f, col * n)?;
+    }
+
+    let sizes = level_sizes(n, o);
+    let mut systems = vec![top];
+    let mut levels = Vec::with_capacity(sizes.len());
+    for &p in &sizes {
+        // SAFETY: written by the reduce and build kernels before any read.
+        unsafe {
+            levels.push(Level {
+                p,
+                wt: stream.alloc::<T>(p)?,
+                wb: stream.alloc::<T>(p)?,
+                vt: stream.alloc::<T>(p)?,
+                vb: stream.alloc::<T>(p)?,
+                yt: stream.alloc::<T>(p * nrhs)?,
+                yb: stream.alloc::<T>(p * nrhs)?,
+                fs: stream.alloc::<T>(p * nrhs)?,
+            });
+            systems.push(System {
+                n: p,
+                dl: stream.alloc::<T>(p.max(2) - 1)?,
+                d: stream.alloc::<T>(p)?,
+                du: stream.alloc::<T>(p.max(2) - 1)?,
+                f: stream.alloc::<T>(p * nrhs)?,
+            });
+        }
+    }
+    let mut flags = stream.alloc_zeros::<i32>(1)?;
+    let mut rmax = stream.alloc_zeros::<T>(nrhs.max(1))?;
+    let mut smax = stream.alloc_zeros::<T>(nrhs.max(1))?;
+    let mut bmax = stream.alloc_zeros::<T>(nrhs.max(1))?;
+
+    let (m_i, nrhs_i) = (o.m as i32, nrhs as i32);
+    let tile_cfg = |p: usize| LaunchConfig {
+        grid_dim: (p.div_ceil(o.threads as usize) as u32, 1, 1),
+        block_dim: (o.threads, 1, 1),
+        shared_mem_bytes: (4 * o.threads as usize * (o.m + 1) * sz::<T>()) as u32,
+    };
+    let flat_cfg = |p: usize| LaunchConfig {
+        grid_dim: (p.div_ceil(256) as u32, 1, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    };
+
+    // Downward: reduce each level to its separator system.
+    for (l, lev) in levels.iter_mut().enumerate() {
+        let (upper, lower) = systems.split_at_mut(l + 1);
+        let (sys, next) = (&upper[l], &mut lower[0]);
+        let (n_l, p_l) = (sys.n as i64, lev.p as i64);
+        let mut launch = stream.launch_builder(&funcs.reduce);
+        launch
+            .arg(&n_l)
+            .arg(&sys.dl)
+            .arg(&sys.d)
+            .arg(&sys.du)
+            .arg(&sys.f)
+            .arg(&n_l)
+            .arg(&nrhs_i)
+            .arg(&m_i)
+            .arg(&p_l);
+        launch
+            .arg(&mut lev.wt)
+            .arg(&mut lev.wb)
+            .arg(&mut lev.vt)
+            .arg(&mut lev.vb)
+            .arg(&mut lev.yt)
+            .arg(&mut lev.yb)
+            .arg(&mut flags);
+        // SAFETY: arguments match gtsv_reduce_{s,d}; the level arrays hold p (x nrhs) entries,
+        // the system n rows with f of leading dimension n; the kernel reads rows < n only.
+        unsafe { launch.launch(tile_cfg(lev.p)) }?;
+        let mut launch = stream.launch_builder(&funcs.build);
+        launch
+            .arg(&n_l)
+            .arg(&sys.dl)
+            .arg(&sys.d)
+            .arg(&sys.du)
+            .arg(&sys.f)
+            .arg(&n_l)
+            .arg(&nrhs_i)
+            .arg(&m_i)
+            .arg(&p_l);
+        launch
+            .arg(&lev.wt)
+            .arg(&lev.wb)
+            .arg(&lev.vt)
+            .arg(&lev.vb)
+            .arg(&lev.yt)
+            .arg(&lev.yb);
+        launch
+            .arg(&mut next.dl)
+            .arg(&mut next.d)
+            .arg(&mut next.du)
+            .arg(&mut next.f)
+            .arg(&mut lev.fs);
+        // SAFETY: arguments match gtsv_build_{s,d}; the next system has p rows (p − 1
+        // off-diagonal entries), f and fs p x nrhs.
+        unsafe { launch.launch(flat_cfg(lev.p)) }?;
+    }
+    // The bottom: one CTA.
+    {
+        let sys = systems.last_mut().expect("at least the top system");
+        let n_b = sys.n as i64;
+        let cfg = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (128, 1, 1),
+            shared_mem_bytes: (sys.n * (5 * sz::<T>() + 1)) as u32,
+        };
+        let mut launch = stream.launch_builder(&funcs.base);
+        launch
+            .arg(&n_b)
+            .arg(&sys.dl)
+            .arg(&sys.d)
+            .arg(&sys.du)
+            .arg(&mut sys.f)
+            .arg(&n_b)
+            .arg(&nrhs_i)
+            .arg(&mut flags);
+        // SAFETY: arguments match gtsv_base_{s,d}; n_b <= base_n rows fit the shared arrays
+        // requested (5 arrays of T and one of bytes).
+        unsafe { launch.launch(cfg) }?;
+    }
+    // Upward: back substitution; the top level also evaluates the residual check.
+    for l in (0..levels.len()).rev() {
+        let (upper, lower) = systems.split_at_mut(l + 1);
+        let (sys, next) = (&mut upper[l], &lower[0]);
+        let lev = &levels[l];
+        let (n_l, p_l) = (sys.n as i64, lev.p as i64);
+        let check = (l == 0) as i32;
+        let mut launch = stream.launch_builder(&funcs.backsub);
+        launch
+            .arg(&n_l)
+            .arg(&sys.dl)
+            .arg(&sys.d)
+            .arg(&sys.du)
+            .arg(&mut sys.f)
+            .arg(&n_l)
+            .arg(&nrhs_i)
+            .arg(&m_i)
+            .arg(&p_l);
+        launch
+            .arg(&next.f)
+            .arg(&check)
+            .arg(&mut rmax)
+            .arg(&mut smax)
+            .arg(&mut bmax)
+            .arg(&mut flags);
+        // SAFETY: arguments match gtsv_backsub_{s,d}; XS (the next system's solution) is p x nrhs.
+        unsafe { launch.launch(tile_cfg(lev.p)) }?;
+        if l == 0 {
+            let mut launch = stream.launch_builder(&funcs.sep_check);
+            launch
+                .arg(&n_l)
+                .arg(&sys.dl)
+                .arg(&sys.d)
+                .arg(&sys.du)
+                .arg(&sys.f)
+                .arg(&n_l)
+                .arg(&nrhs_i)
+                .arg(&m_i)
+                .arg(&p_l);
+            launch
+                .arg(&lev.fs)
+                .arg(&mut rmax)
+                .arg(&mut smax)
+                .arg(&mut bmax)
+                .arg(&mut flags);
+            // SAFETY: arguments match gtsv_sep_check_{s,d}; FS is p x nrhs.
+            unsafe { launch.launch(flat_cfg(lev.p)) }?;
+        }
+    }
+
+    let flags_h = stream.clone_dtoh(&flags)?;
+    if flags_h[0] & 1 != 0 {
+        return Ok(Err(Reject::ZeroPivot));
+    }
+    if levels.is_empty() {
+        // Small system (one CTA solved it): check on the host.
+        let mut x = vec![T::ZERO; n * nrhs];
+        staging.download(&stream, &systems[0].f, 0, &mut x)?;
+        let checks: Vec<_> = (0..nrhs)
+            .map(|c| {
+                residual_rows(
+                    dl,
+                    d,
+                    du,
+                    &x[c * n..(c + 1) * n],
+                    &b[c * ldb..c * ldb + n],
+                    0..n,
+                )
+            })
+            .collect();
+        if let Err(r) = judge(checks) {
+            return Ok(Err(r));
+        }
+        for c in 0..nrhs {
+            b[c * ldb..c * ldb + n].copy_from_slice(&x[c * n..(c + 1) * n]);
+        }
+        return Ok(Ok(()));
+    }
+    if flags_h[0] & 2 != 0 {
+        return Ok(Err(Reject::NonFinite));
+    }
+    let (r_h, s_h, b_h) = (
+        stream.clone_dtoh(&rmax)?,
+        stream.clone_dtoh(&smax)?,
+        stream.clone_dtoh(&bmax)?,
+    );
+    if let Err(r) = judge((0..nrhs).map(|c| (r_h[c], s_h[c], b_h[c], true))) {
+        return Ok(Err(r));
+    }
+    for col in 0..nrhs {
+        staging.download(
+            &stream,
+            &systems[0].f,
+            col * n,
+            &mut b[col * ldb..col * ldb + n],
+        )?;
+    }
+    stream.synchronize()?;
+    Ok(Ok(()))
+}

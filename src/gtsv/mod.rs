@@ -1,0 +1,533 @@
+//! `xGTSV_SPIKE`: the general tridiagonal solve `A X = B` with LAPACK xGTSV's contract, by the
+//! SPIKE partitioning with diagonal pivoting in each partition (Chang, Stratton, Kim & Hwu 2012).
+//!
+//! **Decomposition.** The rows are cut into blocks of `m − 1` rows separated by single
+//! *separator rows* (block `j` is rows `[j m, (j+1) m − 1)`, separator `s_j = (j+1) m − 1`, the
+//! last block takes the rest). For each block `A_j`, diagonal pivoting
+//! ([`pivoting`]) computes `Y_j = A_j⁻¹ F_j` and the two spikes `W_j = A_j⁻¹ (a e₁)`,
+//! `V_j = A_j⁻¹ (c e_last)` (its couplings to the separators on its left and right). Then every
+//! interior unknown is `x = Y − W x_{s_{j−1}} − V x_{s_j}`, and substituting the rows next to each
+//! separator into the separator row leaves a *tridiagonal* reduced system in the separators:
+//!
+//! ```text
+//!   −a_s W_j^b · x_{s_{j−1}} + (d_s − a_s V_j^b − c_s W_{j+1}^t) · x_{s_j} − c_s V_{j+1}^t · x_{s_{j+1}}
+//!       = f_s − a_s Y_j^b − c_s Y_{j+1}^t
+//! ```
+//!
+//! (`t`/`b` the top/bottom entries, `a_s`, `c_s` the separator row's off-diagonals). This is the
+//! SPIKE reduced system with the spikes' top and bottom equations of each block eliminated into
+//! one equation per separator, so it has `p − 1` unknowns instead of `2(p − 1)` and is again
+//! tridiagonal: the GPU solves it recursively with the same kernels, the CPU with LAPACK xGTSV
+//! (it is small). A back substitution `x = Y − W x_L − V x_R` finishes.
+//!
+//! **Reliability.** SPIKE needs every block `A_j` to be nonsingular, which pivoting cannot
+//! promise for a general matrix, and its error is not bounded like LAPACK's partial pivoting.
+//! So the answer is accepted only if (1) no pivot was exactly zero and the reduced solve
+//! succeeded, (2) every entry of `X` is finite, and (3) for every right-hand side the residual
+//! `r = b − A x` satisfies `max_i |r_i| ≤ tol · max_i (|a_i x_{i−1}| + |d_i x_i| + |c_i x_{i+1}| + |b_i|)`
+//! with `tol = RESIDUAL_TOL_EPS · ε` (a normwise backward error of a few ulps, which is what
+//! LAPACK's partial pivoting delivers). Otherwise the system LAPACK's xGTSV runs on the original
+//! data, which the SPIKE path never modifies (it works in its own buffers and writes `B` only
+//! after the checks pass). Singular systems therefore end exactly as with LAPACK: INFO = i > 0
+//! and `B` as LAPACK leaves it.
+//!
+//! **DL, D, DU on exit** are unspecified: unchanged when SPIKE's answer was accepted, LAPACK
+//! xGTSV's factors (as xGTSV documents) when LAPACK ran (small `n`, NRHS = 0, or a fallback).
+
+pub mod cpu;
+pub mod gpu;
+pub mod matrices;
+pub mod pivoting;
+
+use crate::dispatch::Backend;
+use crate::lapack::Lapack;
+use crate::real::Real;
+
+/// The acceptance threshold of the residual check, in units of ε (see the module comment).
+pub const RESIDUAL_TOL_EPS: f64 = 16.0;
+
+/// LAPACK xGTSV's argument checks, in its order: N (1), NRHS (2), LDB (7). Returns INFO (0 or
+/// −i). Array arguments are the caller's to check (null pointers at the C boundary).
+pub fn check_args(n: i32, nrhs: i32, ldb: i32) -> i32 {
+    if n < 0 {
+        -1
+    } else if nrhs < 0 {
+        -2
+    } else if ldb < n.max(1) {
+        -7
+    } else {
+        0
+    }
+}
+
+/// Which algorithm produced the answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Solver {
+    /// SPIKE + diagonal pivoting, answer accepted by the checks.
+    Spike,
+    /// The system LAPACK's xGTSV (small `n`, NRHS = 0, or a fallback: see `note`).
+    Lapack,
+}
+
+/// What one call did.
+#[derive(Clone, Debug)]
+pub struct GtsvReport {
+    /// LAPACK's INFO: 0, or i > 0 when U(i,i) of LAPACK's factorization is exactly zero.
+    pub info: i32,
+    /// Where the accepted answer was computed (`Cpu` for the system LAPACK).
+    pub backend: Backend,
+    pub solver: Solver,
+    /// Where SPIKE ran, if it was tried (also when its answer was then rejected).
+    pub spike_backend: Option<Backend>,
+    /// Why the call did not stay on the backend asked for, or why SPIKE's answer was rejected.
+    pub note: Option<String>,
+}
+
+/// Why a SPIKE answer was not accepted (the call then runs LAPACK xGTSV on the original data).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reject {
+    /// A diagonal-pivoting block had an exactly zero pivot (the block is singular).
+    ZeroPivot,
+    /// The reduced (separator) system was singular.
+    ReducedSingular,
+    /// NaN or ±Inf in the solution.
+    NonFinite,
+    /// The residual check failed: the worst right-hand side's `max|r| / max(scale)`.
+    Residual(f64),
+    /// Backward stable, but `max|r| / max|b|` (given) exceeds √ε: the system is so ill-conditioned
+    /// that SPIKE's residual may be much larger than LAPACK's, so LAPACK's answer is returned.
+    IllConditioned(f64),
+}
+
+impl std::fmt::Display for Reject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reject::ZeroPivot => f.write_str("a SPIKE block had a zero pivot"),
+            Reject::ReducedSingular => f.write_str("the SPIKE reduced system was singular"),
+            Reject::NonFinite => f.write_str("the SPIKE solution was not finite"),
+            Reject::Residual(r) => {
+                write!(f, "SPIKE's backward error {r:.2e} was above the tolerance")
+            }
+            Reject::IllConditioned(r) => write!(
+                f,
+                "SPIKE's relative residual {r:.2e} was above sqrt(eps) (ill-conditioned system)"
+            ),
+        }
+    }
+}
+
+/// Tuning of one call; `Options::default()` is what the exported routines use.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Below this order the CPU backend calls LAPACK xGTSV directly (SPIKE does not pay).
+    pub cpu_min_n: usize,
+    /// Number of SPIKE blocks on the CPU (`None`: a few per thread).
+    pub cpu_blocks: Option<usize>,
+    /// Threads on the CPU (`None`: all available).
+    pub threads: Option<usize>,
+    /// GPU tuning.
+    pub gpu: gpu::GpuOptions,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            cpu_min_n: 4096,
+            cpu_blocks: None,
+            threads: None,
+            gpu: gpu::GpuOptions::default(),
+        }
+    }
+}
+
+/// Solves `A X = B` with LAPACK xGTSV's contract (see the module comment), on `backend`.
+///
+/// `dl`, `du`: `n − 1` entries (`n = d.len()`); `b`: column-major `ldb × nrhs` with
+/// `ldb ≥ max(1, n)`. On return `b` holds `X` when INFO = 0 (or what LAPACK leaves when INFO > 0);
+/// `dl`, `d`, `du` are unspecified. A GPU that is unavailable or fails falls back to the CPU path.
+pub fn gtsv<T: Lapack>(
+    dl: &mut [T],
+    d: &mut [T],
+    du: &mut [T],
+    b: &mut [T],
+    ldb: usize,
+    nrhs: usize,
+    backend: Backend,
+) -> GtsvReport {
+    gtsv_with(&Options::default(), dl, d, du, b, ldb, nrhs, backend)
+}
+
+/// [`gtsv`] with explicit tuning.
+#[allow(clippy::too_many_arguments)]
+pub fn gtsv_with<T: Lapack>(
+    opts: &Options,
+    dl: &mut [T],
+    d: &mut [T],
+    du: &mut [T],
+    b: &mut [T],
+    ldb: usize,
+    nrhs: usize,
+    backend: Backend,
+) -> GtsvReport {
+    let n = d.len();
+    assert!(
+        dl.len() + 1 >= n && du.len() + 1 >= n,
+        "dl and du need n - 1 entries"
+    );
+    assert!(ldb >= n.max(1), "ldb < max(1, n)");
+    assert!(
+        nrhs == 0 || n == 0 || b.len() >= ldb * (nrhs - 1) + n,
+        "b is smaller than ldb x nrhs"
+    );
+    let mut report = GtsvReport {
+        info: 0,
+        backend: Backend::Cpu,
+        solver: Solver::Lapack,
+        spike_backend: None,
+        note: None,
+    };
+    if n == 0 {
+        return report;
+    }
+    let lapack = |report: &mut GtsvReport, dl: &mut [T], d: &mut [T], du: &mut [T], b: &mut [T]| {
+        report.info = T::gtsv(dl, d, du, b, ldb, nrhs);
+        report.solver = Solver::Lapack;
+        report.backend = Backend::Cpu;
+    };
+    // NRHS = 0 still factors (and reports singularity) in LAPACK: nothing for SPIKE to gain.
+    if nrhs == 0 {
+        // Some LAPACKs touch B even for NRHS = 0: give them a dummy column (B may be NULL).
+        let mut dummy = vec![T::ZERO; n];
+        report.info = T::gtsv(dl, d, du, &mut dummy, n, 0);
+        return report;
+    }
+    let mut attempt = backend;
+    if backend == Backend::Gpu {
+        match gpu::solve(&opts.gpu, dl, d, du, b, ldb, nrhs) {
+            Ok(Ok(())) => {
+                report.backend = Backend::Gpu;
+                report.solver = Solver::Spike;
+                report.spike_backend = Some(Backend::Gpu);
+                return report;
+            }
+            Ok(Err(reject)) => {
+                report.spike_backend = Some(Backend::Gpu);
+                report.note = Some(format!("{reject}; LAPACK xGTSV ran instead"));
+                lapack(&mut report, dl, d, du, b);
+                return report;
+            }
+            Err(e) => {
+                report.note = Some(format!("GPU path unavailable ({e}); CPU path ran"));
+                attempt = Backend::Cpu;
+            }
+        }
+    }
+    debug_assert_eq!(attempt, Backend::Cpu);
+    if n < opts.cpu_min_n.max(2) {
+        lapack(&mut report, dl, d, du, b);
+        return report;
+    }
+    report.spike_backend = Some(Backend::Cpu);
+    match cpu::solve(dl, d, du, b, ldb, nrhs, opts.cpu_blocks, opts.threads) {
+        Ok(()) => {
+            report.solver = Solver::Spike;
+            report.backend = Backend::Cpu;
+        }
+        Err(reject) => {
+            let why = format!("{reject}; LAPACK xGTSV ran instead");
+            report.note = Some(match report.note.take() {
+                Some(n) => format!("{n}; {why}"),
+                None => why,
+            });
+            lapack(&mut report, dl, d, du, b);
+        }
+    }
+    report
+}
+
+/// One right-hand side's residual summary: `max|r_i|`, `max scale_i`, `max|b_i|`, all finite.
+pub type Residual<T> = (T, T, T, bool);
+
+/// The residual check of one right-hand side over rows `rows` (see the module comment).
+/// `x` and `f` are the full columns.
+pub fn residual_rows<T: Real>(
+    dl: &[T],
+    d: &[T],
+    du: &[T],
+    x: &[T],
+    f: &[T],
+    rows: std::ops::Range<usize>,
+) -> Residual<T> {
+    residual_rows_into(dl, d, du, x, f, rows, None)
+}
+
+/// [`residual_rows`], also storing `r_i = f_i − (A x)_i` into `r` (`r[0]` is row `rows.start`).
+pub fn residual_rows_into<T: Real>(
+    dl: &[T],
+    d: &[T],
+    du: &[T],
+    x: &[T],
+    f: &[T],
+    rows: std::ops::Range<usize>,
+    mut r_out: Option<&mut [T]>,
+) -> Residual<T> {
+    let n = d.len();
+    let row0 = rows.start;
+    let (mut rmax, mut smax, mut bmax, mut finite) = (T::ZERO, T::ZERO, T::ZERO, true);
+    for i in rows {
+        let mut ax = d[i] * x[i];
+        let mut s = ax.abs();
+        if i > 0 {
+            let t = dl[i - 1] * x[i - 1];
+            ax = ax + t;
+            s = s + t.abs();
+        }
+        if i + 1 < n {
+            let t = du[i] * x[i + 1];
+            ax = ax + t;
+            s = s + t.abs();
+        }
+        let r_signed = f[i] - ax;
+        if let Some(out) = r_out.as_deref_mut() {
+            out[i - row0] = r_signed;
+        }
+        let r = r_signed.abs();
+        s = s + f[i].abs();
+        finite &= x[i].is_finite() && r.is_finite() && s.is_finite();
+        rmax = rmax.max(r);
+        smax = smax.max(s);
+        bmax = bmax.max(f[i].abs());
+    }
+    (rmax, smax, bmax, finite)
+}
+
+/// Turns per-RHS residual summaries into the acceptance decision.
+pub fn judge<T: Real>(per_rhs: impl IntoIterator<Item = Residual<T>>) -> Result<(), Reject> {
+    let tol = T::from_f64(RESIDUAL_TOL_EPS) * T::EPS;
+    let tol_b = T::EPS.sqrt();
+    let mut worst = 0.0f64;
+    let mut ill = 0.0f64;
+    for (r, s, bmax, finite) in per_rhs {
+        if !finite {
+            return Err(Reject::NonFinite);
+        }
+        // r ≤ tol·s, written so that s = 0 (a zero column, x = 0) accepts only r = 0.
+        if !(r <= tol * s) {
+            let ratio = if s > T::ZERO {
+                (r / s).to_f64()
+            } else {
+                f64::INFINITY
+            };
+            worst = worst.max(ratio);
+        } else if !(r <= tol_b * bmax) {
+            let ratio = if bmax > T::ZERO {
+                (r / bmax).to_f64()
+            } else {
+                f64::INFINITY
+            };
+            ill = ill.max(ratio);
+        }
+    }
+    if worst > 0.0 {
+        Err(Reject::Residual(worst))
+    } else if ill > 0.0 {
+        Err(Reject::IllConditioned(ill))
+    } else {
+        Ok(())
+    }
+}
+
+/// A column is refined when its residual is above this many ε times its scale
+/// (`max|r| > REFINE_TOL_EPS · ε · max(|A||x| + |b|)`): the level LAPACK's partial pivoting
+/// reaches, so that SPIKE's residuals end close to LAPACK's and not merely within the acceptance
+/// tolerance ([`RESIDUAL_TOL_EPS`]).
+pub const REFINE_TOL_EPS: f64 = 2.0;
+
+/// At most this many steps of iterative refinement per call.
+pub const MAX_REFINE_STEPS: usize = 2;
+
+/// Whether a column's residual summary asks for a refinement step (finite and above
+/// [`REFINE_TOL_EPS`]; a non-finite answer is rejected, not refined).
+pub fn wants_refinement<T: Real>(res: &Residual<T>) -> bool {
+    let (r, s, _, finite) = *res;
+    finite && r > T::from_f64(REFINE_TOL_EPS) * T::EPS * s
+}
+
+/// Splits each of the `ncols` columns (leading dimension `ld`, first `n` rows used) of `buf` at
+/// `bounds` (row indices, `bounds[0] = 0`, last `= n`): `out[t][col]` is rows
+/// `bounds[t]..bounds[t+1]` of column `col`.
+pub(crate) fn split_rows<'a, T>(
+    buf: &'a mut [T],
+    ld: usize,
+    ncols: usize,
+    bounds: &[usize],
+) -> Vec<Vec<&'a mut [T]>> {
+    let parts = bounds.len() - 1;
+    let mut out: Vec<Vec<&'a mut [T]>> = (0..parts).map(|_| Vec::with_capacity(ncols)).collect();
+    for col in buf.chunks_mut(ld).take(ncols) {
+        let mut rest = col;
+        for t in 0..parts {
+            let (head, tail) = rest.split_at_mut(bounds[t + 1] - bounds[t]);
+            out[t].push(head);
+            rest = tail;
+        }
+    }
+    out
+}
+
+/// The threads used by the host-side residual passes.
+pub(crate) fn host_threads(n: usize) -> usize {
+    let t = std::thread::available_parallelism()
+        .map(|t| t.get())
+        .unwrap_or(1);
+    // Below ~64K rows per thread the spawn costs more than the work.
+    t.min(n.div_ceil(1 << 16)).max(1)
+}
+
+/// The residual summaries of columns `xcols[k]` of `x` (leading dimension `ldx`) against
+/// columns `fcols[k]` of `f` (leading dimension `ldf`), over all rows, on `threads` threads. With
+/// `r_out` (`n × xcols.len()`, leading dimension `n`) the residuals `f − A x` are stored too.
+#[allow(clippy::too_many_arguments)]
+pub fn residual_cols<T: Real>(
+    dl: &[T],
+    d: &[T],
+    du: &[T],
+    x: &[T],
+    ldx: usize,
+    xcols: &[usize],
+    f: &[T],
+    ldf: usize,
+    fcols: &[usize],
+    r_out: Option<&mut [T]>,
+    threads: usize,
+) -> Vec<Residual<T>> {
+    let n = d.len();
+    let k = xcols.len();
+    debug_assert_eq!(k, fcols.len());
+    let threads = threads.clamp(1, n.max(1));
+    let bounds: Vec<usize> = (0..=threads).map(|t| t * n / threads).collect();
+    let mut r_parts: Vec<Option<Vec<&mut [T]>>> = match r_out {
+        Some(r) => split_rows(&mut r[..n * k], n, k, &bounds)
+            .into_iter()
+            .map(Some)
+            .collect(),
+        None => (0..threads).map(|_| None).collect(),
+    };
+    let one = |rows: std::ops::Range<usize>, mut rp: Option<Vec<&mut [T]>>| -> Vec<Residual<T>> {
+        (0..k)
+            .map(|c| {
+                let xc = &x[xcols[c] * ldx..xcols[c] * ldx + n];
+                let fc = &f[fcols[c] * ldf..fcols[c] * ldf + n];
+                residual_rows_into(
+                    dl,
+                    d,
+                    du,
+                    xc,
+                    fc,
+                    rows.clone(),
+                    rp.as_mut().map(|v| &mut *v[c]),
+                )
+            })
+            .collect()
+    };
+    let parts: Vec<Vec<Residual<T>>> = if threads == 1 {
+        vec![one(0..n, r_parts.pop().flatten())]
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = r_parts
+                .into_iter()
+                .enumerate()
+                .map(|(t, rp)| {
+                    let rows = bounds[t]..bounds[t + 1];
+                    let one = &one;
+                    s.spawn(move || one(rows, rp))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("residual thread"))
+                .collect()
+        })
+    };
+    (0..k)
+        .map(|c| {
+            parts
+                .iter()
+                .fold((T::ZERO, T::ZERO, T::ZERO, true), |acc, p| {
+                    let (r, sc, bm, fin) = p[c];
+                    (acc.0.max(r), acc.1.max(sc), acc.2.max(bm), acc.3 && fin)
+                })
+        })
+        .collect()
+}
+
+/// Iterative refinement in working precision, shared by the CPU and GPU drivers: while some
+/// column of `x` (leading dimension `ldx`) [`wants_refinement`], at most [`MAX_REFINE_STEPS`]
+/// times: compute `r = f − A x` for those columns, solve `A δ = r` with the factorization SPIKE
+/// already has (`correct(r, k)`: `r` holds `k` packed columns of leading dimension `n` on entry
+/// and `δ` on return; `Ok(false)` if it could not solve), and replace a column by `x + δ` only
+/// where that lowers its residual. `checks` (one summary per column of `x`) is kept current.
+/// Returns the number of steps taken.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn refine<T: Real, E>(
+    dl: &[T],
+    d: &[T],
+    du: &[T],
+    x: &mut [T],
+    ldx: usize,
+    f: &[T],
+    ldf: usize,
+    checks: &mut [Residual<T>],
+    threads: usize,
+    mut correct: impl FnMut(&mut [T], usize) -> Result<bool, E>,
+) -> Result<usize, E> {
+    let n = d.len();
+    let mut stalled = vec![false; checks.len()];
+    let mut steps = 0;
+    for _ in 0..MAX_REFINE_STEPS {
+        let cols: Vec<usize> = (0..checks.len())
+            .filter(|&c| !stalled[c] && wants_refinement(&checks[c]))
+            .collect();
+        if cols.is_empty() {
+            break;
+        }
+        let k = cols.len();
+        let mut r = vec![T::ZERO; n * k];
+        residual_cols(
+            dl,
+            d,
+            du,
+            x,
+            ldx,
+            &cols,
+            f,
+            ldf,
+            &cols,
+            Some(&mut r),
+            threads,
+        );
+        if !correct(&mut r, k)? {
+            break;
+        }
+        steps += 1;
+        // r := x + δ, then keep it where its residual is smaller.
+        for (kk, &c) in cols.iter().enumerate() {
+            let (xc, dc) = (&x[c * ldx..c * ldx + n], &mut r[kk * n..(kk + 1) * n]);
+            for (di, &xi) in dc.iter_mut().zip(xc) {
+                *di = xi + *di;
+            }
+        }
+        let packed: Vec<usize> = (0..k).collect();
+        let new = residual_cols(dl, d, du, &r, n, &packed, f, ldf, &cols, None, threads);
+        for (kk, &c) in cols.iter().enumerate() {
+            let (rn, _, _, fin) = new[kk];
+            if fin && rn < checks[c].0 {
+                x[c * ldx..c * ldx + n].copy_from_slice(&r[kk * n..(kk + 1) * n]);
+                checks[c] = new[kk];
+            } else {
+                stalled[c] = true;
+            }
+        }
+    }
+    Ok(steps)
+}
