@@ -14,24 +14,9 @@
 
 #include <stddef.h>
 
-// INFO returned when hylapack itself failed (a bug caught at the boundary, never a user error).
-// The message is printed on stderr. Distinct from every LAPACK INFO value.
+/* INFO returned when hylapack itself failed (a bug caught at the boundary, never a user
+ * error); the message is printed on stderr. Distinct from every LAPACK INFO value. */
 #define HYLAPACK_INFO_INTERNAL_ERROR -1000
-
-// The acceptance threshold of the residual check, in units of ε (see the module comment).
-#define RESIDUAL_TOL_EPS 16.0
-
-// A column is refined when its residual is above this many ε times its scale
-// (`max|r| > REFINE_TOL_EPS · ε · max(|A||x| + |b|)`): the level LAPACK's partial pivoting
-// reaches, so that SPIKE's residuals end close to LAPACK's and not merely within the acceptance
-// tolerance ([`RESIDUAL_TOL_EPS`]).
-#define REFINE_TOL_EPS 2.0
-
-// At most this many steps of iterative refinement per call.
-#define MAX_REFINE_STEPS 2
-
-// `(√5 − 1)/2`, the pivoting threshold of asymmetric Bunch–Kaufman.
-#define KAPPA 0.6180339887498948
 
 #ifdef __cplusplus
 extern "C" {

@@ -5,17 +5,49 @@
 // -pivmin, and every t <= 0 counts. Compiled with IEEE division, no flush-to-zero and no
 // FMA contraction, so each count equals the CPU's bit for bit.
 
+// One row of the recurrence.
+template <typename T>
+__device__ __forceinline__ void sturm_step(T &t, int &count, T dj, T e2j, T pivmin, T x) {
+    t = dj - e2j / t - x;
+    if (fabs(t) < pivmin) t = -pivmin;
+    count += t <= T(0);
+}
+
+// Rows advance in groups of ROWS whose loads are issued one group ahead, so that memory
+// latency overlaps the chain of dependent divisions instead of adding to every row.
+#define ROWS 8
+
 template <typename T>
 __device__ __forceinline__ int sturm_count(const T *__restrict__ d, const T *__restrict__ e2,
                                            T pivmin, unsigned start, unsigned end, T x) {
     T t = d[start] - x;
     if (fabs(t) < pivmin) t = -pivmin;
     int count = t <= T(0);
-    for (unsigned j = start + 1; j < end; ++j) {
-        t = d[j] - e2[j - 1] / t - x;
-        if (fabs(t) < pivmin) t = -pivmin;
-        count += t <= T(0);
+    unsigned j = start + 1;
+    if (j + ROWS <= end) {
+        T dn[ROWS], en[ROWS];
+#pragma unroll
+        for (int k = 0; k < ROWS; ++k) {
+            dn[k] = d[j + k];
+            en[k] = e2[j + k - 1];
+        }
+        for (; j + 2 * ROWS <= end; j += ROWS) {
+            T dc[ROWS], ec[ROWS];
+#pragma unroll
+            for (int k = 0; k < ROWS; ++k) {
+                dc[k] = dn[k];
+                ec[k] = en[k];
+                dn[k] = d[j + ROWS + k];
+                en[k] = e2[j + ROWS + k - 1];
+            }
+#pragma unroll
+            for (int k = 0; k < ROWS; ++k) sturm_step(t, count, dc[k], ec[k], pivmin, x);
+        }
+#pragma unroll
+        for (int k = 0; k < ROWS; ++k) sturm_step(t, count, dn[k], en[k], pivmin, x);
+        j += ROWS;
     }
+    for (; j < end; ++j) sturm_step(t, count, d[j], e2[j - 1], pivmin, x);
     return count;
 }
 

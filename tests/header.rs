@@ -26,6 +26,18 @@ fn header_is_up_to_date() {
     );
 }
 
+#[test]
+fn header_constant_matches_the_library() {
+    let define = format!(
+        "#define HYLAPACK_INFO_INTERNAL_ERROR {}",
+        hylapack::api::HYLAPACK_INFO_INTERNAL_ERROR
+    );
+    assert!(
+        hylapack::build_info::GENERATED_HEADER.contains(&define),
+        "cbindgen.toml must say: {define}"
+    );
+}
+
 fn compiles(compiler: &str, args: &[&str], source: &str, file: &str) {
     let dir = std::env::temp_dir().join(format!("hylapack-header-{}-{file}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -326,3 +326,67 @@ pub unsafe extern "C" fn sstebz_gpu_(
         order_len,
     )
 }
+
+/// The standard name `dstebz_`/`sstebz_` as `libhylapack_preload.so` interposes it: runs
+/// hylapack's path on a call LAPACK would accept and returns `Some(INFO)`, or returns `None`
+/// when the call must be forwarded untouched to the next definition (an illegal argument, which
+/// the system LAPACK then reports under its own name). Reads only the first character of the
+/// CHARACTER arguments, never their hidden lengths (C callers may omit them).
+///
+/// # Safety
+/// The arguments are those of LAPACK xSTEBZ, valid as LAPACK requires.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn interposed<T: Real>(
+    routine: &str,
+    range: *const c_char,
+    order: *const c_char,
+    n: *const c_int,
+    vl: *const T,
+    vu: *const T,
+    il: *const c_int,
+    iu: *const c_int,
+    abstol: *const T,
+    d: *const T,
+    e: *const T,
+    m: *mut c_int,
+    nsplit: *mut c_int,
+    w: *mut T,
+    iblock: *mut c_int,
+    isplit: *mut c_int,
+) -> Option<c_int> {
+    ffi_boundary!(routine, None, {
+        let args = (
+            scalar(range),
+            scalar(order),
+            scalar(n),
+            scalar(vl),
+            scalar(vu),
+            scalar(il),
+            scalar(iu),
+            scalar(abstol),
+        );
+        let (
+            Some(range),
+            Some(order),
+            Some(n),
+            Some(vl),
+            Some(vu),
+            Some(il),
+            Some(iu),
+            Some(abstol),
+        ) = args
+        else {
+            return None;
+        };
+        let (range, order) = (range as u8, order as u8);
+        if stebz::check_args(range, order, n, vl, vu, il, iu) != 0 {
+            dispatch::debug(|| {
+                format!("{routine}: illegal argument, forwarded to the system LAPACK")
+            });
+            return None;
+        }
+        Some(run::<T>(
+            routine, range, order, n, vl, vu, il, iu, abstol, d, e, m, nsplit, w, iblock, isplit,
+        ))
+    })
+}

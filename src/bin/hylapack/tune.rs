@@ -93,14 +93,16 @@ pub fn run() -> i32 {
         match model {
             Ok(m) => {
                 println!(
-                    "{key}: GPU step overhead {:.1} us, GPU {:.3} T steps/s, CPU {:.2} G steps/s",
+                    "{key}: GPU batch overhead {:.1} us, row latency {:.1} ns, {:.3} T steps/s; CPU row latency {:.1} ns, {:.2} G steps/s",
                     m.gpu_overhead_s * 1e6,
+                    m.gpu_step_latency_s * 1e9,
                     m.gpu_steps_per_s / 1e12,
+                    m.cpu_step_latency_s * 1e9,
                     m.cpu_steps_per_s / 1e9
                 );
                 text += &format!(
-                    "[{key}]\ngpu_overhead_s = {:e}\ngpu_steps_per_s = {:e}\ncpu_steps_per_s = {:e}\n",
-                    m.gpu_overhead_s, m.gpu_steps_per_s, m.cpu_steps_per_s
+                    "[{key}]\ngpu_overhead_s = {:e}\ngpu_step_latency_s = {:e}\ngpu_steps_per_s = {:e}\ncpu_step_latency_s = {:e}\ncpu_steps_per_s = {:e}\n",
+                    m.gpu_overhead_s, m.gpu_step_latency_s, m.gpu_steps_per_s, m.cpu_step_latency_s, m.cpu_steps_per_s
                 );
             }
             Err(e) => {
