@@ -37,9 +37,12 @@ pub struct MinN {
 impl Default for MinN {
     fn default() -> Self {
         // Below these sizes the system LAPACK on a host CPU wins (transfer and launch costs).
+        // gtsv: the SPIKE GPU path with host pointers does not yet beat LAPACK dgtsv at any size
+        // measured (2^20: 35 ms vs 21 ms; 2^24: 449 ms vs 360 ms, H200 host), so `auto` never
+        // sends it to the GPU; HYLAPACK_DEVICE=gpu or a smaller min_n.gtsv still does.
         MinN {
             stebz: 256,
-            gtsv: 1 << 16,
+            gtsv: usize::MAX,
             syrdb: 2048,
             interval: 512,
         }

@@ -24,8 +24,11 @@ extern "C" {
 /// Reports the illegal argument `-info` of `routine` (an upper-case name) through `xerbla_`.
 pub(crate) fn report_illegal_argument(routine: &str, info: c_int) {
     let arg = -info;
-    // SAFETY: xerbla_ reads `srname_len` bytes of the name and the integer.
-    unsafe { xerbla_(routine.as_ptr() as *const c_char, &arg, routine.len()) };
+    // Some xerbla_ implementations (OpenBLAS's) print the name with %s, so it must also be
+    // NUL-terminated although its length is passed.
+    let name = std::ffi::CString::new(routine).unwrap_or_default();
+    // SAFETY: xerbla_ reads `srname_len` bytes of the NUL-terminated name and the integer.
+    unsafe { xerbla_(name.as_ptr(), &arg, routine.len()) };
 }
 
 /// Prints what a caught panic said, so a bug is visible even though the host program goes on.

@@ -277,7 +277,7 @@ pub fn solve<T: Lapack>(
     spike.finish(&mut x, nrhs)?;
     let threads = spike.threads();
     let all: Vec<usize> = (0..nrhs).collect();
-    let mut checks = residual_cols(dl, d, du, &x, n, &all, b, ldb, &all, None, threads);
+    let mut checks = residual_cols(dl, d, du, &x, n, &all, b, ldb, &all, None, threads, false);
     refine(
         dl,
         d,

@@ -101,14 +101,25 @@ impl CountModel {
     }
 }
 
-thread_local! {
-    static LAST_STEPS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+/// What one call's counter did: row-steps and batches on each side.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CountStats {
+    pub gpu_steps: u64,
+    pub cpu_steps: u64,
+    pub gpu_batches: u32,
+    pub cpu_batches: u32,
 }
 
-/// Row-steps the calling thread's last GPU counter evaluated on (GPU, CPU): benchmarks use it
-/// to report sustained count throughput.
-pub fn last_call_steps() -> (u64, u64) {
-    LAST_STEPS.with(|c| c.get())
+thread_local! {
+    static LAST_STATS: std::cell::Cell<CountStats> = const {
+        std::cell::Cell::new(CountStats { gpu_steps: 0, cpu_steps: 0, gpu_batches: 0, cpu_batches: 0 })
+    };
+}
+
+/// What the calling thread's last GPU counter did (benchmarks report sustained count
+/// throughput and the share of fixed per-batch costs from it).
+pub fn last_call_stats() -> CountStats {
+    LAST_STATS.with(|c| c.get())
 }
 
 /// Where `hylapack tune` stores the count model of `gpu` (one file per device model and arch).
@@ -141,8 +152,7 @@ pub struct GpuCounter<'a, T: Real> {
     /// Average and largest rows per block, for the model.
     mean_rows: f64,
     max_rows: f64,
-    gpu_steps: u64,
-    cpu_steps: u64,
+    stats: CountStats,
 }
 
 /// Buffers for one step's points, grown on demand.
@@ -211,14 +221,13 @@ impl<'a, T: Real> GpuCounter<'a, T> {
                 .map(|b| problem.block_rows(b).len())
                 .max()
                 .unwrap_or(0) as f64,
-            gpu_steps: 0,
-            cpu_steps: 0,
+            stats: CountStats::default(),
         })
     }
 
     /// Sturm steps evaluated on (GPU, CPU) so far.
     pub fn steps(&self) -> (u64, u64) {
-        (self.gpu_steps, self.cpu_steps)
+        (self.stats.gpu_steps, self.stats.cpu_steps)
     }
 
     fn ensure_capacity(&mut self, len: usize) -> Result<(), DeviceError> {
@@ -311,7 +320,7 @@ impl<'a, T: Real> GpuCounter<'a, T> {
 
 impl<T: Real> Drop for GpuCounter<'_, T> {
     fn drop(&mut self) {
-        LAST_STEPS.with(|c| c.set((self.gpu_steps, self.cpu_steps)));
+        LAST_STATS.with(|c| c.set(self.stats));
     }
 }
 
@@ -332,11 +341,13 @@ impl<T: Real> Counter<T> for GpuCounter<'_, T> {
         let (work, chain) = (steps as f64, rows as f64);
         if self.model.cpu_time(work, chain) < self.model.gpu_time(work, chain) {
             self.cpu.count_into(blocks, x, counts);
-            self.cpu_steps += steps;
+            self.stats.cpu_steps += steps;
+            self.stats.cpu_batches += 1;
             return Ok(());
         }
         self.count_on_gpu(blocks, x, counts).map_err(err)?;
-        self.gpu_steps += steps;
+        self.stats.gpu_steps += steps;
+        self.stats.gpu_batches += 1;
         Ok(())
     }
 

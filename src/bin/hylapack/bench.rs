@@ -53,12 +53,13 @@ pub fn run(args: &[String]) -> i32 {
                 2
             }
         },
+        Some("gtsv") => crate::bench_gtsv::bench_gtsv(&args[1..]),
         Some(other) => {
-            eprintln!("hylapack bench: no benchmark '{other}' (available: stebz)");
+            eprintln!("hylapack bench: no benchmark '{other}' (available: stebz, gtsv)");
             2
         }
         None => {
-            eprintln!("usage: hylapack bench stebz [--sizes N,N,...] [--csv FILE] [--quick]");
+            eprintln!("usage: hylapack bench stebz|gtsv [--sizes ...] [--csv FILE] [--quick]");
             2
         }
     }
@@ -115,6 +116,8 @@ struct Run {
     w: Vec<f64>,
     /// Sturm row-steps per second the GPU sustained over the whole call.
     gpu_rate: Option<f64>,
+    /// Count batches run on the (GPU, CPU) by a GPU call.
+    batches: Option<(u32, u32)>,
 }
 
 fn ours(
@@ -149,12 +152,14 @@ fn ours(
         used = r.backend;
         m = r.m;
     });
-    let gpu_steps = stebz::gpu::last_call_steps().0;
-    let gpu_rate = (backend == Backend::Gpu).then(|| gpu_steps as f64 / seconds);
+    let stats = stebz::gpu::last_call_stats();
+    let gpu_rate = (backend == Backend::Gpu).then(|| stats.gpu_steps as f64 / seconds);
+    let batches = (backend == Backend::Gpu).then_some((stats.gpu_batches, stats.cpu_batches));
     (used == backend).then(|| Run {
         seconds,
         w: w[..m as usize].to_vec(),
         gpu_rate,
+        batches,
     })
 }
 
@@ -180,6 +185,7 @@ fn lapack_stebz(d: &[f64], e: &[f64], range: u8, il: i32, iu: i32) -> Run {
         seconds: s.elapsed().as_secs_f64(),
         w: w[..r.m as usize].to_vec(),
         gpu_rate: None,
+        batches: None,
     }
 }
 
@@ -217,6 +223,7 @@ fn bench_stebz(o: &Options) -> i32 {
         "err cpu",
         "ref",
         "gpu Tstep/s",
+        "batches g/c",
     ]);
     let fmt_t = |r: &Option<Run>| r.as_ref().map_or("-".to_string(), |r| time(r.seconds));
     // The O(n^2) methods are skipped where their time predicted from the last size exceeds the
@@ -261,6 +268,7 @@ fn bench_stebz(o: &Options) -> i32 {
                     seconds: s.elapsed().as_secs_f64(),
                     w: dd,
                     gpu_rate: None,
+                    batches: None,
                 })
             });
             let stemr = budget[3].run(family, n, limit, || {
@@ -273,6 +281,7 @@ fn bench_stebz(o: &Options) -> i32 {
                     seconds: s.elapsed().as_secs_f64(),
                     w: ww,
                     gpu_rate: None,
+                    batches: None,
                 })
             });
             // Errors against LAPACK dstebz where it ran, else against dsterf.
@@ -307,6 +316,10 @@ fn bench_stebz(o: &Options) -> i32 {
                     .as_ref()
                     .and_then(|r| r.gpu_rate)
                     .map_or("-".into(), |r| format!("{:.3}", r / 1e12)),
+                gpu_run
+                    .as_ref()
+                    .and_then(|r| r.batches)
+                    .map_or("-".into(), |(g, c)| format!("{g}/{c}")),
             ]);
             eprintln!("  done {} n={n}", family.name());
         }

@@ -50,9 +50,19 @@ pub fn run() -> i32 {
     };
     println!("HYLAPACK_DEVICE:   {mode}");
     let m = &cfg.min_n;
+    let from = |n: usize| {
+        if n == usize::MAX {
+            "never".to_string()
+        } else {
+            format!("n >= {n}")
+        }
+    };
     println!(
-        "GPU thresholds:    stebz n >= {}, gtsv n >= {}, syrdb n >= {}, interval n >= {}",
-        m.stebz, m.gtsv, m.syrdb, m.interval
+        "GPU in auto mode:  stebz {}, gtsv {}, syrdb {}, interval {}",
+        from(m.stebz),
+        from(m.gtsv),
+        from(m.syrdb),
+        from(m.interval)
     );
     println!("Kernel cache:      {}", cfg.cache_dir.display());
     let mut status = 0;

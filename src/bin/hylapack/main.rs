@@ -2,6 +2,7 @@
 //! example checked against LAPACK (`demo`), and timings against peers (`bench <family>`).
 
 mod bench;
+mod bench_gtsv;
 mod demo;
 mod info;
 mod table;
@@ -14,6 +15,8 @@ const USAGE: &str = "usage: hylapack <command>
       --sizes 1000,8000   problem orders (default: 1000,8000,32000,100000)
       --csv FILE          also write the table as CSV
       --quick             small sizes only (a smoke test)
+  bench gtsv [opts]    time tridiagonal solves against LAPACK dgtsv and cuSPARSE gtsv2
+      --sizes 16,20,24    log2 of the orders (default: 16,20,23,24)
   tune                 measure the GPU/CPU count costs for the stebz model, store them";
 
 fn main() {

@@ -14,6 +14,11 @@ impl Table {
     }
 
     pub fn row(&mut self, cells: Vec<String>) {
+        assert_eq!(
+            cells.len(),
+            self.header.len(),
+            "a row must have one cell per column"
+        );
         self.rows.push(cells);
     }
 

@@ -1,0 +1,366 @@
+//! `hylapack bench gtsv`: the SPIKE tridiagonal solver (GPU with host pointers, CPU threads)
+//! against the system LAPACK's dgtsv and cuSPARSE's gtsv2 / gtsv2_nopivot, in one run.
+//!
+//! Times: the LAPACK interface (host arrays in, host answer out, every transfer included) for
+//! hylapack and LAPACK; device-resident (data already on the GPU, kernel time only) for cuSPARSE.
+//! hylapack's GPU module has no device-pointer entry point yet, so its device-resident time is
+//! not measured. GB/s is against the memory floor: DL, D, DU and B read once, X written once.
+
+use crate::table::{time, Table};
+use hylapack::dispatch::Backend;
+use hylapack::gtsv::{self, matrices::Tridiag, Solver};
+use hylapack::lapack::Lapack;
+use hylapack::testmat::Rng;
+use std::time::Instant;
+
+struct Options {
+    /// log2 of the orders.
+    sizes: Vec<u32>,
+    csv: Option<String>,
+}
+
+/// NRHS = 16 runs only up to this order (memory and time).
+const NRHS16_MAX_LOG2: u32 = 22;
+/// Orders up to this are timed as the median of 3 runs, larger ones once.
+const MEDIAN_MAX_LOG2: u32 = 20;
+
+fn parse(args: &[String]) -> Result<Options, String> {
+    let mut o = Options {
+        sizes: vec![16, 20, 23, 24],
+        csv: None,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--sizes" => {
+                let v = it.next().ok_or("--sizes needs a list of log2(n)")?;
+                o.sizes = v
+                    .split(',')
+                    .map(|s| match s.trim().parse::<u32>() {
+                        Ok(k) if (1..=30).contains(&k) => Ok(k),
+                        _ => Err(format!("bad size {s} (log2 of n, 1..=30)")),
+                    })
+                    .collect::<Result<_, _>>()?;
+            }
+            "--csv" => o.csv = Some(it.next().ok_or("--csv needs a file")?.clone()),
+            "--quick" => o.sizes = vec![12, 16],
+            other => return Err(format!("unknown option {other}")),
+        }
+    }
+    Ok(o)
+}
+
+/// `hylapack bench gtsv [--sizes 16,20,24] [--csv FILE] [--quick]`.
+pub fn bench_gtsv(args: &[String]) -> i32 {
+    match parse(args) {
+        Ok(o) => run(&o),
+        Err(e) => {
+            eprintln!("hylapack bench gtsv: {e}");
+            eprintln!(
+                "usage: hylapack bench gtsv [--sizes 16,20,23,24 (log2 n)] [--csv FILE] [--quick]"
+            );
+            2
+        }
+    }
+}
+
+/// One measured method: its time, its answer (to compute the residual) and a note.
+struct Run {
+    seconds: f64,
+    x: Vec<f64>,
+    note: String,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// ‖A X − B‖_F / ‖B‖_F over all columns (leading dimension n), in double precision.
+fn rel_residual(a: &Tridiag, x: &[f64], b: &[f64], nrhs: usize) -> f64 {
+    let n = a.n();
+    let (mut r2, mut b2) = (0.0f64, 0.0f64);
+    for c in 0..nrhs {
+        let ax = a.mul(&x[c * n..(c + 1) * n]);
+        for i in 0..n {
+            r2 += (ax[i] - b[c * n + i]).powi(2);
+            b2 += b[c * n + i].powi(2);
+        }
+    }
+    if b2 == 0.0 {
+        r2.sqrt()
+    } else {
+        (r2 / b2).sqrt()
+    }
+}
+
+/// hylapack's `gtsv` on `backend`, inputs copied fresh for every repetition (outside the timer).
+fn hylapack_run(a: &Tridiag, b: &[f64], nrhs: usize, reps: usize, backend: Backend) -> Run {
+    let n = a.n();
+    let mut times = Vec::with_capacity(reps);
+    let mut x = Vec::new();
+    let mut note = String::new();
+    for _ in 0..reps {
+        let (mut dl, mut d, mut du) = (a.dl.clone(), a.d.clone(), a.du.clone());
+        x = b.to_vec();
+        let t0 = Instant::now();
+        let r = gtsv::gtsv(&mut dl, &mut d, &mut du, &mut x, n, nrhs, backend);
+        times.push(t0.elapsed().as_secs_f64());
+        note = match (r.backend, r.solver) {
+            (got, Solver::Spike) if got == backend => String::new(),
+            (got, solver) => format!(
+                "ran {:?} on {}{}",
+                solver,
+                got.name(),
+                r.note.map(|s| format!(": {s}")).unwrap_or_default()
+            ),
+        };
+        if r.info != 0 {
+            note = format!("INFO = {}; {note}", r.info);
+        }
+    }
+    Run {
+        seconds: median(times),
+        x,
+        note,
+    }
+}
+
+fn lapack_run(a: &Tridiag, b: &[f64], nrhs: usize, reps: usize) -> Run {
+    let n = a.n();
+    let mut times = Vec::with_capacity(reps);
+    let mut x = Vec::new();
+    let mut info = 0;
+    for _ in 0..reps {
+        let (mut dl, mut d, mut du) = (a.dl.clone(), a.d.clone(), a.du.clone());
+        x = b.to_vec();
+        let t0 = Instant::now();
+        info = f64::gtsv(&mut dl, &mut d, &mut du, &mut x, n, nrhs);
+        times.push(t0.elapsed().as_secs_f64());
+    }
+    Run {
+        seconds: median(times),
+        x,
+        note: if info != 0 {
+            format!("INFO = {info}")
+        } else {
+            String::new()
+        },
+    }
+}
+
+/// cuSPARSE `cusparseDgtsv2` (partial pivoting) or `cusparseDgtsv2_nopivot`, device-resident:
+/// the matrix and B are on the GPU before the timer starts; the time is the call plus a stream
+/// synchronize. B is re-uploaded (untimed) before every repetition.
+fn cusparse_run(
+    a: &Tridiag,
+    b: &[f64],
+    nrhs: usize,
+    reps: usize,
+    nopivot: bool,
+) -> Result<Run, String> {
+    use cudarc::cusparse::sys as sp;
+    use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
+    use std::sync::Arc;
+
+    let n = a.n();
+    if n < 3 || n > i32::MAX as usize || n * nrhs > i32::MAX as usize {
+        return Err("size out of cuSPARSE's range".into());
+    }
+    let gpu = hylapack::device::gpu().map_err(|e| e.to_string())?;
+    let pooled = gpu.stream().map_err(|e| e.to_string())?;
+    let stream: Arc<CudaStream> = (*pooled).clone();
+    let de = |e: cudarc::driver::DriverError| e.to_string();
+    // cuSPARSE's layout: dl[0] = 0, dl[i] = A[i][i−1]; du[n−1] = 0, du[i] = A[i][i+1].
+    let mut dlv = vec![0.0f64; n];
+    dlv[1..].copy_from_slice(&a.dl);
+    let mut duv = vec![0.0f64; n];
+    duv[..n - 1].copy_from_slice(&a.du);
+    let dl_d = stream.clone_htod(&dlv).map_err(de)?;
+    let d_d = stream.clone_htod(&a.d).map_err(de)?;
+    let du_d = stream.clone_htod(&duv).map_err(de)?;
+    let mut b_d = stream.clone_htod(b).map_err(de)?;
+
+    struct Handle(sp::cusparseHandle_t);
+    impl Drop for Handle {
+        fn drop(&mut self) {
+            // SAFETY: the handle was created by cusparseCreate and is destroyed once.
+            unsafe { sp::cusparseDestroy(self.0) };
+        }
+    }
+    let ok = |s: sp::cusparseStatus_t, what: &str| {
+        if s == sp::cusparseStatus_t::CUSPARSE_STATUS_SUCCESS {
+            Ok(())
+        } else {
+            Err(format!("{what}: {s:?}"))
+        }
+    };
+    let mut raw: sp::cusparseHandle_t = std::ptr::null_mut();
+    // SAFETY: raw receives a new handle.
+    ok(unsafe { sp::cusparseCreate(&mut raw) }, "cusparseCreate")?;
+    let handle = Handle(raw);
+    // SAFETY: the handle and the stream are live; cudarc's and cuSPARSE's CUstream_st are the
+    // same driver type, declared twice.
+    ok(
+        unsafe { sp::cusparseSetStream(handle.0, stream.cu_stream() as sp::cudaStream_t) },
+        "cusparseSetStream",
+    )?;
+
+    let (m_i, nrhs_i) = (n as i32, nrhs as i32);
+    let mut size = 0usize;
+    {
+        let (pdl, _s1) = dl_d.device_ptr(&stream);
+        let (pd, _s2) = d_d.device_ptr(&stream);
+        let (pdu, _s3) = du_d.device_ptr(&stream);
+        let (pb, _s4) = b_d.device_ptr(&stream);
+        let (pdl, pd, pdu, pb) = (
+            pdl as *const f64,
+            pd as *const f64,
+            pdu as *const f64,
+            pb as *const f64,
+        );
+        // SAFETY: device arrays of n (B: n x nrhs) doubles; size receives the buffer size.
+        let s = unsafe {
+            if nopivot {
+                sp::cusparseDgtsv2_nopivot_bufferSizeExt(
+                    handle.0, m_i, nrhs_i, pdl, pd, pdu, pb, m_i, &mut size,
+                )
+            } else {
+                sp::cusparseDgtsv2_bufferSizeExt(
+                    handle.0, m_i, nrhs_i, pdl, pd, pdu, pb, m_i, &mut size,
+                )
+            }
+        };
+        ok(s, "gtsv2 bufferSizeExt")?;
+    }
+    let mut buf = stream.alloc_zeros::<u8>(size.max(1)).map_err(de)?;
+
+    let mut times = Vec::with_capacity(reps);
+    for rep in 0..reps {
+        if rep > 0 {
+            stream.memcpy_htod(b, &mut b_d).map_err(de)?;
+        }
+        stream.synchronize().map_err(de)?;
+        let (pdl, _s1) = dl_d.device_ptr(&stream);
+        let (pd, _s2) = d_d.device_ptr(&stream);
+        let (pdu, _s3) = du_d.device_ptr(&stream);
+        let (pb, _s4) = b_d.device_ptr_mut(&stream);
+        let (pbuf, _s5) = buf.device_ptr_mut(&stream);
+        let t0 = Instant::now();
+        // SAFETY: as above; buf holds the size cuSPARSE asked for.
+        let s = unsafe {
+            if nopivot {
+                sp::cusparseDgtsv2_nopivot(
+                    handle.0, m_i, nrhs_i, pdl as _, pd as _, pdu as _, pb as _, m_i, pbuf as _,
+                )
+            } else {
+                sp::cusparseDgtsv2(
+                    handle.0, m_i, nrhs_i, pdl as _, pd as _, pdu as _, pb as _, m_i, pbuf as _,
+                )
+            }
+        };
+        ok(s, "gtsv2")?;
+        stream.synchronize().map_err(de)?;
+        times.push(t0.elapsed().as_secs_f64());
+    }
+    let x = stream.clone_dtoh(&b_d).map_err(de)?;
+    drop(handle);
+    Ok(Run {
+        seconds: median(times),
+        x,
+        note: "device-resident".into(),
+    })
+}
+
+fn run(o: &Options) -> i32 {
+    let gpu = hylapack::device::gpu();
+    let gpu_ok = gpu.is_ok();
+    if let Err(e) = &gpu {
+        println!("no GPU ({e}): the GPU and cuSPARSE rows are skipped");
+    }
+    let cusparse_ok = gpu_ok && hylapack::device::libraries().cusparse;
+    if gpu_ok && !cusparse_ok {
+        println!("cuSPARSE not found: its rows are skipped");
+    }
+    println!("hylapack: GPU rows use host pointers (transfers included); hylapack's device-resident time is not measured (no device-pointer entry point yet)");
+    let mut table = Table::new(&[
+        "n",
+        "matrix",
+        "nrhs",
+        "method",
+        "time",
+        "rel.residual",
+        "GB/s (floor)",
+        "note",
+    ]);
+    let mut rng = Rng::new(20_120_000);
+    let started = Instant::now();
+    for &k in &o.sizes {
+        let n = 1usize << k;
+        let reps = if k <= MEDIAN_MAX_LOG2 { 3 } else { 1 };
+        for family in ["random", "diag-dominant"] {
+            let a = if family == "random" {
+                gtsv::matrices::random(n, &mut rng)
+            } else {
+                gtsv::matrices::diagonally_dominant(n, &mut rng)
+            };
+            for nrhs in [1usize, 16] {
+                if nrhs > 1 && k > NRHS16_MAX_LOG2 {
+                    continue;
+                }
+                let b: Vec<f64> = (0..n * nrhs).map(|_| rng.range(-1.0, 1.0)).collect();
+                // The memory floor: DL, D, DU, B read once, X written once.
+                let bytes = 8.0 * (3.0 * n as f64 + 2.0 * (n * nrhs) as f64);
+                let mut add = |method: &str, r: Result<Run, String>| {
+                    let cells = match r {
+                        Ok(r) => vec![
+                            time(r.seconds),
+                            format!("{:.2e}", rel_residual(&a, &r.x, &b, nrhs)),
+                            format!("{:.1}", bytes / r.seconds / 1e9),
+                            r.note,
+                        ],
+                        Err(e) => vec!["-".into(), "-".into(), "-".into(), e],
+                    };
+                    let mut row = vec![
+                        format!("2^{k}"),
+                        family.to_string(),
+                        nrhs.to_string(),
+                        method.to_string(),
+                    ];
+                    row.extend(cells);
+                    table.row(row);
+                };
+                if gpu_ok {
+                    add(
+                        "hylapack GPU (host ptrs)",
+                        Ok(hylapack_run(&a, &b, nrhs, reps, Backend::Gpu)),
+                    );
+                }
+                add(
+                    "hylapack CPU",
+                    Ok(hylapack_run(&a, &b, nrhs, reps, Backend::Cpu)),
+                );
+                add("LAPACK dgtsv", Ok(lapack_run(&a, &b, nrhs, reps)));
+                if cusparse_ok {
+                    add("cuSPARSE gtsv2", cusparse_run(&a, &b, nrhs, reps, false));
+                    add(
+                        "cuSPARSE gtsv2_nopivot",
+                        cusparse_run(&a, &b, nrhs, reps, true),
+                    );
+                }
+                eprintln!(
+                    "  done n = 2^{k} {family} nrhs {nrhs} ({:.0} s)",
+                    started.elapsed().as_secs_f64()
+                );
+            }
+        }
+    }
+    table.print();
+    if let Some(path) = &o.csv {
+        if let Err(e) = table.write_csv(path) {
+            eprintln!("hylapack bench gtsv: cannot write {path}: {e}");
+            return 1;
+        }
+    }
+    0
+}
