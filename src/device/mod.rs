@@ -119,6 +119,7 @@ pub struct Gpu {
     pub budget: memory::Budget,
     streams: Mutex<Vec<Arc<CudaStream>>>,
     modules: Mutex<HashMap<&'static str, LoadedModule>>,
+    staging: Mutex<memory::StagingPool>,
 }
 
 /// A kernel family loaded into the context, and how its cubin was obtained.
@@ -197,6 +198,7 @@ fn discover() -> Result<Gpu, DeviceError> {
         budget,
         streams: Mutex::new(Vec::new()),
         modules: Mutex::new(HashMap::new()),
+        staging: Mutex::new(memory::StagingPool::new()),
     })
 }
 

@@ -13,11 +13,12 @@
 //! ([`SavedB`]), so a download that fails partway cannot leave it half-overwritten.
 
 use super::{host_threads, judge, refine, residual_cols, wants_refinement, Reject};
+use crate::device::memory::Pinned;
 use crate::device::{self, kernels, DeviceError, Gpu};
 use crate::real::Real;
 use cudarc::driver::{
     result as cu, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
-    LaunchConfig, PinnedHostSlice, PushKernelArg,
+    LaunchConfig, PushKernelArg,
 };
 use std::sync::Arc;
 
@@ -94,13 +95,13 @@ pub fn bytes_needed<T>(n: usize, nrhs: usize, o: &GpuOptions) -> u64 {
 
 /// Two pinned buffers used alternately; `events[i]` marks the end of the last copy using buffer i.
 struct Staging<T> {
-    bufs: [PinnedHostSlice<T>; 2],
+    bufs: [Pinned<T>; 2],
     events: [Option<CudaEvent>; 2],
     next: usize,
 }
 
 impl<T: Real> Staging<T> {
-    fn new(gpu: &Gpu, elems: usize) -> Result<Self, DeviceError> {
+    fn new(gpu: &'static Gpu, elems: usize) -> Result<Self, DeviceError> {
         Ok(Staging {
             bufs: [gpu.pinned(elems)?, gpu.pinned(elems)?],
             events: [None, None],

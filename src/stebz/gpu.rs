@@ -8,11 +8,11 @@
 
 use super::count::{CountError, Counter, SturmProblem};
 use super::cpu::CpuCounter;
-use crate::device::memory::Reservation;
+use crate::device::memory::{Pinned, Reservation};
 use crate::device::{self, kernels, DeviceError, Gpu, PooledStream};
 use crate::real::Real;
 use cudarc::driver::{
-    result as cu, CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PinnedHostSlice, PushKernelArg,
+    result as cu, CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg,
 };
 
 /// Costs of one multisection step. A batch of counts takes at least the time of one count,
@@ -30,15 +30,16 @@ pub struct CountModel {
 }
 
 impl CountModel {
-    /// Defaults measured by `hylapack tune` on an H200 host (2026-11-22; H100: same arithmetic).
+    /// Defaults: `hylapack tune` on an H200 and its 16-core host (2026-11-22). The H100 has the
+    /// same arithmetic; its host CPU may differ, which `hylapack tune` corrects.
     pub fn default_for<T: Real>() -> Self {
         let single = T::PREFIX == 's';
         CountModel {
-            gpu_overhead_s: 30e-6,
-            gpu_step_latency_s: if single { 80e-9 } else { 140e-9 },
-            gpu_steps_per_s: if single { 1.0e12 } else { 0.57e12 },
-            cpu_step_latency_s: if single { 4e-9 } else { 5e-9 },
-            cpu_steps_per_s: if single { 13e9 } else { 8e9 },
+            gpu_overhead_s: 24e-6,
+            gpu_step_latency_s: if single { 47e-9 } else { 88e-9 },
+            gpu_steps_per_s: if single { 0.84e12 } else { 0.50e12 },
+            cpu_step_latency_s: if single { 5.8e-9 } else { 6.6e-9 },
+            cpu_steps_per_s: if single { 25e9 } else { 10e9 },
         }
     }
 
@@ -161,9 +162,9 @@ struct Batch<T> {
     x: CudaSlice<T>,
     blocks: CudaSlice<u32>,
     counts: CudaSlice<i32>,
-    x_host: PinnedHostSlice<T>,
-    blocks_host: PinnedHostSlice<u32>,
-    counts_host: PinnedHostSlice<i32>,
+    x_host: Pinned<T>,
+    blocks_host: Pinned<u32>,
+    counts_host: Pinned<i32>,
     _memory: Reservation<'static>,
 }
 
