@@ -115,7 +115,11 @@ impl<T: DeviceRepr + ValidAsZeroBits> Pinned<T> {
 
     pub fn as_mut_slice(&mut self) -> Result<&mut [T], DeviceError> {
         let len = self.len;
-        let bytes = self.buf.as_mut().expect("present until drop").as_mut_slice()?;
+        let bytes = self
+            .buf
+            .as_mut()
+            .expect("present until drop")
+            .as_mut_slice()?;
         // SAFETY: as in as_slice, and the borrow of self is exclusive.
         Ok(unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr() as *mut T, len) })
     }
@@ -135,11 +139,16 @@ impl<T> Drop for Pinned<T> {
 impl Gpu {
     /// A page-locked host buffer of `len` elements for fast transfers in both directions,
     /// reused from earlier calls when one is large enough.
-    pub fn pinned<T: DeviceRepr + ValidAsZeroBits>(&'static self, len: usize) -> Result<Pinned<T>, DeviceError> {
+    pub fn pinned<T: DeviceRepr + ValidAsZeroBits>(
+        &'static self,
+        len: usize,
+    ) -> Result<Pinned<T>, DeviceError> {
         let bytes = (len * std::mem::size_of::<T>()).max(1);
         let reused = {
             let mut pool = super::lock(&self.staging);
-            let best = (0..pool.free.len()).filter(|&i| pool.free[i].len() >= bytes).min_by_key(|&i| pool.free[i].len());
+            let best = (0..pool.free.len())
+                .filter(|&i| pool.free[i].len() >= bytes)
+                .min_by_key(|&i| pool.free[i].len());
             best.map(|i| pool.free.swap_remove(i))
         };
         let buf = match reused {
@@ -147,9 +156,17 @@ impl Gpu {
             // Flags 0: cached on the host, so reading results back is fast (write-combined is
             // not). Rounded up so that a buffer serves later, slightly larger calls too.
             // SAFETY: the contents are uninitialised bytes, valid for the plain-data T they hold.
-            None => unsafe { self.ctx.alloc_pinned_with_flags::<u8>(bytes.next_power_of_two().max(1 << 16), 0) }?,
+            None => unsafe {
+                self.ctx
+                    .alloc_pinned_with_flags::<u8>(bytes.next_power_of_two().max(1 << 16), 0)
+            }?,
         };
-        Ok(Pinned { buf: Some(buf), len, gpu: self, _t: std::marker::PhantomData })
+        Ok(Pinned {
+            buf: Some(buf),
+            len,
+            gpu: self,
+            _t: std::marker::PhantomData,
+        })
     }
 }
 

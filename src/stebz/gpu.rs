@@ -102,18 +102,23 @@ impl CountModel {
     }
 }
 
-/// What one call's counter did: row-steps and batches on each side.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What one call's counter did: row-steps, batches and time on each side.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct CountStats {
     pub gpu_steps: u64,
     pub cpu_steps: u64,
     pub gpu_batches: u32,
     pub cpu_batches: u32,
+    /// Wall time spent inside GPU and CPU batches (the rest of a call is the driver's work).
+    pub gpu_seconds: f64,
+    pub cpu_seconds: f64,
+    /// Discovery, module lookup and the matrix upload.
+    pub setup_seconds: f64,
 }
 
 thread_local! {
     static LAST_STATS: std::cell::Cell<CountStats> = const {
-        std::cell::Cell::new(CountStats { gpu_steps: 0, cpu_steps: 0, gpu_batches: 0, cpu_batches: 0 })
+        std::cell::Cell::new(CountStats { gpu_steps: 0, cpu_steps: 0, gpu_batches: 0, cpu_batches: 0, gpu_seconds: 0.0, cpu_seconds: 0.0, setup_seconds: 0.0 })
     };
 }
 
@@ -189,6 +194,7 @@ impl<'a, T: Real> GpuCounter<'a, T> {
         problem: &SturmProblem<'a, T>,
         model: CountModel,
     ) -> Result<Self, CountError> {
+        let started = std::time::Instant::now();
         let gpu = device::gpu().map_err(err)?;
         let n = problem.d.len();
         if n >= u32::MAX as usize {
@@ -222,7 +228,10 @@ impl<'a, T: Real> GpuCounter<'a, T> {
                 .map(|b| problem.block_rows(b).len())
                 .max()
                 .unwrap_or(0) as f64,
-            stats: CountStats::default(),
+            stats: CountStats {
+                setup_seconds: started.elapsed().as_secs_f64(),
+                ..CountStats::default()
+            },
         })
     }
 
@@ -340,15 +349,18 @@ impl<T: Real> Counter<T> for GpuCounter<'_, T> {
             rows = rows.max(len);
         }
         let (work, chain) = (steps as f64, rows as f64);
+        let started = std::time::Instant::now();
         if self.model.cpu_time(work, chain) < self.model.gpu_time(work, chain) {
             self.cpu.count_into(blocks, x, counts);
             self.stats.cpu_steps += steps;
             self.stats.cpu_batches += 1;
+            self.stats.cpu_seconds += started.elapsed().as_secs_f64();
             return Ok(());
         }
         self.count_on_gpu(blocks, x, counts).map_err(err)?;
         self.stats.gpu_steps += steps;
         self.stats.gpu_batches += 1;
+        self.stats.gpu_seconds += started.elapsed().as_secs_f64();
         Ok(())
     }
 

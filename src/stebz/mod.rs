@@ -699,6 +699,10 @@ fn kill_extremes<T: Real>(
 
 /// Runs the dyadic multisection (see the module notes) on `active` until every interval has
 /// converged or reached its block's iteration cap. Returns whether some did not converge.
+///
+/// Placing a step's points and consuming its counts is independent per interval, so a large
+/// step spreads that bookkeeping over the host's threads (chunks of intervals, in order); the
+/// results do not depend on how the intervals were chunked.
 fn multisection<T: Real>(
     counting: &mut Counting<'_, T>,
     trace: &mut Trace,
@@ -708,113 +712,215 @@ fn multisection<T: Real>(
     rtol: T,
     out: &mut Output<'_, T>,
 ) -> bool {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut ncnvrg = false;
-    let mut next = Vec::new();
     let mut xs: Vec<T> = Vec::new();
     let mut blocks: Vec<u32> = Vec::new();
     let mut counts: Vec<i32> = Vec::new();
-    let mut plan: Vec<(usize, u32)> = Vec::new();
-    let mut stack: Vec<(usize, Interval<T>)> = Vec::new();
-    // Ends of the heap nodes' intervals (1-based heap).
-    let mut lo = [T::ZERO; 1 << MAX_LEVELS];
-    let mut hi = [T::ZERO; 1 << MAX_LEVELS];
     while !active.is_empty() {
         let kmax = levels_for(counting.points_per_interval(trace, active.len()));
+        let points = active.len() << kmax;
+        let parts = if points >= PARALLEL_POINTS {
+            threads.min(active.len())
+        } else {
+            1
+        };
+        let chunk = active.len().div_ceil(parts);
 
-        // The points: a heap-ordered tree of midpoints under each interval, node h covering
-        // the interval of its parent's left (h even) or right (h odd) half.
+        let placed = in_parallel(active.chunks(chunk).collect(), |ivs| {
+            place(ivs, kmax, runs, pivmin, rtol)
+        });
         xs.clear();
         blocks.clear();
-        plan.clear();
-        for iv in &active {
-            let run = &runs[iv.blk as usize];
-            let left = (run.itmax - iv.depth).max(1) as u32;
-            let k = kmax
-                .min(left)
-                .min(levels_needed(iv, run.atol, pivmin, rtol));
-            let size = (1usize << k) - 1;
-            let off = xs.len();
-            for h in 1..=size {
-                let (a, b) = if h == 1 {
-                    (iv.lo, iv.hi)
-                } else if h % 2 == 0 {
-                    (lo[h / 2], xs[off + h / 2 - 1])
-                } else {
-                    (xs[off + h / 2 - 1], hi[h / 2])
-                };
-                lo[h] = a;
-                hi[h] = b;
-                xs.push(T::HALF * (a + b));
-                blocks.push(iv.blk);
-            }
-            plan.push((off, k));
+        for p in &placed {
+            xs.extend_from_slice(&p.xs);
+            blocks.extend_from_slice(&p.blocks);
         }
         counts.clear();
         counts.resize(xs.len(), 0);
         counting.count(trace, &blocks, &xs, &mut counts);
 
-        // Consume the counts level by level, as bisection would.
-        next.clear();
-        for (iv, &(off, k)) in active.iter().zip(&plan) {
-            let run = runs[iv.blk as usize];
-            let size = (1usize << k) - 1;
-            stack.push((1, *iv));
-            while let Some((h, s)) = stack.pop() {
-                let mid = xs[off + h - 1];
-                let c = counts[off + h - 1].max(s.nlo).min(s.nhi);
-                let depth = s.depth + 1;
-                let half = |lo, hi, nlo, nhi| Interval {
-                    lo,
-                    hi,
-                    nlo,
-                    nhi,
-                    depth,
-                    blk: s.blk,
-                };
-                let kids = if c == s.nhi {
-                    [Some(half(s.lo, mid, s.nlo, s.nhi)), None]
-                } else if c == s.nlo {
-                    [None, Some(half(mid, s.hi, s.nlo, s.nhi))]
-                } else {
-                    [
-                        Some(half(s.lo, mid, s.nlo, c)),
-                        Some(half(mid, s.hi, c, s.nhi)),
-                    ]
-                };
-                let leaf = 2 * h > size;
-                let mut deeper = [None, None];
-                for (side, kid) in kids.into_iter().enumerate() {
-                    let Some(kid) = kid else { continue };
-                    if converged(kid.lo, kid.hi, kid.nlo, kid.nhi, run.atol, pivmin, rtol) {
-                        out.fill(
-                            run.iwoff,
-                            kid.nlo,
-                            kid.nhi,
-                            T::HALF * (kid.lo + kid.hi),
-                            run.jb,
-                        );
-                    } else if depth >= run.itmax {
-                        ncnvrg = true;
-                        out.fill(
-                            run.iwoff,
-                            kid.nlo,
-                            kid.nhi,
-                            T::HALF * (kid.lo + kid.hi),
-                            -run.jb,
-                        );
-                    } else if leaf {
-                        next.push(kid);
-                    } else {
-                        deeper[side] = Some((2 * h + side, kid));
-                    }
-                }
-                // Right first, so that the left half is walked (and queued) first.
-                stack.extend(deeper.into_iter().rev().flatten());
-            }
+        let mut work = Vec::with_capacity(placed.len());
+        let mut offset = 0;
+        for (ivs, p) in active.chunks(chunk).zip(&placed) {
+            work.push((ivs, p, &counts[offset..offset + p.xs.len()]));
+            offset += p.xs.len();
         }
-        std::mem::swap(&mut active, &mut next);
+        let consumed = in_parallel(work, |(ivs, p, c)| consume(ivs, p, c, runs, pivmin, rtol));
+        let mut next = Vec::with_capacity(consumed.iter().map(|c| c.next.len()).sum());
+        for c in consumed {
+            ncnvrg |= c.ncnvrg;
+            for f in &c.fills {
+                out.fill(f.iwoff, f.nlo, f.nhi, f.value, f.ib);
+            }
+            next.extend_from_slice(&c.next);
+        }
+        active = next;
     }
     ncnvrg
+}
+
+/// Steps with at least this many points spread their bookkeeping over threads.
+const PARALLEL_POINTS: usize = 1 << 14;
+
+/// `f` on every item, each on its own scoped thread when there is more than one.
+fn in_parallel<I: Send, R: Send>(items: Vec<I>, f: impl Fn(I) -> R + Sync) -> Vec<R> {
+    if items.len() <= 1 {
+        return items.into_iter().map(f).collect();
+    }
+    std::thread::scope(|scope| {
+        let f = &f;
+        let handles: Vec<_> = items
+            .into_iter()
+            .map(|item| scope.spawn(move || f(item)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("multisection bookkeeping panicked"))
+            .collect()
+    })
+}
+
+/// The points of one step for a run of intervals, and how many levels each interval gets.
+struct Placed<T> {
+    xs: Vec<T>,
+    blocks: Vec<u32>,
+    /// Per interval: offset of its points in `xs`, and its levels `k`.
+    plan: Vec<(usize, u32)>,
+}
+
+/// A heap-ordered tree of midpoints under each interval, node h covering the interval of its
+/// parent's left (h even) or right (h odd) half.
+fn place<T: Real>(
+    active: &[Interval<T>],
+    kmax: u32,
+    runs: &[BlockRun<T>],
+    pivmin: T,
+    rtol: T,
+) -> Placed<T> {
+    let mut lo = [T::ZERO; 1 << MAX_LEVELS];
+    let mut hi = [T::ZERO; 1 << MAX_LEVELS];
+    let mut p = Placed {
+        xs: Vec::new(),
+        blocks: Vec::new(),
+        plan: Vec::with_capacity(active.len()),
+    };
+    for iv in active {
+        let run = &runs[iv.blk as usize];
+        let left = (run.itmax - iv.depth).max(1) as u32;
+        let k = kmax
+            .min(left)
+            .min(levels_needed(iv, run.atol, pivmin, rtol));
+        let size = (1usize << k) - 1;
+        let off = p.xs.len();
+        for h in 1..=size {
+            let (a, b) = if h == 1 {
+                (iv.lo, iv.hi)
+            } else if h % 2 == 0 {
+                (lo[h / 2], p.xs[off + h / 2 - 1])
+            } else {
+                (p.xs[off + h / 2 - 1], hi[h / 2])
+            };
+            lo[h] = a;
+            hi[h] = b;
+            p.xs.push(T::HALF * (a + b));
+            p.blocks.push(iv.blk);
+        }
+        p.plan.push((off, k));
+    }
+    p
+}
+
+/// Eigenvalues `nlo + 1 ..= nhi` found at `value` (see [`Output::fill`]).
+struct Fill<T> {
+    iwoff: i64,
+    nlo: i32,
+    nhi: i32,
+    value: T,
+    ib: i32,
+}
+
+/// What consuming one step's counts left for a run of intervals.
+struct Consumed<T> {
+    next: Vec<Interval<T>>,
+    fills: Vec<Fill<T>>,
+    ncnvrg: bool,
+}
+
+/// Consumes the counts level by level, as bisection would.
+fn consume<T: Real>(
+    active: &[Interval<T>],
+    placed: &Placed<T>,
+    counts: &[i32],
+    runs: &[BlockRun<T>],
+    pivmin: T,
+    rtol: T,
+) -> Consumed<T> {
+    let mut out = Consumed {
+        next: Vec::new(),
+        fills: Vec::new(),
+        ncnvrg: false,
+    };
+    let mut stack: Vec<(usize, Interval<T>)> = Vec::new();
+    for (iv, &(off, k)) in active.iter().zip(&placed.plan) {
+        let run = runs[iv.blk as usize];
+        let size = (1usize << k) - 1;
+        stack.push((1, *iv));
+        while let Some((h, s)) = stack.pop() {
+            let mid = placed.xs[off + h - 1];
+            let c = counts[off + h - 1].max(s.nlo).min(s.nhi);
+            let depth = s.depth + 1;
+            let half = |lo, hi, nlo, nhi| Interval {
+                lo,
+                hi,
+                nlo,
+                nhi,
+                depth,
+                blk: s.blk,
+            };
+            let kids = if c == s.nhi {
+                [Some(half(s.lo, mid, s.nlo, s.nhi)), None]
+            } else if c == s.nlo {
+                [None, Some(half(mid, s.hi, s.nlo, s.nhi))]
+            } else {
+                [
+                    Some(half(s.lo, mid, s.nlo, c)),
+                    Some(half(mid, s.hi, c, s.nhi)),
+                ]
+            };
+            let leaf = 2 * h > size;
+            let mut deeper = [None, None];
+            for (side, kid) in kids.into_iter().enumerate() {
+                let Some(kid) = kid else { continue };
+                let value = T::HALF * (kid.lo + kid.hi);
+                if converged(kid.lo, kid.hi, kid.nlo, kid.nhi, run.atol, pivmin, rtol) {
+                    out.fills.push(Fill {
+                        iwoff: run.iwoff,
+                        nlo: kid.nlo,
+                        nhi: kid.nhi,
+                        value,
+                        ib: run.jb,
+                    });
+                } else if depth >= run.itmax {
+                    out.ncnvrg = true;
+                    out.fills.push(Fill {
+                        iwoff: run.iwoff,
+                        nlo: kid.nlo,
+                        nhi: kid.nhi,
+                        value,
+                        ib: -run.jb,
+                    });
+                } else if leaf {
+                    out.next.push(kid);
+                } else {
+                    deeper[side] = Some((2 * h + side, kid));
+                }
+            }
+            // Right first, so that the left half is walked (and queued) first.
+            stack.extend(deeper.into_iter().rev().flatten());
+        }
+    }
+    out
 }
 
 /// An upper estimate of the levels of bisection `iv` still needs (at least 1): spending more

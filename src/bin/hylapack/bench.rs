@@ -116,8 +116,8 @@ struct Run {
     w: Vec<f64>,
     /// Sturm row-steps per second the GPU sustained over the whole call.
     gpu_rate: Option<f64>,
-    /// Count batches run on the (GPU, CPU) by a GPU call.
-    batches: Option<(u32, u32)>,
+    /// What the counter of a GPU call did.
+    batches: Option<stebz::gpu::CountStats>,
 }
 
 fn ours(
@@ -154,7 +154,7 @@ fn ours(
     });
     let stats = stebz::gpu::last_call_stats();
     let gpu_rate = (backend == Backend::Gpu).then(|| stats.gpu_steps as f64 / seconds);
-    let batches = (backend == Backend::Gpu).then_some((stats.gpu_batches, stats.cpu_batches));
+    let batches = (backend == Backend::Gpu).then_some(stats);
     (used == backend).then(|| Run {
         seconds,
         w: w[..m as usize].to_vec(),
@@ -224,6 +224,7 @@ fn bench_stebz(o: &Options) -> i32 {
         "ref",
         "gpu Tstep/s",
         "batches g/c",
+        "ms g/c/setup",
     ]);
     let fmt_t = |r: &Option<Run>| r.as_ref().map_or("-".to_string(), |r| time(r.seconds));
     // The O(n^2) methods are skipped where their time predicted from the last size exceeds the
@@ -319,7 +320,20 @@ fn bench_stebz(o: &Options) -> i32 {
                 gpu_run
                     .as_ref()
                     .and_then(|r| r.batches)
-                    .map_or("-".into(), |(g, c)| format!("{g}/{c}")),
+                    .map_or("-".into(), |s| {
+                        format!("{}/{}", s.gpu_batches, s.cpu_batches)
+                    }),
+                gpu_run
+                    .as_ref()
+                    .and_then(|r| r.batches)
+                    .map_or("-".into(), |s| {
+                        format!(
+                            "{:.1}/{:.1}/{:.1}",
+                            s.gpu_seconds * 1e3,
+                            s.cpu_seconds * 1e3,
+                            s.setup_seconds * 1e3
+                        )
+                    }),
             ]);
             eprintln!("  done {} n={n}", family.name());
         }
