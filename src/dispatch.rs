@@ -58,6 +58,9 @@ pub fn decide(family: Family, n: usize) -> Decision {
     };
     match config::get().device {
         DeviceMode::Cpu => return cpu("HYLAPACK_DEVICE=cpu".into()),
+        DeviceMode::Auto if family.min_n() == usize::MAX => {
+            return cpu("the GPU path of this family is off in auto mode".into())
+        }
         DeviceMode::Auto if n < family.min_n() => {
             return cpu(format!(
                 "n = {n} is below the GPU threshold {}",
