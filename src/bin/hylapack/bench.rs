@@ -1,6 +1,6 @@
 //! `hylapack bench <family>`: this library and its peers timed in one run on one machine.
 
-use crate::table::{time, Table};
+use crate::table::{time, timings, Table};
 use hylapack::dispatch::Backend;
 use hylapack::lapack::Lapack;
 use hylapack::stebz::{self, gpu::CountModel};
@@ -99,15 +99,8 @@ impl Predictor {
 }
 
 /// Median wall time of `f` over `reps` runs.
-fn median_time(reps: usize, mut f: impl FnMut()) -> f64 {
-    let mut t: Vec<f64> = (0..reps)
-        .map(|_| {
-            let s = Instant::now();
-            f();
-            s.elapsed().as_secs_f64()
-        })
-        .collect();
-    t.sort_by(f64::total_cmp);
+fn median_time(reps: usize, f: impl FnMut()) -> f64 {
+    let t = timings(reps, f);
     t[t.len() / 2]
 }
 

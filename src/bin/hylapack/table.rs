@@ -74,3 +74,17 @@ pub fn time(seconds: f64) -> String {
         format!("{seconds:.2} s")
     }
 }
+
+/// Wall times of `reps` runs of `f`, in seconds, sorted (so `[0]` is the best, `[len / 2]` the
+/// median).
+pub fn timings(reps: usize, mut f: impl FnMut()) -> Vec<f64> {
+    let mut t: Vec<f64> = (0..reps.max(1))
+        .map(|_| {
+            let s = std::time::Instant::now();
+            f();
+            s.elapsed().as_secs_f64()
+        })
+        .collect();
+    t.sort_by(f64::total_cmp);
+    t
+}

@@ -6,16 +6,10 @@ use hylapack::stebz::count::{Counter, SturmProblem};
 use hylapack::stebz::cpu::CpuCounter;
 use hylapack::stebz::gpu::{tuning_file, CountModel, GpuCounter};
 use hylapack::testmat::{self, Rng, TridiagFamily};
-use std::time::Instant;
+use crate::table::timings;
 
-fn best_of(reps: usize, mut f: impl FnMut()) -> f64 {
-    (0..reps)
-        .map(|_| {
-            let s = Instant::now();
-            f();
-            s.elapsed().as_secs_f64()
-        })
-        .fold(f64::INFINITY, f64::min)
+fn best_of(reps: usize, f: impl FnMut()) -> f64 {
+    timings(reps, f)[0]
 }
 
 /// A random block of order `n`, prepared for counts.
