@@ -30,7 +30,7 @@ fn free_lanes<T: Real>() -> usize {
 
 /// A batch with at least this many row-steps is spread over the threads (about 0.2 ms of work
 /// for one core: well above the cost of starting a thread).
-const PARALLEL_STEPS: usize = 400_000;
+pub const PARALLEL_STEPS: usize = 400_000;
 
 /// Most points per interval this counter asks for (the driver rounds down to 2^k − 1).
 const MAX_POINTS_PER_INTERVAL: usize = 63;

@@ -1,12 +1,12 @@
 //! `hylapack tune`: measures the costs the stebz performance model needs on this machine and
 //! stores them in the cache directory, where later calls on the same GPU model read them.
 
+use crate::table::timings;
 use hylapack::real::Real;
 use hylapack::stebz::count::{Counter, SturmProblem};
 use hylapack::stebz::cpu::CpuCounter;
 use hylapack::stebz::gpu::{tuning_file, CountModel, GpuCounter};
 use hylapack::testmat::{self, Rng, TridiagFamily};
-use crate::table::timings;
 
 fn best_of(reps: usize, f: impl FnMut()) -> f64 {
     timings(reps, f)[0]
@@ -58,12 +58,18 @@ fn measure<T: Real>(rng: &mut Rng) -> Result<CountModel, String> {
     let gpu_full = batch_time::<T>(rows, 131_072, true, rng)?;
     let cpu_chain = batch_time::<T>(rows, 1, false, rng)?;
     let cpu_full = batch_time::<T>(rows, 4096, false, rng)?;
+    // Just above the CPU counter's threading threshold: the excess over arithmetic is start-up.
+    let small_points = hylapack::stebz::cpu::PARALLEL_STEPS.div_ceil(rows) + 1;
+    let cpu_threaded = batch_time::<T>(rows, small_points, false, rng)?;
     Ok(CountModel {
         gpu_overhead_s,
         gpu_step_latency_s: (gpu_chain - gpu_overhead_s).max(0.0) / rows as f64,
         gpu_steps_per_s: (131_072 * rows) as f64 / (gpu_full - gpu_overhead_s).max(1e-9),
         cpu_step_latency_s: cpu_chain / rows as f64,
         cpu_steps_per_s: (4096 * rows) as f64 / cpu_full,
+        cpu_thread_start_s: (cpu_threaded
+            - (small_points * rows) as f64 * cpu_full / (4096 * rows) as f64)
+            .max(0.0),
     })
 }
 
@@ -87,16 +93,17 @@ pub fn run() -> i32 {
         match model {
             Ok(m) => {
                 println!(
-                    "{key}: GPU batch overhead {:.1} us, row latency {:.1} ns, {:.3} T steps/s; CPU row latency {:.1} ns, {:.2} G steps/s",
+                    "{key}: GPU batch overhead {:.1} us, row latency {:.1} ns, {:.3} T steps/s; CPU row latency {:.1} ns, {:.2} G steps/s, thread start {:.1} us",
                     m.gpu_overhead_s * 1e6,
                     m.gpu_step_latency_s * 1e9,
                     m.gpu_steps_per_s / 1e12,
                     m.cpu_step_latency_s * 1e9,
-                    m.cpu_steps_per_s / 1e9
+                    m.cpu_steps_per_s / 1e9,
+                    m.cpu_thread_start_s * 1e6
                 );
                 text += &format!(
-                    "[{key}]\ngpu_overhead_s = {:e}\ngpu_step_latency_s = {:e}\ngpu_steps_per_s = {:e}\ncpu_step_latency_s = {:e}\ncpu_steps_per_s = {:e}\n",
-                    m.gpu_overhead_s, m.gpu_step_latency_s, m.gpu_steps_per_s, m.cpu_step_latency_s, m.cpu_steps_per_s
+                    "[{key}]\ngpu_overhead_s = {:e}\ngpu_step_latency_s = {:e}\ngpu_steps_per_s = {:e}\ncpu_step_latency_s = {:e}\ncpu_steps_per_s = {:e}\ncpu_thread_start_s = {:e}\n",
+                    m.gpu_overhead_s, m.gpu_step_latency_s, m.gpu_steps_per_s, m.cpu_step_latency_s, m.cpu_steps_per_s, m.cpu_thread_start_s
                 );
             }
             Err(e) => {
