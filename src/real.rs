@@ -6,9 +6,7 @@ use std::ops::{Add, Div, Mul, Neg, Sub};
 
 /// A LAPACK working precision: `f32` (the `s` routines) or `f64` (the `d` routines).
 pub trait Real:
-    cudarc::driver::DeviceRepr
-    + cudarc::driver::ValidAsZeroBits
-    + Copy
+    crate::device::memory::PlainData
     + Send
     + Sync
     + Default

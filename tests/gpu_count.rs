@@ -12,7 +12,9 @@ fn require_gpu() -> bool {
     std::env::var("HYLAPACK_REQUIRE_GPU").as_deref() == Ok("1")
 }
 
-/// A random tridiagonal matrix split into blocks, prepared the way xSTEBZ prepares it.
+/// A random tridiagonal matrix split into blocks, prepared the way xSTEBZ prepares it. The first
+/// blocks have every length from 1 to 20, so the kernel's row groups (of 8, loaded one group
+/// ahead) meet every boundary case; the rest split at random.
 fn problem<T: Real>(n: usize, rng: &mut Rng) -> (Vec<T>, Vec<T>, T, Vec<usize>) {
     let d: Vec<T> = (0..n)
         .map(|_| T::from_f64(rng.range(-1.0, 1.0) * 4.0))
@@ -20,8 +22,16 @@ fn problem<T: Real>(n: usize, rng: &mut Rng) -> (Vec<T>, Vec<T>, T, Vec<usize>) 
     let mut e2 = vec![T::ZERO; n];
     let mut ends = Vec::new();
     let mut max_e2 = T::ONE;
+    let mut fixed_ends = (1..=20).scan(0, |end, len| {
+        *end += len;
+        Some(*end)
+    });
+    let mut next_fixed = fixed_ends.next();
     for j in 0..n - 1 {
-        if rng.range(-1.0, 1.0) > 0.98 {
+        if next_fixed == Some(j + 1) {
+            ends.push(j + 1);
+            next_fixed = fixed_ends.next();
+        } else if next_fixed.is_none() && rng.range(-1.0, 1.0) > 0.98 {
             ends.push(j + 1); // a split
         } else {
             let e = T::from_f64(rng.range(-1.0, 1.0));
@@ -33,11 +43,18 @@ fn problem<T: Real>(n: usize, rng: &mut Rng) -> (Vec<T>, Vec<T>, T, Vec<usize>) 
     (d, e2, max_e2 * T::SAFE_MIN, ends)
 }
 
-fn gpu_counts_equal_cpu_counts<T: Real>() {
+/// `pivmin_scale` > 0 replaces LAPACK's pivmin by a large one, so that the small-pivot
+/// replacement branch runs often.
+fn gpu_counts_equal_cpu_counts<T: Real>(pivmin_scale: f64) {
     let seed = seed_from_time();
     let mut rng = Rng::new(seed);
     let n = 3000;
     let (d, e2, pivmin, ends) = problem::<T>(n, &mut rng);
+    let pivmin = if pivmin_scale > 0.0 {
+        T::from_f64(pivmin_scale)
+    } else {
+        pivmin
+    };
     let p = SturmProblem {
         d: &d,
         e2: &e2,
@@ -95,12 +112,18 @@ fn gpu_counts_equal_cpu_counts<T: Real>() {
 
 #[test]
 fn gpu_counts_equal_cpu_counts_f64() {
-    gpu_counts_equal_cpu_counts::<f64>();
+    gpu_counts_equal_cpu_counts::<f64>(0.0);
+}
+
+#[test]
+fn gpu_counts_equal_cpu_counts_with_large_pivmin() {
+    gpu_counts_equal_cpu_counts::<f64>(0.3);
+    gpu_counts_equal_cpu_counts::<f32>(0.3);
 }
 
 #[test]
 fn gpu_counts_equal_cpu_counts_f32() {
-    gpu_counts_equal_cpu_counts::<f32>();
+    gpu_counts_equal_cpu_counts::<f32>(0.0);
 }
 
 #[test]

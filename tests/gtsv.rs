@@ -443,7 +443,7 @@ fn c_and_fortran_entry_points() {
 }
 
 #[test]
-fn bad_arguments_give_info_and_call_xerbla() {
+fn bad_arguments_give_info() {
     use hylapack::api::gtsv::{dgtsv_spike, dgtsv_spike_, sgtsv_spike};
     use std::ptr::null_mut;
     let (mut dl, mut d, mut du, mut b) = (vec![1.0; 4], vec![4.0; 5], vec![1.0; 4], vec![1.0; 10]);

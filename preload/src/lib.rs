@@ -131,7 +131,11 @@ macro_rules! interpose_stebz {
             let next = NEXT.get_or_init(|| {
                 let name =
                     CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()).ok()?;
-                next_definition(name).map(|p| p as usize)
+                // Never this very function (e.g. HYLAPACK_CPU_LAPACK naming this library).
+                let own = $name as StebzFn<$t> as usize;
+                next_definition(name)
+                    .map(|p| p as usize)
+                    .filter(|&p| p != own)
             });
             let Some(next) = *next else {
                 return no_next_definition(stringify!($name), info);

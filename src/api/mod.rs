@@ -55,12 +55,13 @@ macro_rules! ffi_boundary {
 }
 pub(crate) use ffi_boundary;
 
-/// Reads a Fortran CHARACTER argument: its first character, or a blank if absent.
+/// Reads a Fortran CHARACTER argument: its first character (as LAPACK's LSAME does, whatever
+/// the hidden length says: C callers may not pass one), or a blank if the pointer is null.
 ///
 /// # Safety
 /// `p` is null or points to at least one readable byte.
-pub(crate) unsafe fn fortran_char(p: *const c_char, len: usize) -> u8 {
-    if p.is_null() || len == 0 {
+pub(crate) unsafe fn fortran_char(p: *const c_char) -> u8 {
+    if p.is_null() {
         b' '
     } else {
         *p as u8

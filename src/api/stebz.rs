@@ -43,7 +43,7 @@ unsafe fn run<T: Real>(
             d.is_none(),
             e.is_none(),
             m.is_none(),
-            nsplit.is_none(),
+            nsplit.is_none() && len > 0,
             w.is_none(),
             iblock.is_none(),
             isplit.is_none(),
@@ -56,7 +56,7 @@ unsafe fn run<T: Real>(
         report_illegal_argument(routine, info);
         return info;
     }
-    let (d, e, m, nsplit) = (d.unwrap(), e.unwrap(), m.unwrap(), nsplit.unwrap());
+    let (d, e, m) = (d.unwrap(), e.unwrap(), m.unwrap());
     let (w, iblock, isplit) = (w.unwrap(), iblock.unwrap(), isplit.unwrap());
 
     let started = Instant::now();
@@ -77,8 +77,8 @@ unsafe fn run<T: Real>(
         decision.backend,
     );
     m[0] = report.m;
-    if len > 0 {
-        // LAPACK returns before setting NSPLIT when N = 0.
+    if let Some(nsplit) = nsplit.filter(|_| len > 0) {
+        // LAPACK returns before setting NSPLIT when N = 0 (and so may be given no NSPLIT).
         nsplit[0] = report.nsplit;
     }
     let note = report.note.or(decision.why_not_gpu);
@@ -115,19 +115,30 @@ unsafe fn fortran<T: Real>(
     range_len: usize,
     order_len: usize,
 ) {
+    let _ = (range_len, order_len); // never read: C callers may omit them
     let result = ffi_boundary!(routine, HYLAPACK_INFO_INTERNAL_ERROR, {
-        let (range, order) = (
-            fortran_char(range, range_len),
-            fortran_char(order, order_len),
-        );
-        // A null scalar becomes an illegal value of that argument.
-        let n = scalar(n).unwrap_or(-1);
-        let nan = T::ZERO / T::ZERO;
-        let (vl, vu) = (scalar(vl).unwrap_or(nan), scalar(vu).unwrap_or(nan));
+        let (range, order) = (fortran_char(range), fortran_char(order));
+        // A null scalar that LAPACK would read is an illegal value of that argument.
+        let n_value = scalar(n).unwrap_or(-1);
         let (il, iu) = (scalar(il).unwrap_or(0), scalar(iu).unwrap_or(-1));
-        let abstol = scalar(abstol).unwrap_or(T::ZERO);
+        let (vl_value, vu_value) = (scalar(vl), scalar(vu));
+        let placeholder = stebz::check_args(range, order, n_value, T::ZERO, T::ONE, il, iu);
+        let by_value = range.eq_ignore_ascii_case(&b'V');
+        let null_info = match () {
+            _ if placeholder != 0 => 0,
+            _ if by_value && vl_value.is_none() => -4,
+            _ if by_value && vu_value.is_none() => -5,
+            _ if abstol.is_null() => -8,
+            _ => 0,
+        };
+        if null_info != 0 {
+            report_illegal_argument(routine, null_info);
+            return null_info;
+        }
+        let (vl, vu) = (vl_value.unwrap_or(T::ZERO), vu_value.unwrap_or(T::ZERO));
         run::<T>(
-            routine, range, order, n, vl, vu, il, iu, abstol, d, e, m, nsplit, w, iblock, isplit,
+            routine, range, order, n_value, vl, vu, il, iu, *abstol, d, e, m, nsplit, w, iblock,
+            isplit,
         )
     });
     if !info.is_null() {

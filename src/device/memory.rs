@@ -1,7 +1,10 @@
 //! The GPU memory budget and pinned host staging buffers.
 
 use super::{DeviceError, Gpu};
-use cudarc::driver::{DeviceRepr, PinnedHostSlice, ValidAsZeroBits};
+use cudarc::driver::sys::CUdeviceptr;
+use cudarc::driver::{
+    result as cu, CudaEvent, CudaStream, DeviceRepr, PinnedHostSlice, ValidAsZeroBits,
+};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// How much GPU memory hylapack may hold at once: `HYLAPACK_GPU_MEMORY_LIMIT`, or 90% of the
@@ -84,15 +87,39 @@ impl StagingPool {
 /// Bytes of idle pinned buffers kept for reuse; larger returns are freed.
 const POOL_BYTES: usize = 256 << 20;
 
+/// Element types a pinned buffer may hold: plain numbers, for which every byte pattern is a
+/// valid value (so reused or fresh buffers can be viewed as them). Sealed to these types.
+pub trait PlainData: DeviceRepr + ValidAsZeroBits + Copy + plain::Sealed {}
+impl PlainData for f32 {}
+impl PlainData for f64 {}
+impl PlainData for i32 {}
+impl PlainData for u32 {}
+
+mod plain {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for f64 {}
+    impl Sealed for i32 {}
+    impl Sealed for u32 {}
+}
+
 /// A page-locked host buffer of `len` elements of `T`, from the pool; it goes back on drop.
+///
+/// Transfers go through [`Pinned::copy_to_device`] and [`Pinned::copy_from_device`], which
+/// remember the point of the stream where they end: reading or writing the buffer, and returning
+/// it to the pool, first wait for that point, so a buffer is never reused while a transfer is
+/// still touching it.
 pub struct Pinned<T> {
     buf: Option<PinnedHostSlice<u8>>,
     len: usize,
     gpu: &'static Gpu,
+    in_use_until: Option<CudaEvent>,
+    /// A transfer was queued but its end could not be recorded: never reuse or free the buffer.
+    poisoned: bool,
     _t: std::marker::PhantomData<T>,
 }
 
-impl<T: DeviceRepr + ValidAsZeroBits> Pinned<T> {
+impl<T: PlainData> Pinned<T> {
     pub fn len(&self) -> usize {
         self.len
     }
@@ -101,19 +128,70 @@ impl<T: DeviceRepr + ValidAsZeroBits> Pinned<T> {
         self.len == 0
     }
 
-    fn bytes(&self) -> &PinnedHostSlice<u8> {
-        self.buf.as_ref().expect("present until drop")
+    /// Marks the buffer busy until the work queued so far on `stream` is done.
+    fn mark(&mut self, stream: &CudaStream) -> Result<(), DeviceError> {
+        match stream.record_event(None) {
+            Ok(e) => {
+                self.in_use_until = Some(e);
+                Ok(())
+            }
+            Err(e) => {
+                self.poisoned = true;
+                Err(e.into())
+            }
+        }
     }
 
-    /// The buffer's elements, once pending transfers that use it have completed.
-    pub fn as_slice(&self) -> Result<&[T], DeviceError> {
-        let bytes = self.bytes().as_slice()?;
-        // SAFETY: the buffer is page-aligned and holds at least len * size_of::<T>() bytes; T is
-        // plain data (ValidAsZeroBits), so any byte pattern is a valid T.
-        Ok(unsafe { std::slice::from_raw_parts(bytes.as_ptr() as *const T, self.len) })
+    /// Queues a copy of the first `len` elements to device memory at `dst` on `stream`.
+    ///
+    /// # Safety
+    /// `dst` is device memory of at least `len` elements of `T`, valid until the copy is done.
+    pub unsafe fn copy_to_device(
+        &mut self,
+        len: usize,
+        dst: CUdeviceptr,
+        stream: &CudaStream,
+    ) -> Result<(), DeviceError> {
+        let src = &self.as_slice()?[..len];
+        cu::memcpy_htod_async(dst, src, stream.cu_stream())?;
+        self.mark(stream)
+    }
+
+    /// Queues a copy of `len` elements from device memory at `src` into the buffer on `stream`.
+    ///
+    /// # Safety
+    /// `src` is device memory of at least `len` elements of `T`, valid until the copy is done.
+    pub unsafe fn copy_from_device(
+        &mut self,
+        len: usize,
+        src: CUdeviceptr,
+        stream: &CudaStream,
+    ) -> Result<(), DeviceError> {
+        let dst = &mut self.as_mut_slice()?[..len];
+        cu::memcpy_dtoh_async(dst, src, stream.cu_stream())?;
+        self.mark(stream)
+    }
+
+    fn wait(&mut self) -> Result<(), DeviceError> {
+        if let Some(e) = &self.in_use_until {
+            e.synchronize()?;
+            self.in_use_until = None;
+        }
+        Ok(())
+    }
+
+    /// The buffer's elements, once the transfers marked with `in_use_by` have completed.
+    pub fn as_slice(&mut self) -> Result<&[T], DeviceError> {
+        self.wait()?;
+        let len = self.len;
+        let bytes = self.buf.as_ref().expect("present until drop").as_slice()?;
+        // SAFETY: the buffer is page-aligned and holds at least len * size_of::<T>() bytes, all
+        // initialised (zeroed when allocated); T is PlainData, so any byte pattern is valid.
+        Ok(unsafe { std::slice::from_raw_parts(bytes.as_ptr() as *const T, len) })
     }
 
     pub fn as_mut_slice(&mut self) -> Result<&mut [T], DeviceError> {
+        self.wait()?;
         let len = self.len;
         let bytes = self
             .buf
@@ -128,6 +206,17 @@ impl<T: DeviceRepr + ValidAsZeroBits> Pinned<T> {
 impl<T> Drop for Pinned<T> {
     fn drop(&mut self) {
         let Some(buf) = self.buf.take() else { return };
+        if self.poisoned {
+            std::mem::forget(buf);
+            return;
+        }
+        if let Some(e) = self.in_use_until.take() {
+            if e.synchronize().is_err() {
+                // A transfer may still touch it: neither reuse nor free it.
+                std::mem::forget(buf);
+                return;
+            }
+        }
         let mut pool = super::lock(&self.gpu.staging);
         let kept: usize = pool.free.iter().map(|b| b.len()).sum();
         if kept + buf.len() <= POOL_BYTES {
@@ -139,11 +228,13 @@ impl<T> Drop for Pinned<T> {
 impl Gpu {
     /// A page-locked host buffer of `len` elements for fast transfers in both directions,
     /// reused from earlier calls when one is large enough.
-    pub fn pinned<T: DeviceRepr + ValidAsZeroBits>(
-        &'static self,
-        len: usize,
-    ) -> Result<Pinned<T>, DeviceError> {
-        let bytes = (len * std::mem::size_of::<T>()).max(1);
+    pub fn pinned<T: PlainData>(&'static self, len: usize) -> Result<Pinned<T>, DeviceError> {
+        let too_large =
+            || DeviceError::Driver(format!("pinned buffer of {len} elements is too large"));
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or_else(too_large)?
+            .max(1);
         let reused = {
             let mut pool = super::lock(&self.staging);
             let best = (0..pool.free.len())
@@ -153,18 +244,25 @@ impl Gpu {
         };
         let buf = match reused {
             Some(b) => b,
-            // Flags 0: cached on the host, so reading results back is fast (write-combined is
-            // not). Rounded up so that a buffer serves later, slightly larger calls too.
-            // SAFETY: the contents are uninitialised bytes, valid for the plain-data T they hold.
-            None => unsafe {
-                self.ctx
-                    .alloc_pinned_with_flags::<u8>(bytes.next_power_of_two().max(1 << 16), 0)
-            }?,
+            None => {
+                // Flags 0: cached on the host, so reading results back is fast (write-combined
+                // is not). Rounded up so that a buffer serves later, slightly larger calls too.
+                let size = bytes
+                    .checked_next_power_of_two()
+                    .ok_or_else(too_large)?
+                    .max(1 << 16);
+                // SAFETY: the bytes are zeroed below before anyone can read them.
+                let mut b = unsafe { self.ctx.alloc_pinned_with_flags::<u8>(size, 0) }?;
+                b.as_mut_slice()?.fill(0);
+                b
+            }
         };
         Ok(Pinned {
             buf: Some(buf),
             len,
             gpu: self,
+            in_use_until: None,
+            poisoned: false,
             _t: std::marker::PhantomData,
         })
     }

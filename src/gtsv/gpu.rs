@@ -17,8 +17,7 @@ use crate::device::memory::Pinned;
 use crate::device::{self, kernels, DeviceError, Gpu};
 use crate::real::Real;
 use cudarc::driver::{
-    result as cu, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
-    LaunchConfig, PushKernelArg,
+    CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg,
 };
 use std::sync::Arc;
 
@@ -93,10 +92,9 @@ pub fn bytes_needed<T>(n: usize, nrhs: usize, o: &GpuOptions) -> u64 {
     (elems * sz::<T>() + 64) as u64
 }
 
-/// Two pinned buffers used alternately; `events[i]` marks the end of the last copy using buffer i.
+/// Two pinned buffers used alternately (each waits for its own last copy before it is reused).
 struct Staging<T> {
     bufs: [Pinned<T>; 2],
-    events: [Option<CudaEvent>; 2],
     next: usize,
 }
 
@@ -104,21 +102,12 @@ impl<T: Real> Staging<T> {
     fn new(gpu: &'static Gpu, elems: usize) -> Result<Self, DeviceError> {
         Ok(Staging {
             bufs: [gpu.pinned(elems)?, gpu.pinned(elems)?],
-            events: [None, None],
             next: 0,
         })
     }
 
     fn chunk(&self) -> usize {
         self.bufs[0].len()
-    }
-
-    /// Waits until buffer `i` is no longer read or written by a pending copy.
-    fn wait(&mut self, i: usize) -> Result<(), DeviceError> {
-        if let Some(e) = self.events[i].take() {
-            e.synchronize()?;
-        }
-        Ok(())
     }
 
     /// Copies `src` to device memory at `dst` (which holds at least `src.len()` elements).
@@ -133,21 +122,13 @@ impl<T: Real> Staging<T> {
         for (k, piece) in src.chunks(chunk).enumerate() {
             let i = self.next;
             self.next ^= 1;
-            self.wait(i)?;
             self.bufs[i].as_mut_slice()?[..piece.len()].copy_from_slice(piece);
             let at = offset + k * chunk;
             let mut view = dst.slice_mut(at..at + piece.len());
             let (ptr, _sync) = view.device_ptr_mut(stream);
-            // SAFETY: the view holds piece.len() elements; the pinned source stays alive and is not
-            // written again until the event recorded below has completed.
-            unsafe {
-                cu::memcpy_htod_async(
-                    ptr,
-                    &self.bufs[i].as_slice()?[..piece.len()],
-                    stream.cu_stream(),
-                )?
-            };
-            self.events[i] = Some(stream.record_event(None)?);
+            // SAFETY: the view holds piece.len() elements; the pinned buffer records the end of
+            // the copy and is not reused before it.
+            unsafe { self.bufs[i].copy_to_device(piece.len(), ptr, stream)? };
         }
         Ok(())
     }
@@ -167,19 +148,15 @@ impl<T: Real> Staging<T> {
         for k in 0..=pieces {
             if k < pieces {
                 let i = k % 2;
-                self.wait(i)?;
                 let len = chunk.min(dst.len() - k * chunk);
                 let at = offset + k * chunk;
                 let view = src.slice(at..at + len);
                 let (ptr, _sync) = view.device_ptr(stream);
-                let out = &mut self.bufs[i].as_mut_slice()?[..len];
-                // SAFETY: the pinned buffer holds len elements and is not read until the event
-                // recorded below has completed.
-                unsafe { cu::memcpy_dtoh_async(out, ptr, stream.cu_stream())? };
-                self.events[i] = Some(stream.record_event(None)?);
+                // SAFETY: the view holds len elements; reading the pinned buffer waits for the
+                // end of this copy.
+                unsafe { self.bufs[i].copy_from_device(len, ptr, stream)? };
             }
             if let Some((i, piece)) = pending.take() {
-                self.wait(i)?;
                 let len = chunk.min(dst.len() - piece * chunk);
                 dst[piece * chunk..piece * chunk + len]
                     .copy_from_slice(&self.bufs[i].as_slice()?[..len]);

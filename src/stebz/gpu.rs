@@ -12,7 +12,7 @@ use crate::device::memory::{Pinned, Reservation};
 use crate::device::{self, kernels, DeviceError, Gpu, PooledStream};
 use crate::real::Real;
 use cudarc::driver::{
-    result as cu, CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg,
+    CudaFunction, CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg,
 };
 
 /// Costs of one multisection step. A batch of counts takes at least the time of one count,
@@ -293,17 +293,12 @@ impl<'a, T: Real> GpuCounter<'a, T> {
         batch.x_host.as_mut_slice()?[..len].copy_from_slice(x);
         batch.blocks_host.as_mut_slice()?[..len].copy_from_slice(blocks);
         {
-            let (x_ptr, _x_sync) = batch.x.device_ptr(&stream);
-            let (b_ptr, _b_sync) = batch.blocks.device_ptr(&stream);
-            // SAFETY: both device buffers hold at least `len` elements of the copied type, and
-            // the pinned sources stay alive and untouched until the synchronisation below.
+            let (x_ptr, _x_sync) = batch.x.device_ptr_mut(&stream);
+            let (b_ptr, _b_sync) = batch.blocks.device_ptr_mut(&stream);
+            // SAFETY: both device buffers hold at least `len` elements of the copied type.
             unsafe {
-                cu::memcpy_htod_async(x_ptr, &batch.x_host.as_slice()?[..len], stream.cu_stream())?;
-                cu::memcpy_htod_async(
-                    b_ptr,
-                    &batch.blocks_host.as_slice()?[..len],
-                    stream.cu_stream(),
-                )?;
+                batch.x_host.copy_to_device(len, x_ptr, &stream)?;
+                batch.blocks_host.copy_to_device(len, b_ptr, &stream)?;
             }
         }
         let threads = 256u32;
@@ -328,12 +323,10 @@ impl<'a, T: Real> GpuCounter<'a, T> {
         unsafe { launch.launch(cfg) }?;
         {
             let (c_ptr, _c_sync) = batch.counts.device_ptr(&stream);
-            let out = &mut batch.counts_host.as_mut_slice()?[..len];
-            // SAFETY: the pinned destination holds `len` entries and is not read until the
-            // stream is synchronised.
-            unsafe { cu::memcpy_dtoh_async(out, c_ptr, stream.cu_stream())? };
+            // SAFETY: the device counts hold `len` entries, written by the kernel queued above.
+            unsafe { batch.counts_host.copy_from_device(len, c_ptr, &stream)? };
         }
-        stream.synchronize()?;
+        // Reading the pinned counts waits for the copy that fills them.
         counts.copy_from_slice(&batch.counts_host.as_slice()?[..len]);
         Ok(())
     }

@@ -1,0 +1,211 @@
+//! The exported C and Fortran entry points of the stebz family: argument checks in LAPACK's
+//! order, NULL pointers as illegal arguments, `xerbla_` with the routine's name (this test
+//! program defines its own `xerbla_`, which must win over the system LAPACK's, as with LAPACK),
+//! hidden CHARACTER lengths never read, N = 0.
+
+use hylapack::api::stebz::{dstebz_gpu, dstebz_gpu_, sstebz_gpu};
+use std::ffi::{c_char, c_int};
+use std::ptr::{null, null_mut};
+use std::sync::Mutex;
+
+/// (routine name, argument number) of every xerbla_ call in this process.
+static XERBLA_CALLS: Mutex<Vec<(String, i32)>> = Mutex::new(Vec::new());
+
+#[no_mangle]
+pub extern "C" fn xerbla_(srname: *const c_char, info: *const c_int, len: usize) {
+    // SAFETY: the library passes a name of `len` bytes and a readable integer.
+    let name = unsafe { std::slice::from_raw_parts(srname as *const u8, len) };
+    let arg = unsafe { *info };
+    XERBLA_CALLS
+        .lock()
+        .unwrap()
+        .push((String::from_utf8_lossy(name).trim().to_string(), arg));
+}
+
+fn reported(name: &str, arg: i32) -> bool {
+    XERBLA_CALLS
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|(n, a)| n == name && *a == arg)
+}
+
+/// Calls the Fortran entry on tridiag(-1, 2, -1) of order `n`; `null_*` replace a scalar by NULL.
+fn fortran(
+    range: &[u8],
+    n: i32,
+    vl: Option<f64>,
+    vu: Option<f64>,
+    abstol: Option<f64>,
+    lengths: usize,
+) -> (i32, i32) {
+    let len = n.max(1) as usize;
+    let (d, e) = (vec![2.0; len], vec![-1.0; len]);
+    let (mut w, mut iblock, mut isplit) = (vec![0.0; len], vec![0; len], vec![0; len]);
+    let (mut work, mut iwork) = (vec![0.0; 4 * len], vec![0; 3 * len]);
+    let (il, iu) = (1, n.max(1));
+    let (mut m, mut nsplit, mut info) = (-7, -7, -7);
+    let opt = |v: &Option<f64>| v.as_ref().map_or(null(), |x| x as *const f64);
+    // SAFETY: every array has the entries DSTEBZ reads or writes for order n.
+    unsafe {
+        dstebz_gpu_(
+            range.as_ptr() as *const c_char,
+            b"E".as_ptr() as *const c_char,
+            &n,
+            opt(&vl),
+            opt(&vu),
+            &il,
+            &iu,
+            opt(&abstol),
+            d.as_ptr(),
+            e.as_ptr(),
+            &mut m,
+            &mut nsplit,
+            w.as_mut_ptr(),
+            iblock.as_mut_ptr(),
+            isplit.as_mut_ptr(),
+            work.as_mut_ptr(),
+            iwork.as_mut_ptr(),
+            &mut info,
+            lengths,
+            lengths,
+        )
+    };
+    (info, m)
+}
+
+#[test]
+fn fortran_entry_solves_and_ignores_hidden_lengths() {
+    // Zero hidden lengths (a C caller that omitted them) must not matter.
+    for lengths in [1, 0, 7] {
+        let (info, m) = fortran(b"A", 50, None, None, Some(0.0), lengths);
+        assert_eq!((info, m), (0, 50), "hidden lengths {lengths}");
+    }
+}
+
+#[test]
+fn null_scalars_are_illegal_arguments_where_lapack_reads_them() {
+    // RANGE = 'V' reads VL and VU; ABSTOL is always read.
+    assert_eq!(fortran(b"V", 10, None, Some(1.0), Some(0.0), 1).0, -4);
+    assert_eq!(fortran(b"V", 10, Some(0.0), None, Some(0.0), 1).0, -5);
+    assert_eq!(fortran(b"A", 10, None, None, None, 1).0, -8);
+    assert!(reported("DSTEBZ_GPU", 4) && reported("DSTEBZ_GPU", 5) && reported("DSTEBZ_GPU", 8));
+    // RANGE = 'A' reads neither VL nor VU.
+    assert_eq!(fortran(b"A", 10, None, None, Some(0.0), 1), (0, 10));
+    // LAPACK's own checks come first: a bad RANGE is -1 even with NULL VL.
+    assert_eq!(fortran(b"X", 10, None, None, Some(0.0), 1).0, -1);
+}
+
+#[test]
+fn c_entry_checks_in_lapack_order_and_calls_xerbla() {
+    let (d, e) = ([2.0f64; 4], [-1.0f64; 3]);
+    let (mut w, mut iblock, mut isplit) = ([0.0f64; 4], [0; 4], [0; 4]);
+    let (mut m, mut nsplit) = (0, 0);
+    let mut call = |range: u8, order: u8, n: i32, vl: f64, vu: f64, il: i32, iu: i32| unsafe {
+        dstebz_gpu(
+            range as c_char,
+            order as c_char,
+            n,
+            vl,
+            vu,
+            il,
+            iu,
+            0.0,
+            d.as_ptr(),
+            e.as_ptr(),
+            &mut m,
+            &mut nsplit,
+            w.as_mut_ptr(),
+            iblock.as_mut_ptr(),
+            isplit.as_mut_ptr(),
+        )
+    };
+    assert_eq!(call(b'X', b'E', 4, 0.0, 1.0, 1, 4), -1);
+    assert_eq!(call(b'A', b'X', 4, 0.0, 1.0, 1, 4), -2);
+    assert_eq!(call(b'A', b'E', -1, 0.0, 1.0, 1, 4), -3);
+    assert_eq!(call(b'V', b'E', 4, 1.0, 1.0, 1, 4), -5);
+    assert_eq!(call(b'I', b'E', 4, 0.0, 0.0, 0, 4), -6);
+    assert_eq!(call(b'I', b'E', 4, 0.0, 0.0, 2, 5), -7);
+    assert_eq!(
+        call(b'a', b'e', 4, 0.0, 0.0, 0, 0),
+        0,
+        "RANGE and ORDER are case-insensitive"
+    );
+    assert_eq!(m, 4);
+    for arg in [1, 2, 3, 5, 6, 7] {
+        assert!(
+            reported("DSTEBZ_GPU", arg),
+            "xerbla_ not called for argument {arg}"
+        );
+    }
+}
+
+#[test]
+fn null_arrays_are_illegal_and_n0_needs_no_arrays() {
+    let (mut m, mut nsplit) = (-7, -7);
+    // N = 0: nothing is read or written but M (LAPACK leaves NSPLIT alone).
+    let info = unsafe {
+        sstebz_gpu(
+            b'A' as c_char,
+            b'E' as c_char,
+            0,
+            0.0,
+            0.0,
+            1,
+            0,
+            0.0,
+            null(),
+            null(),
+            &mut m,
+            null_mut(),
+            null_mut(),
+            null_mut(),
+            null_mut(),
+        )
+    };
+    assert_eq!((info, m), (0, 0));
+    // N = 3 with a NULL D (argument 9) and then a NULL W (argument 13).
+    let (d, e) = ([1.0f32; 3], [0.5f32; 2]);
+    let (mut w, mut ib, mut is) = ([0.0f32; 3], [0; 3], [0; 3]);
+    let info = unsafe {
+        sstebz_gpu(
+            b'A' as c_char,
+            b'E' as c_char,
+            3,
+            0.0,
+            0.0,
+            1,
+            3,
+            0.0,
+            null(),
+            e.as_ptr(),
+            &mut m,
+            &mut nsplit,
+            w.as_mut_ptr(),
+            ib.as_mut_ptr(),
+            is.as_mut_ptr(),
+        )
+    };
+    assert_eq!(info, -9);
+    let info = unsafe {
+        sstebz_gpu(
+            b'A' as c_char,
+            b'E' as c_char,
+            3,
+            0.0,
+            0.0,
+            1,
+            3,
+            0.0,
+            d.as_ptr(),
+            e.as_ptr(),
+            &mut m,
+            &mut nsplit,
+            null_mut(),
+            ib.as_mut_ptr(),
+            is.as_mut_ptr(),
+        )
+    };
+    assert_eq!(info, -13);
+    assert!(reported("SSTEBZ_GPU", 9) && reported("SSTEBZ_GPU", 13));
+}
