@@ -258,7 +258,9 @@ fn default_cache_dir(env: &impl Fn(&str) -> Option<String>) -> PathBuf {
     if let Some(home) = env("HOME").filter(|p| !p.is_empty()) {
         return PathBuf::from(home).join(".cache").join("hylapack");
     }
-    std::env::temp_dir().join("hylapack-cache")
+    // A shared temporary directory: one folder per user, so users never load each other's cubins.
+    // SAFETY: getuid has no preconditions and cannot fail.
+    std::env::temp_dir().join(format!("hylapack-cache-{}", unsafe { libc::getuid() }))
 }
 
 #[cfg(test)]

@@ -802,17 +802,17 @@ fn place<T: Real>(
 ) -> Placed<T> {
     let mut lo = [T::ZERO; 1 << MAX_LEVELS];
     let mut hi = [T::ZERO; 1 << MAX_LEVELS];
+    let room = (active.len() << kmax).min(1 << 22);
     let mut p = Placed {
-        xs: Vec::new(),
-        blocks: Vec::new(),
+        xs: Vec::with_capacity(room),
+        blocks: Vec::with_capacity(room),
         plan: Vec::with_capacity(active.len()),
     };
     for iv in active {
         let run = &runs[iv.blk as usize];
         let left = (run.itmax - iv.depth).max(1) as u32;
-        let k = kmax
-            .min(left)
-            .min(levels_needed(iv, run.atol, pivmin, rtol));
+        let cap = kmax.min(left);
+        let k = levels_needed(iv, run.atol, pivmin, rtol, cap);
         let size = (1usize << k) - 1;
         let off = p.xs.len();
         for h in 1..=size {
@@ -925,9 +925,9 @@ fn consume<T: Real>(
     out
 }
 
-/// An upper estimate of the levels of bisection `iv` still needs (at least 1): spending more
-/// points than that on it would be wasted.
-fn levels_needed<T: Real>(iv: &Interval<T>, atol: T, pivmin: T, rtol: T) -> u32 {
+/// An upper estimate of the levels of bisection `iv` still needs (at least 1, at most `cap`, the
+/// levels this step places): spending more points than that on it would be wasted.
+fn levels_needed<T: Real>(iv: &Interval<T>, atol: T, pivmin: T, rtol: T, cap: u32) -> u32 {
     let (lo, hi) = (iv.lo.to_f64(), iv.hi.to_f64());
     // The smallest magnitude in the interval bounds the relative part of the tolerance below.
     let floor = if lo > 0.0 {
@@ -944,7 +944,7 @@ fn levels_needed<T: Real>(iv: &Interval<T>, atol: T, pivmin: T, rtol: T) -> u32 
     let mut width = hi - lo;
     let mut k = 0;
     // (NaN ends count as never narrow enough.)
-    while k < 64 && !matches!(width.partial_cmp(&tol), Some(std::cmp::Ordering::Less)) {
+    while k < cap && !matches!(width.partial_cmp(&tol), Some(std::cmp::Ordering::Less)) {
         width *= 0.5;
         k += 1;
     }
