@@ -12,6 +12,7 @@ pub mod dispatch;
 pub mod gtsv;
 pub mod lapack;
 pub mod real;
+pub mod sbr;
 pub mod stebz;
 pub mod testmat;
 

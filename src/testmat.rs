@@ -251,3 +251,89 @@ pub fn denormal_pivot<T: Real>() -> (Vec<T>, Vec<T>) {
         e.into_iter().map(T::from_f64).collect(),
     )
 }
+
+/// Families of dense symmetric matrices for the band-reduction and eigenvalue tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DenseFamily {
+    /// Entries uniform in [−1, 1).
+    Random,
+    /// `Q Λ Qᵀ` with the eigenvalues in a few tight clusters (widths of a few ulp) and `Q` a
+    /// product of random reflectors.
+    Clustered,
+    /// `D R D` with `R` random and `D` graded geometrically from 1 to 1e−6: entries and
+    /// eigenvalues spanning many orders of magnitude.
+    Graded,
+    /// `Q Λ Qᵀ` with a quarter of the eigenvalues nonzero: rank n/4.
+    RankDeficient,
+}
+
+impl DenseFamily {
+    pub fn all() -> [DenseFamily; 4] {
+        use DenseFamily::*;
+        [Random, Clustered, Graded, RankDeficient]
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DenseFamily::Random => "random",
+            DenseFamily::Clustered => "clustered",
+            DenseFamily::Graded => "graded",
+            DenseFamily::RankDeficient => "rank-deficient",
+        }
+    }
+}
+
+/// A dense symmetric matrix of `family`, order `n`, both triangles set, column-major n x n.
+pub fn dense_symmetric<T: Real>(family: DenseFamily, n: usize, rng: &mut Rng) -> Vec<T> {
+    let eps = T::ULP.to_f64();
+    let mut a = vec![0.0f64; n * n];
+    let random_sym = |a: &mut [f64], rng: &mut Rng| {
+        for j in 0..n {
+            for i in j..n {
+                let x = rng.range(-1.0, 1.0);
+                a[i + j * n] = x;
+                a[j + i * n] = x;
+            }
+        }
+    };
+    match family {
+        DenseFamily::Random => random_sym(&mut a, rng),
+        DenseFamily::Graded => {
+            random_sym(&mut a, rng);
+            let d = |i: usize| 1e-6f64.powf(i as f64 / n.max(2) as f64);
+            for j in 0..n {
+                for i in 0..n {
+                    a[i + j * n] *= d(i) * d(j);
+                }
+            }
+        }
+        DenseFamily::Clustered | DenseFamily::RankDeficient => {
+            let centres: Vec<f64> = (0..3).map(|_| rng.range(-1.0, 1.0)).collect();
+            for i in 0..n {
+                a[i + i * n] = match family {
+                    DenseFamily::Clustered => centres[i % 3] * (1.0 + rng.range(-3.0, 3.0) * eps),
+                    _ if i % 4 == 0 => rng.range(-1.0, 1.0),
+                    _ => 0.0,
+                };
+            }
+            // Q = H1 H2 H3 H4, applied on both sides: a dense matrix with the same eigenvalues.
+            for _ in 0..4 {
+                let v: Vec<f64> = (0..n).map(|_| rng.range(-1.0, 1.0)).collect();
+                let vv: f64 = v.iter().map(|x| x * x).sum();
+                let tau = if vv > 0.0 { 2.0 / vv } else { 0.0 };
+                // A := H A H with H = I − τ v vᵀ: w = A v, A −= τ (v wᵀ + w vᵀ) − τ² (vᵀw) v vᵀ.
+                let w: Vec<f64> = (0..n)
+                    .map(|i| (0..n).map(|j| a[i + j * n] * v[j]).sum())
+                    .collect();
+                let vw: f64 = v.iter().zip(&w).map(|(x, y)| x * y).sum();
+                for j in 0..n {
+                    for i in 0..n {
+                        a[i + j * n] +=
+                            -tau * (v[i] * w[j] + w[i] * v[j]) + tau * tau * vw * v[i] * v[j];
+                    }
+                }
+            }
+        }
+    }
+    a.into_iter().map(T::from_f64).collect()
+}

@@ -1,0 +1,877 @@
+//! xSYRDB: reduction of a dense symmetric matrix to symmetric band form by orthogonal
+//! similarity, out of core (Davidović & Quintana-Ortí; the SBR toolbox's SYRDB), with the
+//! contract of LAPACK's xSYTRD_SY2SB; and the eigenvalue drivers built on it (see [`syev`]).
+//!
+//! Step `i` (`i = 0, kd, 2kd, …` while `i + kd < n`) works on the lower view `L` of `A`
+//! (`UPLO = 'U'` is read transposed, so both triangles run the same code):
+//! 1. QR of the panel `L[s.., i..i+kd]`, `s = i + kd`, on the host (xGEQRF, xLARFT):
+//!    `Q = I − V T Vᵀ`, `Z = V T`.
+//! 2. Two-sided update of the trailing `A₂ = L[s.., s..]` as in the paper's (8)–(11), with
+//!    LAPACK's signs: `X = A₂ Z` (SYMM), `X −= ½ V (Zᵀ X)`, `A₂ −= V Xᵀ + X Vᵀ` (SYR2K).
+//!
+//! The host matrix is the only full copy. An [`Executor`] (the CPU's BLAS, or cuBLAS) holds
+//! `V`, `Z`, `X` and either the whole lower triangle ("resident", when the budget allows) or a
+//! ring of three block columns of the trailing matrix that stream through it ("streaming"):
+//! for each step one pass uploads the block columns for the SYMM, a second uploads, updates and
+//! downloads them for the SYR2K, the next upload and the previous download overlapping the
+//! current block's arithmetic. The block width comes from the executor's byte budget.
+//!
+//! Data safety: in resident mode the host `A` is written only at the end, so a failure before
+//! then restarts the call on the CPU from the untouched input. In streaming mode the host `A`
+//! is consistent after every block column of the SYR2K pass (each is written back whole), and
+//! `V`, `X` of the step are kept on the host, so a failure resumes on the CPU executor where it
+//! stopped.
+
+pub mod cpu;
+pub mod gpu;
+pub mod syev;
+
+use crate::device::DeviceError;
+use crate::dispatch::Backend;
+use crate::lapack::Dense;
+use crate::real::Real;
+
+/// LAPACK's FACTOPTNB: the block size ILAENV gives xGEQRF/xGELQF, which sizes xSYTRD_SY2SB's
+/// workspace.
+const FACTOPTNB: usize = 32;
+
+/// xSYTRD_SY2SB's LWMIN, which a workspace query returns.
+pub fn lwork_min(n: usize, kd: usize) -> usize {
+    if n <= kd + 1 {
+        1
+    } else {
+        n * kd + n * kd.max(FACTOPTNB) + 2 * kd * kd
+    }
+}
+
+/// xSYTRD_SY2SB's argument checks, in LAPACK's order: 0, or −i for an illegal i-th argument
+/// (1 UPLO, 2 N, 3 KD, 5 LDA, 7 LDAB, 10 LWORK; LWORK = −1 is a query, never illegal).
+pub fn check_args(uplo: u8, n: i32, kd: i32, lda: i32, ldab: i32, lwork: i32) -> i32 {
+    if !matches!(uplo.to_ascii_uppercase(), b'U' | b'L') {
+        return -1;
+    }
+    if n < 0 {
+        return -2;
+    }
+    if kd < 0 {
+        return -3;
+    }
+    if lda < n.max(1) {
+        return -5;
+    }
+    if ldab < (kd + 1).max(1) {
+        return -7;
+    }
+    let lwmin = lwork_min(n as usize, kd as usize);
+    if lwork != -1 && (lwork as i64) < lwmin as i64 {
+        return -10;
+    }
+    0
+}
+
+/// Which code reduces the matrix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Path {
+    /// The system LAPACK's xSYTRD_SY2SB, in place.
+    Lapack,
+    /// This module's blocked out-of-core algorithm on the CPU's BLAS, with a budget of `budget`
+    /// bytes for the executor's matrices (what the GPU's memory would hold): exercises the
+    /// out-of-core tiling without a GPU.
+    CpuBlocked { budget: u64 },
+    /// The blocked algorithm on the GPU, within the GPU memory budget; falls back to the CPU.
+    Gpu,
+}
+
+/// How a reduction ran.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SyrdbReport {
+    pub backend: Backend,
+    /// Resident, streaming with the block width used, or why the GPU was left.
+    pub note: Option<String>,
+}
+
+/// Why an executor stopped. Device errors lead to the CPU fallback.
+#[derive(Debug)]
+pub enum ExecError {
+    Device(DeviceError),
+    /// The budget cannot hold the panels and one block column.
+    Budget {
+        needed: u64,
+        budget: u64,
+    },
+}
+
+impl std::fmt::Display for ExecError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExecError::Device(e) => write!(f, "{e}"),
+            ExecError::Budget { needed, budget } => write!(
+                f,
+                "needs at least {needed} bytes of executor memory, the budget is {budget}"
+            ),
+        }
+    }
+}
+
+impl From<DeviceError> for ExecError {
+    fn from(e: DeviceError) -> Self {
+        ExecError::Device(e)
+    }
+}
+
+/// An operand of an executor operation: a buffer, the offset of its first entry, and its
+/// leading dimension.
+pub struct Op<'a, B> {
+    pub buf: &'a B,
+    pub off: usize,
+    pub ld: usize,
+}
+
+/// An output operand.
+pub struct OpMut<'a, B> {
+    pub buf: &'a mut B,
+    pub off: usize,
+    pub ld: usize,
+}
+
+fn op<B>(buf: &B, off: usize, ld: usize) -> Op<'_, B> {
+    Op { buf, off, ld }
+}
+
+fn op_mut<B>(buf: &mut B, off: usize, ld: usize) -> OpMut<'_, B> {
+    OpMut { buf, off, ld }
+}
+
+/// The BLAS 3 operations and transfers the blocked algorithm needs, on matrices the executor
+/// holds (column-major, in buffers of `T`). Operations are queued in program order; an
+/// executor may run them asynchronously as long as each sees the results of the earlier ones.
+#[allow(clippy::too_many_arguments)]
+pub trait Executor<T: Real> {
+    type Buf;
+    /// Bytes this executor may hold at once.
+    fn budget(&self) -> u64;
+    fn alloc(&mut self, len: usize) -> Result<Self::Buf, ExecError>;
+    /// Sets entries `off..off + len` of `dst`; `fill(start, out)` writes entries
+    /// `start..start + out.len()` of that range into a host slice (called in order, in one or
+    /// more pieces).
+    fn upload(
+        &mut self,
+        dst: &mut Self::Buf,
+        off: usize,
+        len: usize,
+        fill: &mut dyn FnMut(usize, &mut [T]),
+    ) -> Result<(), ExecError>;
+    /// Hands entries `off..off + len` of `src`, once all queued work on it is done, to
+    /// `take(start, piece)` (in order, in one or more pieces).
+    fn download(
+        &mut self,
+        src: &Self::Buf,
+        off: usize,
+        len: usize,
+        take: &mut dyn FnMut(usize, &[T]),
+    ) -> Result<(), ExecError>;
+    /// C := alpha op(A) op(B) + beta C, C m x n; `ta`/`tb`: transpose A/B.
+    fn gemm(
+        &mut self,
+        ta: bool,
+        tb: bool,
+        m: usize,
+        n: usize,
+        k: usize,
+        alpha: T,
+        a: Op<Self::Buf>,
+        b: Op<Self::Buf>,
+        beta: T,
+        c: OpMut<Self::Buf>,
+    ) -> Result<(), ExecError>;
+    /// C := alpha A B + beta C with A m x m symmetric, its lower triangle read; C m x n.
+    fn symm(
+        &mut self,
+        m: usize,
+        n: usize,
+        alpha: T,
+        a: Op<Self::Buf>,
+        b: Op<Self::Buf>,
+        beta: T,
+        c: OpMut<Self::Buf>,
+    ) -> Result<(), ExecError>;
+    /// Lower triangle of the n x n C := alpha (A Bᵀ + B Aᵀ) + beta C, A and B n x k.
+    fn syr2k(
+        &mut self,
+        n: usize,
+        k: usize,
+        alpha: T,
+        a: Op<Self::Buf>,
+        b: Op<Self::Buf>,
+        beta: T,
+        c: OpMut<Self::Buf>,
+    ) -> Result<(), ExecError>;
+}
+
+/// The user's matrix seen as its lower triangle `L` (`UPLO = 'U'` is read transposed).
+pub struct HostMat<'a, T> {
+    pub a: &'a mut [T],
+    pub lda: usize,
+    pub upper: bool,
+}
+
+impl<T: Real> HostMat<'_, T> {
+    #[inline]
+    fn index(&self, r: usize, c: usize) -> usize {
+        if self.upper {
+            c + r * self.lda
+        } else {
+            r + c * self.lda
+        }
+    }
+
+    fn get(&self, r: usize, c: usize) -> T {
+        self.a[self.index(r, c)]
+    }
+
+    fn set(&mut self, r: usize, c: usize, v: T) {
+        let i = self.index(r, c);
+        self.a[i] = v;
+    }
+
+    /// Entries `start..start + out.len()` of the h-row block `L[r0.., c0..]` stored with
+    /// leading dimension `h`.
+    fn gather(&self, r0: usize, h: usize, c0: usize, start: usize, out: &mut [T]) {
+        let mut t = start;
+        let mut done = 0;
+        while done < out.len() {
+            let (r, c) = (t % h, t / h);
+            let run = (h - r).min(out.len() - done);
+            for k in 0..run {
+                out[done + k] = self.get(r0 + r + k, c0 + c);
+            }
+            done += run;
+            t += run;
+        }
+    }
+
+    /// The inverse of `gather`: only entries on or below the diagonal of `L` are written.
+    fn scatter(&mut self, r0: usize, h: usize, c0: usize, start: usize, data: &[T]) {
+        let mut t = start;
+        let mut done = 0;
+        while done < data.len() {
+            let (r, c) = (t % h, t / h);
+            let run = (h - r).min(data.len() - done);
+            for k in 0..run {
+                if r0 + r + k >= c0 + c {
+                    self.set(r0 + r + k, c0 + c, data[done + k]);
+                }
+            }
+            done += run;
+            t += run;
+        }
+    }
+}
+
+/// Where band column `j` of the lower view goes in LAPACK's band storage: entry `d` (row
+/// `j + d` of `L`) for `d = 0..=kd`.
+fn band_index(upper: bool, kd: usize, ldab: usize, j: usize, d: usize) -> usize {
+    if upper {
+        (kd - d) + (j + d) * ldab
+    } else {
+        d + j * ldab
+    }
+}
+
+/// How the trailing matrix is held by the executor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// The whole lower triangle (as an n x n array) stays in the executor.
+    Resident,
+    /// Block columns of `nb` columns stream through a ring of three buffers.
+    Streaming { nb: usize },
+}
+
+/// Chooses the mode for an n x n problem with bandwidth kd in `budget` bytes: resident if the
+/// whole matrix fits beside the panels, else the widest block columns that do.
+pub fn plan(n: usize, kd: usize, elem: usize, budget: u64) -> Result<Mode, ExecError> {
+    let fixed = ((3 * n * kd + kd * kd) * elem) as u64;
+    let whole = (n * n * elem) as u64;
+    if fixed + whole <= budget {
+        return Ok(Mode::Resident);
+    }
+    let per_col = (3 * n * elem) as u64;
+    let nb = budget.saturating_sub(fixed) / per_col;
+    if nb == 0 {
+        return Err(ExecError::Budget {
+            needed: fixed + per_col,
+            budget,
+        });
+    }
+    Ok(Mode::Streaming {
+        nb: (nb as usize).min(n),
+    })
+}
+
+/// Where a run stands, kept on the host so that another executor can take over.
+struct Progress<T> {
+    /// The next step's first column.
+    i: usize,
+    /// Band columns `0..banded` are in AB.
+    banded: usize,
+    /// A SYR2K pass interrupted after its first `done` block columns, with its `V` and `X`
+    /// (streaming mode only).
+    pending: Option<Pending<T>>,
+}
+
+struct Pending<T> {
+    v: Vec<T>,
+    x: Vec<T>,
+    pk: usize,
+    done: usize,
+    /// The factored panel (rows `i..`, columns `i..i+kd`), written to the host when the pass
+    /// ends, so that the host never holds a factored panel beside a trailing matrix that has
+    /// not been updated with it.
+    panel: Vec<T>,
+}
+
+/// Shared arguments of a run.
+struct Job<'h, 'a, T> {
+    host: &'h mut HostMat<'a, T>,
+    n: usize,
+    kd: usize,
+    ab: &'h mut [T],
+    ldab: usize,
+    tau: &'h mut [T],
+}
+
+/// Writes band column `j` (entry `d` is row `j + d` of `L`) into AB.
+fn put_band<T: Real>(
+    ab: &mut [T],
+    ldab: usize,
+    kd: usize,
+    n: usize,
+    upper: bool,
+    j: usize,
+    column: impl Fn(usize) -> T,
+) {
+    for d in 0..=kd.min(n - 1 - j) {
+        ab[band_index(upper, kd, ldab, j, d)] = column(d);
+    }
+}
+
+/// Panel QR on the host: `p` holds `L[i.., i..i+kd]` (ld `h = n − i`); on return its rows
+/// `kd..` hold `V` (unit diagonal, zeros above) where the reflectors are, the band of columns
+/// `i..i+pk` is in AB and `tau[i..i+pk]` is set. Returns `(V, Z)`, each pn x pk.
+fn factor_panel<T: Real + Dense>(job: &mut Job<T>, i: usize, p: &mut [T]) -> (Vec<T>, Vec<T>) {
+    let (n, kd) = (job.n, job.kd);
+    let h = n - i;
+    let pn = n - i - kd;
+    let pk = pn.min(kd);
+    let info = T::geqrf(pn, kd, &mut p[kd..], h, &mut job.tau[i..i + pk]);
+    assert_eq!(info, 0, "xGEQRF rejected its arguments");
+    for c in 0..pk {
+        let upper = job.host.upper;
+        put_band(job.ab, job.ldab, kd, n, upper, i + c, |d| p[c + d + c * h]);
+    }
+    let mut v = vec![T::ZERO; pn * pk];
+    for c in 0..pk {
+        v[c + c * pn] = T::ONE;
+        for r in c + 1..pn {
+            v[r + c * pn] = p[kd + r + c * h];
+        }
+        // The stored panel keeps LAPACK's layout: unit diagonal, zeros above it.
+        for r in 0..=c {
+            p[kd + r + c * h] = if r == c { T::ONE } else { T::ZERO };
+        }
+    }
+    let mut t = vec![T::ZERO; pk * pk];
+    T::larft(pn, pk, (&v, pn), &job.tau[i..i + pk], &mut t, pk);
+    let mut z = vec![T::ZERO; pn * pk];
+    T::gemm(
+        b'N',
+        b'N',
+        pn,
+        pk,
+        pk,
+        T::ONE,
+        (&v, pn),
+        (&t, pk),
+        T::ZERO,
+        &mut z,
+        pn,
+    );
+    (v, z)
+}
+
+/// Runs the reduction from `progress` on `exec`, updating `progress` as it goes.
+fn run<T: Real + Dense, E: Executor<T>>(
+    exec: &mut E,
+    job: &mut Job<T>,
+    progress: &mut Progress<T>,
+    mode: Mode,
+) -> Result<(), ExecError> {
+    let (n, kd) = (job.n, job.kd);
+    let pk_max = kd.min(n.saturating_sub(kd + progress.i));
+    let panel_len = n * pk_max.max(1);
+    let mut vbuf = exec.alloc(panel_len)?;
+    let mut zbuf = exec.alloc(panel_len)?;
+    let mut xbuf = exec.alloc(panel_len)?;
+    let mut sbuf = exec.alloc((pk_max * pk_max).max(1))?;
+
+    match mode {
+        Mode::Resident => {
+            let mut whole = exec.alloc(n * n)?;
+            let host = &*job.host;
+            exec.upload(&mut whole, 0, n * n, &mut |start, out| {
+                host.gather(0, n, 0, start, out)
+            })?;
+            while progress.i + kd < n {
+                let i = progress.i;
+                let (h, s) = (n - i, i + kd);
+                let (pn, pk) = (n - s, (n - s).min(kd));
+                // Columns i..i+kd, rows i.. of the resident copy, through a contiguous span.
+                let span_off = i + i * n;
+                let span_len = n * (kd - 1) + h;
+                let mut span = vec![T::ZERO; span_len];
+                exec.download(&whole, span_off, span_len, &mut |start, piece| {
+                    span[start..start + piece.len()].copy_from_slice(piece)
+                })?;
+                let mut p = vec![T::ZERO; h * kd];
+                for c in 0..kd {
+                    p[c * h..(c + 1) * h].copy_from_slice(&span[c * n..c * n + h]);
+                }
+                let (v, z) = factor_panel(job, i, &mut p);
+                for c in 0..kd {
+                    span[c * n..c * n + h].copy_from_slice(&p[c * h..(c + 1) * h]);
+                }
+                exec.upload(&mut whole, span_off, span_len, &mut |start, out| {
+                    out.copy_from_slice(&span[start..start + out.len()])
+                })?;
+                progress.banded = i + pk;
+                upload_panels(exec, &mut vbuf, &mut zbuf, &v, &z)?;
+                let trailing = s + s * n;
+                exec.symm(
+                    pn,
+                    pk,
+                    T::ONE,
+                    op(&whole, trailing, n),
+                    op(&zbuf, 0, pn),
+                    T::ZERO,
+                    op_mut(&mut xbuf, 0, pn),
+                )?;
+                finish_x(exec, pn, pk, &vbuf, &zbuf, &mut xbuf, &mut sbuf)?;
+                exec.syr2k(
+                    pn,
+                    pk,
+                    -T::ONE,
+                    op(&vbuf, 0, pn),
+                    op(&xbuf, 0, pn),
+                    T::ONE,
+                    op_mut(&mut whole, trailing, n),
+                )?;
+                progress.i += kd;
+            }
+            let host = &mut *job.host;
+            exec.download(&whole, 0, n * n, &mut |start, piece| {
+                host.scatter(0, n, 0, start, piece)
+            })?;
+        }
+        Mode::Streaming { nb } => {
+            let ring_len = n * nb;
+            let mut ring = [
+                exec.alloc(ring_len)?,
+                exec.alloc(ring_len)?,
+                exec.alloc(ring_len)?,
+            ];
+            if let Some(pending) = progress.pending.take() {
+                let s = progress.i + kd;
+                let pn = n - s;
+                upload_panels(exec, &mut vbuf, &mut xbuf, &pending.v, &pending.x)?;
+                let cols = block_columns(pn, nb);
+                progress.pending = Some(pending);
+                syr2k_pass(exec, job, progress, &cols, &mut ring, &vbuf, &xbuf, s)?;
+                progress.i += kd;
+            }
+            while progress.i + kd < n {
+                let i = progress.i;
+                let (h, s) = (n - i, i + kd);
+                let (pn, pk) = (n - s, (n - s).min(kd));
+                let mut p = vec![T::ZERO; h * kd];
+                job.host.gather(i, h, i, 0, &mut p);
+                let (v, z) = factor_panel(job, i, &mut p);
+                upload_panels(exec, &mut vbuf, &mut zbuf, &v, &z)?;
+                let cols = block_columns(pn, nb);
+                symm_pass(exec, job, &cols, &mut ring, &zbuf, &mut xbuf, s, pk)?;
+                finish_x(exec, pn, pk, &vbuf, &zbuf, &mut xbuf, &mut sbuf)?;
+                let mut x = vec![T::ZERO; pn * pk];
+                exec.download(&xbuf, 0, pn * pk, &mut |start, piece| {
+                    x[start..start + piece.len()].copy_from_slice(piece)
+                })?;
+                progress.pending = Some(Pending {
+                    v,
+                    x,
+                    pk,
+                    done: 0,
+                    panel: p,
+                });
+                syr2k_pass(exec, job, progress, &cols, &mut ring, &vbuf, &xbuf, s)?;
+                progress.i += kd;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn upload_panels<T: Real, E: Executor<T>>(
+    exec: &mut E,
+    first: &mut E::Buf,
+    second: &mut E::Buf,
+    a: &[T],
+    b: &[T],
+) -> Result<(), ExecError> {
+    exec.upload(first, 0, a.len(), &mut |start, out| {
+        out.copy_from_slice(&a[start..start + out.len()])
+    })?;
+    exec.upload(second, 0, b.len(), &mut |start, out| {
+        out.copy_from_slice(&b[start..start + out.len()])
+    })
+}
+
+/// `X −= ½ V (Zᵀ X)`.
+#[allow(clippy::too_many_arguments)]
+fn finish_x<T: Real, E: Executor<T>>(
+    exec: &mut E,
+    pn: usize,
+    pk: usize,
+    vbuf: &E::Buf,
+    zbuf: &E::Buf,
+    xbuf: &mut E::Buf,
+    sbuf: &mut E::Buf,
+) -> Result<(), ExecError> {
+    exec.gemm(
+        true,
+        false,
+        pk,
+        pk,
+        pn,
+        T::ONE,
+        op(zbuf, 0, pn),
+        op(xbuf, 0, pn),
+        T::ZERO,
+        op_mut(sbuf, 0, pk),
+    )?;
+    exec.gemm(
+        false,
+        false,
+        pn,
+        pk,
+        pk,
+        -T::HALF,
+        op(vbuf, 0, pn),
+        op(sbuf, 0, pk),
+        T::ONE,
+        op_mut(xbuf, 0, pn),
+    )
+}
+
+/// The block columns `(first column, width)` of a trailing matrix of order `pn`, relative to
+/// its start.
+fn block_columns(pn: usize, nb: usize) -> Vec<(usize, usize)> {
+    (0..pn).step_by(nb).map(|c| (c, nb.min(pn - c))).collect()
+}
+
+/// Uploads block column `(c, w)` of the trailing matrix starting at `s` into `buf` (ld `pn − c`).
+fn upload_column<T: Real, E: Executor<T>>(
+    exec: &mut E,
+    host: &HostMat<T>,
+    n: usize,
+    s: usize,
+    (c, w): (usize, usize),
+    buf: &mut E::Buf,
+) -> Result<(), ExecError> {
+    let h = n - s - c;
+    exec.upload(buf, 0, h * w, &mut |start, out| {
+        host.gather(s + c, h, s + c, start, out)
+    })
+}
+
+/// `X = A₂ Z`, one block column of `A₂` at a time (the next one uploading meanwhile).
+#[allow(clippy::too_many_arguments)]
+fn symm_pass<T: Real + Dense, E: Executor<T>>(
+    exec: &mut E,
+    job: &Job<T>,
+    cols: &[(usize, usize)],
+    ring: &mut [E::Buf; 3],
+    zbuf: &E::Buf,
+    xbuf: &mut E::Buf,
+    s: usize,
+    pk: usize,
+) -> Result<(), ExecError> {
+    let n = job.n;
+    let pn = n - s;
+    upload_column(exec, job.host, n, s, cols[0], &mut ring[0])?;
+    for (q, &(c, w)) in cols.iter().enumerate() {
+        if q + 1 < cols.len() {
+            upload_column(exec, job.host, n, s, cols[q + 1], &mut ring[(q + 1) % 3])?;
+        }
+        let h = pn - c;
+        let d = &ring[q % 3];
+        // The first block column spans every row of X, so it sets X instead of adding to it.
+        let beta = if q == 0 { T::ZERO } else { T::ONE };
+        exec.symm(
+            w,
+            pk,
+            T::ONE,
+            op(d, 0, h),
+            op(zbuf, c, pn),
+            beta,
+            op_mut(xbuf, c, pn),
+        )?;
+        if h > w {
+            exec.gemm(
+                true,
+                false,
+                w,
+                pk,
+                h - w,
+                T::ONE,
+                op(d, w, h),
+                op(zbuf, c + w, pn),
+                T::ONE,
+                op_mut(xbuf, c, pn),
+            )?;
+            exec.gemm(
+                false,
+                false,
+                h - w,
+                pk,
+                w,
+                T::ONE,
+                op(d, w, h),
+                op(zbuf, c, pn),
+                beta,
+                op_mut(xbuf, c + w, pn),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// `A₂ −= V Xᵀ + X Vᵀ` block column by block column: upload the next, update this one, write
+/// back the previous one. Resumes after `progress.pending.done` columns.
+#[allow(clippy::too_many_arguments)]
+fn syr2k_pass<T: Real + Dense, E: Executor<T>>(
+    exec: &mut E,
+    job: &mut Job<T>,
+    progress: &mut Progress<T>,
+    cols: &[(usize, usize)],
+    ring: &mut [E::Buf; 3],
+    vbuf: &E::Buf,
+    xbuf: &E::Buf,
+    s: usize,
+) -> Result<(), ExecError> {
+    let n = job.n;
+    let pn = n - s;
+    let (first, pk) = {
+        let p = progress.pending.as_ref().expect("a pass in progress");
+        (p.done, p.pk)
+    };
+    let write_back = |exec: &mut E, job: &mut Job<T>, q: usize, buf: &E::Buf| {
+        let (c, w) = cols[q];
+        let h = pn - c;
+        let host = &mut *job.host;
+        exec.download(buf, 0, h * w, &mut |start, piece| {
+            host.scatter(s + c, h, s + c, start, piece)
+        })
+    };
+    upload_column(exec, job.host, n, s, cols[first], &mut ring[first % 3])?;
+    for q in first..cols.len() {
+        let (c, w) = cols[q];
+        if q + 1 < cols.len() {
+            upload_column(exec, job.host, n, s, cols[q + 1], &mut ring[(q + 1) % 3])?;
+        }
+        let h = pn - c;
+        let [r0, r1, r2] = ring;
+        let d = match q % 3 {
+            0 => r0,
+            1 => r1,
+            _ => r2,
+        };
+        exec.syr2k(
+            w,
+            pk,
+            -T::ONE,
+            op(vbuf, c, pn),
+            op(xbuf, c, pn),
+            T::ONE,
+            op_mut(d, 0, h),
+        )?;
+        if h > w {
+            exec.gemm(
+                false,
+                true,
+                h - w,
+                w,
+                pk,
+                -T::ONE,
+                op(vbuf, c + w, pn),
+                op(xbuf, c, pn),
+                T::ONE,
+                op_mut(d, w, h),
+            )?;
+            exec.gemm(
+                false,
+                true,
+                h - w,
+                w,
+                pk,
+                -T::ONE,
+                op(xbuf, c + w, pn),
+                op(vbuf, c, pn),
+                T::ONE,
+                op_mut(d, w, h),
+            )?;
+        }
+        if q > first {
+            write_back(exec, job, q - 1, &ring[(q - 1) % 3])?;
+            progress.pending.as_mut().expect("in progress").done = q;
+        }
+    }
+    let last = cols.len() - 1;
+    write_back(exec, job, last, &ring[last % 3])?;
+    let pending = progress.pending.take().expect("in progress");
+    let i = progress.i;
+    job.host.scatter(i, n - i, i, 0, &pending.panel);
+    progress.banded = i + pending.pk;
+    Ok(())
+}
+
+/// Reduces the n x n symmetric `a` (its `uplo` triangle) to band form with `kd` off-diagonals:
+/// the band into `ab` (LAPACK band storage, `ldab ≥ kd + 1`), the reflectors into `a` and
+/// `tau` (n − kd entries) exactly where xSYTRD_SY2SB leaves them. The arguments must have
+/// passed [`check_args`].
+#[allow(clippy::too_many_arguments)]
+pub fn syrdb<T: Real + Dense>(
+    uplo: u8,
+    n: usize,
+    kd: usize,
+    a: &mut [T],
+    lda: usize,
+    ab: &mut [T],
+    ldab: usize,
+    tau: &mut [T],
+    path: Path,
+) -> SyrdbReport {
+    let upper = uplo.eq_ignore_ascii_case(&b'U');
+    let lapack = |a: &mut [T], ab: &mut [T], tau: &mut [T]| {
+        // The general formula: LAPACK releases before 3.12 ask for it even when N ≤ KD + 1.
+        let mut work = vec![T::ZERO; (n * kd + n * kd.max(FACTOPTNB) + 2 * kd * kd).max(1)];
+        let info = T::sytrd_sy2sb(uplo, n, kd, a, lda, ab, ldab, tau, &mut work, false);
+        assert_eq!(info, 0, "xSYTRD_SY2SB rejected checked arguments");
+    };
+    if n <= kd + 1 {
+        // Already a band: LAPACK's quick return copies the triangle into AB.
+        let host = HostMat { a, lda, upper };
+        for j in 0..n {
+            put_band(ab, ldab, kd, n, upper, j, |d| host.get(j + d, j));
+        }
+        return SyrdbReport {
+            backend: Backend::Cpu,
+            note: None,
+        };
+    }
+    if path == Path::Lapack {
+        lapack(a, ab, tau);
+        return SyrdbReport {
+            backend: Backend::Cpu,
+            note: None,
+        };
+    }
+    let elem = std::mem::size_of::<T>();
+    let (budget, gpu) = match path {
+        Path::CpuBlocked { budget } => (budget, None),
+        _ => match gpu::GpuExecutor::<T>::new() {
+            Ok(g) => (g.budget(), Some(g)),
+            Err(e) => {
+                lapack(a, ab, tau);
+                return SyrdbReport {
+                    backend: Backend::Cpu,
+                    note: Some(format!("GPU not used ({e}); system LAPACK")),
+                };
+            }
+        },
+    };
+    let mode = match plan(n, kd, elem, budget) {
+        Ok(mode) => mode,
+        Err(e) => {
+            // Not even one block column fits: LAPACK reduces it in place.
+            lapack(a, ab, tau);
+            return SyrdbReport {
+                backend: Backend::Cpu,
+                note: Some(format!("{e}; system LAPACK")),
+            };
+        }
+    };
+    let mut host = HostMat { a, lda, upper };
+    let mut job = Job {
+        host: &mut host,
+        n,
+        kd,
+        ab,
+        ldab,
+        tau,
+    };
+    let mut progress = Progress {
+        i: 0,
+        banded: 0,
+        pending: None,
+    };
+    let mut report = SyrdbReport {
+        backend: Backend::Cpu,
+        note: Some(describe(mode)),
+    };
+    let outcome = match gpu {
+        Some(mut exec) => run(&mut exec, &mut job, &mut progress, mode),
+        None => run(
+            &mut cpu::CpuExecutor::new(budget),
+            &mut job,
+            &mut progress,
+            mode,
+        ),
+    };
+    match outcome {
+        Ok(()) if path == Path::Gpu => report.backend = Backend::Gpu,
+        Ok(()) => {}
+        Err(e) if mode == Mode::Resident => {
+            // The host A was not written yet: LAPACK starts over from it.
+            crate::dispatch::debug(|| format!("syrdb: GPU stopped ({e}); restarting on the CPU"));
+            drop(job);
+            lapack(host.a, ab, tau);
+            report.note = Some(format!("GPU stopped ({e}); system LAPACK"));
+            return report;
+        }
+        Err(e) => {
+            // The host holds every finished block column: the CPU goes on from there.
+            crate::dispatch::debug(|| format!("syrdb: GPU stopped ({e}); resuming on the CPU"));
+            let nb = match mode {
+                Mode::Streaming { nb } => nb,
+                Mode::Resident => unreachable!("handled above"),
+            };
+            let mut cpu = cpu::CpuExecutor::new(u64::MAX);
+            run(&mut cpu, &mut job, &mut progress, Mode::Streaming { nb })
+                .expect("the CPU executor does not fail");
+            report.note = Some(format!(
+                "GPU stopped ({e}) at column {}; finished on the CPU",
+                progress.i
+            ));
+        }
+    }
+    for j in progress.banded..n {
+        let host = &*job.host;
+        put_band(job.ab, ldab, kd, n, upper, j, |d| host.get(j + d, j));
+    }
+    report
+}
+
+fn describe(mode: Mode) -> String {
+    match mode {
+        Mode::Resident => "resident".into(),
+        Mode::Streaming { nb } => format!("streaming, block columns of {nb}"),
+    }
+}
