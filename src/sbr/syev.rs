@@ -1,1 +1,318 @@
-//! drivers
+//! xSYEV and xSYEVX for eigenvalues only (JOBZ = 'N'), through the band reduction: dense →
+//! band ([`super::syrdb`], out of core) → tridiagonal (LAPACK xSYTRD_SB2ST, bulge chasing on
+//! the CPU) → eigenvalues (xSTERF for all of them, the crate's bisection [`crate::stebz`] for
+//! RANGE = 'V' / 'I'), with LAPACK's scaling of matrices near underflow or overflow.
+//!
+//! JOBZ = 'V' is not implemented: it is reported as an illegal first argument.
+
+use super::{gpu::CublasReal, syrdb, Path, SyrdbReport};
+use crate::dispatch::Backend;
+use crate::lapack::Dense;
+use crate::real::Real;
+
+/// ILAENV's block size for xSYTRD, which sizes LAPACK's optimal workspace.
+const SYTRD_NB: usize = 32;
+
+/// The bandwidth of the intermediate band matrix: wide enough for cuBLAS to run the rank-2kd
+/// updates near GEMM speed, narrow enough for the CPU's bulge chasing (whose cost grows with
+/// n² kd) to stay behind the first stage.
+pub fn bandwidth(n: usize) -> usize {
+    let kd = if n < 4096 { 32 } else { 64 };
+    kd.min(n.saturating_sub(1)).max(1)
+}
+
+/// xSYEV's argument checks in LAPACK's order (1 JOBZ, 2 UPLO, 3 N, 5 LDA, 8 LWORK; −1 is a
+/// query). JOBZ = 'V' is not supported here and is reported as illegal (−1).
+pub fn syev_check(jobz: u8, uplo: u8, n: i32, lda: i32, lwork: i32) -> i32 {
+    if !jobz.eq_ignore_ascii_case(&b'N') {
+        return -1;
+    }
+    if !matches!(uplo.to_ascii_uppercase(), b'U' | b'L') {
+        return -2;
+    }
+    if n < 0 {
+        return -3;
+    }
+    if lda < n.max(1) {
+        return -5;
+    }
+    if lwork != -1 && (lwork as i64) < (3 * n as i64 - 1).max(1) {
+        return -8;
+    }
+    0
+}
+
+/// xSYEV's optimal LWORK, which a query returns.
+pub fn syev_lwork(n: usize) -> usize {
+    ((SYTRD_NB + 2) * n).max(1)
+}
+
+/// xSYEVX's argument checks in LAPACK's order (1 JOBZ, 2 RANGE, 3 UPLO, 4 N, 6 LDA, 8 VU,
+/// 9 IL, 10 IU, 15 LDZ, 17 LWORK; −1 is a query). JOBZ = 'V' is reported as illegal (−1).
+#[allow(clippy::too_many_arguments)]
+pub fn syevx_check<T: Real>(
+    jobz: u8,
+    range: u8,
+    uplo: u8,
+    n: i32,
+    lda: i32,
+    vl: T,
+    vu: T,
+    il: i32,
+    iu: i32,
+    ldz: i32,
+    lwork: i32,
+) -> i32 {
+    if !jobz.eq_ignore_ascii_case(&b'N') {
+        return -1;
+    }
+    let range = range.to_ascii_uppercase();
+    if !matches!(range, b'A' | b'V' | b'I') {
+        return -2;
+    }
+    if !matches!(uplo.to_ascii_uppercase(), b'U' | b'L') {
+        return -3;
+    }
+    if n < 0 {
+        return -4;
+    }
+    if lda < n.max(1) {
+        return -6;
+    }
+    match range {
+        b'V' if n > 0 && vu <= vl => return -8,
+        b'I' if il < 1 || il > n.max(1) => return -9,
+        b'I' if iu < n.min(il) || iu > n => return -10,
+        _ => {}
+    }
+    if ldz < 1 {
+        return -15;
+    }
+    if lwork != -1 && (lwork as i64) < syevx_lwork(n as usize).0 as i64 {
+        return -17;
+    }
+    0
+}
+
+/// xSYEVX's (minimal, optimal) LWORK.
+pub fn syevx_lwork(n: usize) -> (usize, usize) {
+    if n <= 1 {
+        (1, 1)
+    } else {
+        (8 * n, (8 * n).max((SYTRD_NB + 3) * n))
+    }
+}
+
+/// Scales the `uplo` triangle of `a` into LAPACK's safe range `[rmin, rmax]` when its largest
+/// entry lies outside it (xLANSY('M') then xLASCL/xSCAL); returns the factor used.
+fn scale_into_range<T: Real>(uplo: u8, n: usize, a: &mut [T], lda: usize, rmax: T) -> Option<T> {
+    let smlnum = T::SAFE_MIN / T::ULP;
+    let rmin = smlnum.sqrt();
+    let lower = uplo.eq_ignore_ascii_case(&b'L');
+    let rows = |j: usize| if lower { j..n } else { 0..j + 1 };
+    let mut anrm = T::ZERO;
+    for j in 0..n {
+        for i in rows(j) {
+            let x = a[i + j * lda].abs();
+            // xLANSY returns NaN if any entry is NaN; a NaN norm is never rescaled.
+            if x > anrm || x.is_nan() {
+                anrm = x;
+            }
+        }
+    }
+    let sigma = if anrm > T::ZERO && anrm < rmin {
+        rmin / anrm
+    } else if anrm > rmax {
+        rmax / anrm
+    } else {
+        return None;
+    };
+    for j in 0..n {
+        for i in rows(j) {
+            a[i + j * lda] = a[i + j * lda] * sigma;
+        }
+    }
+    Some(sigma)
+}
+
+/// The tridiagonal matrix (d, e) similar to the n x n `a` (n ≥ 2), by band reduction on `path`
+/// and LAPACK's bulge chasing. `a` is destroyed.
+fn tridiagonal<T: Real + Dense + CublasReal>(
+    uplo: u8,
+    n: usize,
+    a: &mut [T],
+    lda: usize,
+    path: Path,
+) -> (Vec<T>, Vec<T>, SyrdbReport) {
+    let kd = bandwidth(n);
+    let ldab = kd + 1;
+    let mut ab = vec![T::ZERO; ldab * n];
+    let mut tau = vec![T::ZERO; n - kd.min(n)];
+    let report = syrdb(uplo, n, kd, a, lda, &mut ab, ldab, &mut tau, path);
+    let (mut d, mut e) = (vec![T::ZERO; n], vec![T::ZERO; n]);
+    let info = T::sytrd_sb2st(uplo, n, kd, &mut ab, ldab, &mut d, &mut e);
+    assert_eq!(info, 0, "xSYTRD_SB2ST rejected its arguments");
+    (d, e, report)
+}
+
+/// How a driver call ran: its INFO and how the band reduction ran (`None` when the system
+/// LAPACK did the whole call).
+#[derive(Clone, Debug)]
+pub struct EigReport {
+    pub info: i32,
+    pub m: i32,
+    pub reduction: Option<SyrdbReport>,
+}
+
+impl EigReport {
+    pub fn backend(&self) -> Backend {
+        self.reduction.as_ref().map_or(Backend::Cpu, |r| r.backend)
+    }
+}
+
+/// All eigenvalues of the symmetric `a` (its `uplo` triangle), ascending in `w`, as xSYEV
+/// with JOBZ = 'N'; `a` is destroyed. `Path::Lapack` runs the system LAPACK's xSYEV. The
+/// arguments must have passed [`syev_check`].
+pub fn syev<T: Real + Dense + CublasReal>(
+    uplo: u8,
+    n: usize,
+    a: &mut [T],
+    lda: usize,
+    w: &mut [T],
+    path: Path,
+) -> EigReport {
+    let mut report = EigReport {
+        info: 0,
+        m: n as i32,
+        reduction: None,
+    };
+    if path == Path::Lapack || n <= 1 {
+        report.info = T::syev_values(uplo, n, a, lda, w);
+        return report;
+    }
+    let rmax = (T::ONE / (T::SAFE_MIN / T::ULP)).sqrt();
+    let sigma = scale_into_range(uplo, n, a, lda, rmax);
+    let (mut d, mut e, reduction) = tridiagonal(uplo, n, a, lda, path);
+    report.reduction = Some(reduction);
+    report.info = T::sterf(&mut d, &mut e);
+    w[..n].copy_from_slice(&d);
+    if let Some(sigma) = sigma {
+        let imax = if report.info == 0 {
+            n
+        } else {
+            report.info as usize - 1
+        };
+        for x in &mut w[..imax] {
+            *x = *x * (T::ONE / sigma);
+        }
+    }
+    report
+}
+
+/// Selected eigenvalues of the symmetric `a`, ascending in `w[..m]`, as xSYEVX with JOBZ =
+/// 'N': RANGE 'A', 'V' (in (vl, vu]) or 'I' (il-th to iu-th); `abstol` as in xSTEBZ. `a` is
+/// destroyed. `Path::Lapack` runs the system LAPACK's xSYEVX. The arguments must have passed
+/// [`syevx_check`].
+#[allow(clippy::too_many_arguments)]
+pub fn syevx<T: Real + Dense + CublasReal>(
+    range: u8,
+    uplo: u8,
+    n: usize,
+    a: &mut [T],
+    lda: usize,
+    vl: T,
+    vu: T,
+    il: i32,
+    iu: i32,
+    abstol: T,
+    w: &mut [T],
+    path: Path,
+) -> EigReport {
+    let range = range.to_ascii_uppercase();
+    let mut report = EigReport {
+        info: 0,
+        m: 0,
+        reduction: None,
+    };
+    if path == Path::Lapack {
+        let (m, info) = T::syevx_values(range, uplo, n, a, lda, vl, vu, il, iu, abstol, w);
+        report.m = m;
+        report.info = info;
+        return report;
+    }
+    if n == 0 {
+        return report;
+    }
+    if n == 1 {
+        let a11 = a[0];
+        if range != b'V' || (vl < a11 && vu >= a11) {
+            report.m = 1;
+            w[0] = a11;
+        }
+        return report;
+    }
+    let rmax = (T::ONE / (T::SAFE_MIN / T::ULP))
+        .sqrt()
+        .min(T::ONE / T::SAFE_MIN.sqrt().sqrt());
+    let sigma = scale_into_range(uplo, n, a, lda, rmax);
+    let (mut abstll, mut vll, mut vuu) = (abstol, vl, vu);
+    if let Some(sigma) = sigma {
+        if abstol > T::ZERO {
+            abstll = abstol * sigma;
+        }
+        if range == b'V' {
+            vll = vl * sigma;
+            vuu = vu * sigma;
+        }
+    }
+    let (d, e, reduction) = tridiagonal(uplo, n, a, lda, path);
+    report.reduction = Some(reduction);
+    let everything = range == b'A' || (range == b'I' && il == 1 && iu == n as i32);
+    let mut done = false;
+    if everything && abstol <= T::ZERO {
+        let (mut dd, mut ee) = (d.clone(), e.clone());
+        if T::sterf(&mut dd, &mut ee) == 0 {
+            w[..n].copy_from_slice(&dd);
+            report.m = n as i32;
+            done = true;
+        }
+    }
+    if !done {
+        let backend = if path == Path::Gpu {
+            Backend::Gpu
+        } else {
+            Backend::Cpu
+        };
+        let (mut iblock, mut isplit) = (vec![0; n], vec![0; n]);
+        let r = crate::stebz::stebz(
+            range,
+            b'E',
+            vll,
+            vuu,
+            il,
+            iu,
+            abstll,
+            &d,
+            &e[..n - 1],
+            w,
+            &mut iblock,
+            &mut isplit,
+            backend,
+        );
+        report.m = r.m;
+        if r.info != 0 {
+            report.info = n as i32 + r.info;
+        }
+    }
+    if let Some(sigma) = sigma {
+        let imax = if report.info == 0 {
+            report.m as usize
+        } else {
+            (report.info as usize).saturating_sub(1).min(n)
+        };
+        for x in &mut w[..imax] {
+            *x = *x * (T::ONE / sigma);
+        }
+    }
+    report
+}
