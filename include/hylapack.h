@@ -165,6 +165,146 @@ void sstebz_gpu_(const char *range,
                  size_t range_len,
                  size_t order_len);
 
+// All eigenvalues of the real symmetric `n` x `n` matrix `a` (its `uplo` triangle, 'U' or
+// 'L'), ascending in `w` (`n` entries), in double precision (C convention, LAPACKE shape).
+//
+// LAPACK DSYEV's contract for JOBZ = 'N': the `uplo` triangle of `a` is destroyed; INFO > 0:
+// the QL/QR iteration failed to converge on INFO off-diagonal elements. JOBZ = 'V'
+// (eigenvectors) is not implemented: it returns INFO = −1 (illegal first argument) through
+// `xerbla_`. The path: dense → band on the GPU out of core (as `dsyrdb_ooc`), band →
+// tridiagonal on the CPU (LAPACK DSYTRD_SB2ST), DSTERF; below the size threshold or without a
+// GPU, the system LAPACK's DSYEV. Eigenvalues agree with DSYEV's to rounding.
+//
+// Returns INFO: 0 on success; −i if the i-th argument (LAPACK numbering) had an illegal value
+// or was NULL; > 0 as above; −1000 for an internal error (printed on stderr).
+int dsyev_ooc(char jobz, char uplo, int n, double *a, int lda, double *w);
+
+// `dsyev_ooc` in the Fortran convention: LAPACK DSYEV's argument list, all by reference, with
+// the hidden CHARACTER lengths of JOBZ and UPLO last. LWORK >= max(1, 3N−1); LWORK = −1 is a
+// query (WORK(1) returns DSYEV's optimal size). WORK is not used beyond WORK(1).
+void dsyev_ooc_(const char *jobz,
+                const char *uplo,
+                const int *n,
+                double *a,
+                const int *lda,
+                double *w,
+                double *work,
+                const int *lwork,
+                int *info,
+                size_t jobz_len,
+                size_t uplo_len);
+
+// Selected eigenvalues of the real symmetric `n` x `n` matrix `a` (its `uplo` triangle), in
+// double precision (C convention, LAPACKE shape): `range` 'A' (all), 'V' (those in
+// (`vl`, `vu`]) or 'I' (the `il`-th through `iu`-th); `abstol` as in DSTEBZ (<= 0: LAPACK's
+// default). On return `*m` eigenvalues are in `w[0..*m]`, ascending.
+//
+// LAPACK DSYEVX's contract for JOBZ = 'N' (`z` and `ifail` are not referenced and may be
+// NULL; `ldz` >= 1): the `uplo` triangle of `a` is destroyed; INFO = N + i when bisection
+// (DSTEBZ) returned INFO = i. JOBZ = 'V' (eigenvectors) is not implemented: it returns
+// INFO = −1 through `xerbla_`. The path: dense → band on the GPU out of core, band →
+// tridiagonal on the CPU (DSYTRD_SB2ST), then DSTERF (all, `abstol` <= 0) or bisection
+// (`dstebz_gpu`'s code); small problems or no GPU: the system LAPACK's DSYEVX.
+//
+// Returns INFO: 0 on success; −i if the i-th argument (LAPACK numbering) had an illegal value
+// or was NULL; > 0 as above; −1000 for an internal error (printed on stderr).
+int dsyevx_ooc(char jobz,
+               char range,
+               char uplo,
+               int n,
+               double *a,
+               int lda,
+               double vl,
+               double vu,
+               int il,
+               int iu,
+               double abstol,
+               int *m,
+               double *w,
+               double *z,
+               int ldz,
+               int *ifail);
+
+// `dsyevx_ooc` in the Fortran convention: LAPACK DSYEVX's argument list, all by reference,
+// with the hidden CHARACTER lengths of JOBZ, RANGE and UPLO last. LWORK >= 8N (1 if N <= 1);
+// LWORK = −1 is a query. WORK, IWORK, Z and IFAIL are not used beyond WORK(1).
+void dsyevx_ooc_(const char *jobz,
+                 const char *range,
+                 const char *uplo,
+                 const int *n,
+                 double *a,
+                 const int *lda,
+                 const double *vl,
+                 const double *vu,
+                 const int *il,
+                 const int *iu,
+                 const double *abstol,
+                 int *m,
+                 double *w,
+                 double *z,
+                 const int *ldz,
+                 double *work,
+                 const int *lwork,
+                 int *iwork,
+                 int *ifail,
+                 int *info,
+                 size_t jobz_len,
+                 size_t range_len,
+                 size_t uplo_len);
+
+// Reduces the real symmetric `n` x `n` matrix `a` (its `uplo` triangle, 'U' or 'L') to
+// symmetric band form with `kd` off-diagonals by an orthogonal similarity Qᵀ A Q = B, in double
+// precision (C convention, LAPACKE shape: no workspace).
+//
+// Same contract as LAPACK DSYTRD_SY2SB: on return `ab` (`ldab` >= `kd` + 1 rows, `n` columns)
+// holds B in LAPACK band storage (UPLO = 'U': AB(kd+1+i−j, j) = B(i, j); 'L': AB(1+i−j, j) =
+// B(i, j)), and the Householder vectors of Q are left in `a` with their scalars in `tau`
+// (`n` − `kd` entries), where DSYTRD_SY2SB leaves them, so that Q can be applied later.
+//
+// Out of core: the matrix stays in host memory and the GPU holds only panels and block
+// columns, so `n` is limited by host memory; the GPU memory used stays within
+// `HYLAPACK_GPU_MEMORY_LIMIT` (or 90% of what is free). Problems below the syrdb size threshold,
+// or with no GPU, run the system LAPACK's DSYTRD_SY2SB. The result agrees with LAPACK's to
+// rounding, not bit for bit.
+//
+// Returns INFO: 0 on success; −i if the i-th argument (LAPACK numbering) had an illegal value
+// or was NULL, reported through `xerbla_`; −1000 for an internal error (printed on stderr).
+int dsyrdb_ooc(char uplo, int n, int kd, double *a, int lda, double *ab, int ldab, double *tau);
+
+// Single-precision `dsyrdb_ooc` (LAPACK SSYTRD_SY2SB's contract).
+int ssyrdb_ooc(char uplo, int n, int kd, float *a, int lda, float *ab, int ldab, float *tau);
+
+// `dsyrdb_ooc` in the Fortran convention: LAPACK DSYTRD_SY2SB's argument list, all by
+// reference, with the hidden CHARACTER length of UPLO last. LWORK = −1 is a workspace query:
+// WORK(1) returns LAPACK's size (N·KD + N·max(KD, 32) + 2·KD², or 1 when N <= KD + 1), which
+// is also the smallest LWORK accepted; WORK itself is not used beyond WORK(1).
+void dsyrdb_ooc_(const char *uplo,
+                 const int *n,
+                 const int *kd,
+                 double *a,
+                 const int *lda,
+                 double *ab,
+                 const int *ldab,
+                 double *tau,
+                 double *work,
+                 const int *lwork,
+                 int *info,
+                 size_t uplo_len);
+
+// `ssyrdb_ooc` in the Fortran convention (LAPACK SSYTRD_SY2SB's argument list).
+void ssyrdb_ooc_(const char *uplo,
+                 const int *n,
+                 const int *kd,
+                 float *a,
+                 const int *lda,
+                 float *ab,
+                 const int *ldab,
+                 float *tau,
+                 float *work,
+                 const int *lwork,
+                 int *info,
+                 size_t uplo_len);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

@@ -7,6 +7,8 @@
 
 pub mod gtsv;
 pub mod stebz;
+pub mod syev;
+pub mod syrdb;
 
 use std::any::Any;
 use std::ffi::{c_char, c_int};

@@ -1,0 +1,340 @@
+//! `dsyev_ooc` / `dsyevx_ooc`: eigenvalues of a dense symmetric matrix through the
+//! out-of-core band reduction, with LAPACK DSYEV's / DSYEVX's contracts for JOBZ = 'N'.
+
+use super::syrdb::{choose_path, span};
+use super::{
+    ffi_boundary, fortran_char, output, report_illegal_argument, scalar,
+    HYLAPACK_INFO_INTERNAL_ERROR,
+};
+use crate::dispatch;
+use crate::sbr::syev::{self as drivers, EigReport};
+use std::ffi::{c_char, c_int};
+use std::time::Instant;
+
+fn log_call(
+    routine: &str,
+    n: usize,
+    report: &EigReport,
+    why_not_gpu: Option<String>,
+    started: Instant,
+) {
+    let note = report
+        .reduction
+        .as_ref()
+        .and_then(|r| r.note.clone())
+        .or(why_not_gpu);
+    dispatch::finish_call(
+        routine,
+        n,
+        report.backend(),
+        started.elapsed(),
+        note.as_deref(),
+    );
+}
+
+/// DSYEV's checks, pointers included, then the computation; `work` is (WORK, LWORK) in the
+/// Fortran convention.
+unsafe fn syev_run(
+    routine: &str,
+    jobz: u8,
+    uplo: u8,
+    n: c_int,
+    a: *mut f64,
+    lda: c_int,
+    w: *mut f64,
+    work: Option<(*mut f64, c_int)>,
+) -> c_int {
+    let lwork = work.map_or(c_int::MAX, |(_, l)| l);
+    let mut info = drivers::syev_check(jobz, uplo, n, lda, lwork);
+    let len = n.max(0) as usize;
+    if info == 0 {
+        let query = lwork == -1;
+        let a_len = span(len, len, lda as usize);
+        let missing = [
+            (!query && a_len > 0 && a.is_null(), -4),
+            (!query && len > 0 && w.is_null(), -6),
+            (work.is_some_and(|(p, _)| p.is_null()), -7),
+        ];
+        if let Some(&(_, i)) = missing.iter().find(|(m, _)| *m) {
+            info = i;
+        } else {
+            if let Some((work, _)) = work {
+                *work = drivers::syev_lwork(len) as f64;
+            }
+            if query {
+                return 0;
+            }
+            let a = output(a, a_len).unwrap_or_default();
+            let w = output(w, len).unwrap_or_default();
+            let started = Instant::now();
+            let (path, why_not_gpu) = choose_path(len);
+            let report = drivers::syev(uplo, len, a, lda as usize, w, path);
+            log_call(routine, len, &report, why_not_gpu, started);
+            return report.info;
+        }
+    }
+    report_illegal_argument(routine, info);
+    info
+}
+
+/// DSYEVX's checks, pointers included, then the computation.
+#[allow(clippy::too_many_arguments)]
+unsafe fn syevx_run(
+    routine: &str,
+    jobz: u8,
+    range: u8,
+    uplo: u8,
+    n: c_int,
+    a: *mut f64,
+    lda: c_int,
+    vl: f64,
+    vu: f64,
+    il: c_int,
+    iu: c_int,
+    abstol: f64,
+    m: *mut c_int,
+    w: *mut f64,
+    ldz: c_int,
+    work: Option<(*mut f64, c_int)>,
+) -> c_int {
+    let lwork = work.map_or(c_int::MAX, |(_, l)| l);
+    let mut info = drivers::syevx_check(jobz, range, uplo, n, lda, vl, vu, il, iu, ldz, lwork);
+    let len = n.max(0) as usize;
+    if info == 0 {
+        let query = lwork == -1;
+        let a_len = span(len, len, lda as usize);
+        let missing = [
+            (!query && a_len > 0 && a.is_null(), -5),
+            (!query && m.is_null(), -12),
+            (!query && len > 0 && w.is_null(), -13),
+            (work.is_some_and(|(p, _)| p.is_null()), -16),
+        ];
+        if let Some(&(_, i)) = missing.iter().find(|(m, _)| *m) {
+            info = i;
+        } else {
+            if let Some((work, _)) = work {
+                *work = drivers::syevx_lwork(len).1 as f64;
+            }
+            if query {
+                return 0;
+            }
+            let a = output(a, a_len).unwrap_or_default();
+            let w = output(w, len).unwrap_or_default();
+            let started = Instant::now();
+            let (path, why_not_gpu) = choose_path(len);
+            let report = drivers::syevx(
+                range,
+                uplo,
+                len,
+                a,
+                lda as usize,
+                vl,
+                vu,
+                il,
+                iu,
+                abstol,
+                w,
+                path,
+            );
+            *m = report.m;
+            log_call(routine, len, &report, why_not_gpu, started);
+            return report.info;
+        }
+    }
+    report_illegal_argument(routine, info);
+    info
+}
+
+/// All eigenvalues of the real symmetric `n` x `n` matrix `a` (its `uplo` triangle, 'U' or
+/// 'L'), ascending in `w` (`n` entries), in double precision (C convention, LAPACKE shape).
+///
+/// LAPACK DSYEV's contract for JOBZ = 'N': the `uplo` triangle of `a` is destroyed; INFO > 0:
+/// the QL/QR iteration failed to converge on INFO off-diagonal elements. JOBZ = 'V'
+/// (eigenvectors) is not implemented: it returns INFO = −1 (illegal first argument) through
+/// `xerbla_`. The path: dense → band on the GPU out of core (as `dsyrdb_ooc`), band →
+/// tridiagonal on the CPU (LAPACK DSYTRD_SB2ST), DSTERF; below the size threshold or without a
+/// GPU, the system LAPACK's DSYEV. Eigenvalues agree with DSYEV's to rounding.
+///
+/// Returns INFO: 0 on success; −i if the i-th argument (LAPACK numbering) had an illegal value
+/// or was NULL; > 0 as above; −1000 for an internal error (printed on stderr).
+#[no_mangle]
+pub unsafe extern "C" fn dsyev_ooc(
+    jobz: c_char,
+    uplo: c_char,
+    n: c_int,
+    a: *mut f64,
+    lda: c_int,
+    w: *mut f64,
+) -> c_int {
+    ffi_boundary!("DSYEV_OOC", HYLAPACK_INFO_INTERNAL_ERROR, {
+        syev_run("DSYEV_OOC", jobz as u8, uplo as u8, n, a, lda, w, None)
+    })
+}
+
+/// `dsyev_ooc` in the Fortran convention: LAPACK DSYEV's argument list, all by reference, with
+/// the hidden CHARACTER lengths of JOBZ and UPLO last. LWORK >= max(1, 3N−1); LWORK = −1 is a
+/// query (WORK(1) returns DSYEV's optimal size). WORK is not used beyond WORK(1).
+#[no_mangle]
+pub unsafe extern "C" fn dsyev_ooc_(
+    jobz: *const c_char,
+    uplo: *const c_char,
+    n: *const c_int,
+    a: *mut f64,
+    lda: *const c_int,
+    w: *mut f64,
+    work: *mut f64,
+    lwork: *const c_int,
+    info: *mut c_int,
+    jobz_len: usize,
+    uplo_len: usize,
+) {
+    let _ = (jobz_len, uplo_len); // never read: C callers may omit them
+    let result = ffi_boundary!("DSYEV_OOC", HYLAPACK_INFO_INTERNAL_ERROR, {
+        syev_run(
+            "DSYEV_OOC",
+            fortran_char(jobz),
+            fortran_char(uplo),
+            scalar(n).unwrap_or(-1),
+            a,
+            scalar(lda).unwrap_or(0),
+            w,
+            Some((work, scalar(lwork).unwrap_or(-2))),
+        )
+    });
+    if !info.is_null() {
+        *info = result;
+    }
+}
+
+/// Selected eigenvalues of the real symmetric `n` x `n` matrix `a` (its `uplo` triangle), in
+/// double precision (C convention, LAPACKE shape): `range` 'A' (all), 'V' (those in
+/// (`vl`, `vu`]) or 'I' (the `il`-th through `iu`-th); `abstol` as in DSTEBZ (<= 0: LAPACK's
+/// default). On return `*m` eigenvalues are in `w[0..*m]`, ascending.
+///
+/// LAPACK DSYEVX's contract for JOBZ = 'N' (`z` and `ifail` are not referenced and may be
+/// NULL; `ldz` >= 1): the `uplo` triangle of `a` is destroyed; INFO = N + i when bisection
+/// (DSTEBZ) returned INFO = i. JOBZ = 'V' (eigenvectors) is not implemented: it returns
+/// INFO = −1 through `xerbla_`. The path: dense → band on the GPU out of core, band →
+/// tridiagonal on the CPU (DSYTRD_SB2ST), then DSTERF (all, `abstol` <= 0) or bisection
+/// (`dstebz_gpu`'s code); small problems or no GPU: the system LAPACK's DSYEVX.
+///
+/// Returns INFO: 0 on success; −i if the i-th argument (LAPACK numbering) had an illegal value
+/// or was NULL; > 0 as above; −1000 for an internal error (printed on stderr).
+#[no_mangle]
+pub unsafe extern "C" fn dsyevx_ooc(
+    jobz: c_char,
+    range: c_char,
+    uplo: c_char,
+    n: c_int,
+    a: *mut f64,
+    lda: c_int,
+    vl: f64,
+    vu: f64,
+    il: c_int,
+    iu: c_int,
+    abstol: f64,
+    m: *mut c_int,
+    w: *mut f64,
+    z: *mut f64,
+    ldz: c_int,
+    ifail: *mut c_int,
+) -> c_int {
+    let _ = (z, ifail);
+    ffi_boundary!("DSYEVX_OOC", HYLAPACK_INFO_INTERNAL_ERROR, {
+        syevx_run(
+            "DSYEVX_OOC",
+            jobz as u8,
+            range as u8,
+            uplo as u8,
+            n,
+            a,
+            lda,
+            vl,
+            vu,
+            il,
+            iu,
+            abstol,
+            m,
+            w,
+            ldz,
+            None,
+        )
+    })
+}
+
+/// `dsyevx_ooc` in the Fortran convention: LAPACK DSYEVX's argument list, all by reference,
+/// with the hidden CHARACTER lengths of JOBZ, RANGE and UPLO last. LWORK >= 8N (1 if N <= 1);
+/// LWORK = −1 is a query. WORK, IWORK, Z and IFAIL are not used beyond WORK(1).
+#[no_mangle]
+pub unsafe extern "C" fn dsyevx_ooc_(
+    jobz: *const c_char,
+    range: *const c_char,
+    uplo: *const c_char,
+    n: *const c_int,
+    a: *mut f64,
+    lda: *const c_int,
+    vl: *const f64,
+    vu: *const f64,
+    il: *const c_int,
+    iu: *const c_int,
+    abstol: *const f64,
+    m: *mut c_int,
+    w: *mut f64,
+    z: *mut f64,
+    ldz: *const c_int,
+    work: *mut f64,
+    lwork: *const c_int,
+    iwork: *mut c_int,
+    ifail: *mut c_int,
+    info: *mut c_int,
+    jobz_len: usize,
+    range_len: usize,
+    uplo_len: usize,
+) {
+    let _ = (z, iwork, ifail, jobz_len, range_len, uplo_len);
+    let result = ffi_boundary!("DSYEVX_OOC", HYLAPACK_INFO_INTERNAL_ERROR, {
+        let (jobz, range, uplo) = (fortran_char(jobz), fortran_char(range), fortran_char(uplo));
+        let n = scalar(n).unwrap_or(-1);
+        let lda = scalar(lda).unwrap_or(0);
+        let (il, iu) = (scalar(il).unwrap_or(0), scalar(iu).unwrap_or(-1));
+        let (ldz, lwork) = (scalar(ldz).unwrap_or(0), scalar(lwork).unwrap_or(-2));
+        let (vl_value, vu_value) = (scalar(vl), scalar(vu));
+        // A null VL/VU/ABSTOL that LAPACK would read is an illegal value of that argument,
+        // reported if every argument before it is legal (checked with a valid VL < VU).
+        let first_bad =
+            drivers::syevx_check(jobz, range, uplo, n, lda, 0.0, 1.0, il, iu, ldz, lwork);
+        let legal_before = |arg: c_int| first_bad == 0 || first_bad < -arg;
+        let by_value = range.eq_ignore_ascii_case(&b'V');
+        let null_info = match () {
+            _ if by_value && vl_value.is_none() && legal_before(7) => -7,
+            _ if by_value && vu_value.is_none() && legal_before(8) => -8,
+            _ if abstol.is_null() && legal_before(11) => -11,
+            _ => 0,
+        };
+        if null_info != 0 {
+            report_illegal_argument("DSYEVX_OOC", null_info);
+            return null_info;
+        }
+        syevx_run(
+            "DSYEVX_OOC",
+            jobz,
+            range,
+            uplo,
+            n,
+            a,
+            lda,
+            vl_value.unwrap_or(0.0),
+            vu_value.unwrap_or(0.0),
+            il,
+            iu,
+            scalar(abstol).unwrap_or(0.0),
+            m,
+            w,
+            ldz,
+            Some((work, lwork)),
+        )
+    });
+    if !info.is_null() {
+        *info = result;
+    }
+}

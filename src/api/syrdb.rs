@@ -1,0 +1,260 @@
+//! `ssyrdb_ooc` / `dsyrdb_ooc`: reduction of a dense symmetric matrix to band form, out of
+//! core on the GPU, with LAPACK xSYTRD_SY2SB's contract.
+
+use super::{
+    ffi_boundary, fortran_char, output, report_illegal_argument, scalar,
+    HYLAPACK_INFO_INTERNAL_ERROR,
+};
+use crate::dispatch::{self, Backend, Family};
+use crate::lapack::Dense;
+use crate::real::Real;
+use crate::sbr::{self, gpu::CublasReal, Path};
+use std::ffi::{c_char, c_int};
+use std::time::Instant;
+
+/// Entries a column-major array of `rows` x `cols` with leading dimension `ld` reaches.
+pub(crate) fn span(rows: usize, cols: usize, ld: usize) -> usize {
+    if rows == 0 || cols == 0 {
+        0
+    } else {
+        ld * (cols - 1) + rows
+    }
+}
+
+/// The path the dispatcher picks for a problem of order `n`, and why not the GPU.
+pub(crate) fn choose_path(n: usize) -> (Path, Option<String>) {
+    let decision = dispatch::decide(Family::Syrdb, n);
+    let path = match decision.backend {
+        Backend::Gpu => Path::Gpu,
+        Backend::Cpu => Path::Lapack,
+    };
+    (path, decision.why_not_gpu)
+}
+
+/// Checks arguments and pointers in LAPACK's order, runs the reduction (or answers a
+/// workspace query into `WORK(1)`) and logs the call. `work` is (WORK, LWORK) in the Fortran
+/// convention, `None` in the C convention (no workspace).
+#[allow(clippy::too_many_arguments)]
+unsafe fn run<T: Real + Dense + CublasReal>(
+    routine: &str,
+    uplo: u8,
+    n: c_int,
+    kd: c_int,
+    a: *mut T,
+    lda: c_int,
+    ab: *mut T,
+    ldab: c_int,
+    tau: *mut T,
+    work: Option<(*mut T, c_int)>,
+) -> c_int {
+    // The C convention has no workspace: any LWORK would do, so it checks as the largest.
+    let lwork = work.map_or(c_int::MAX, |(_, l)| l);
+    let mut info = sbr::check_args(uplo, n, kd, lda, ldab, lwork);
+    let (len, kd_u) = (n.max(0) as usize, kd.max(0) as usize);
+    if info == 0 {
+        let query = lwork == -1;
+        let a_len = span(len, len, lda as usize);
+        let ab_len = span(kd_u + 1, len, ldab as usize);
+        let tau_len = len.saturating_sub(kd_u);
+        // A null array that would be referenced is an illegal value of that argument.
+        let missing = [
+            (!query && a_len > 0 && a.is_null(), -4),
+            (!query && ab_len > 0 && ab.is_null(), -6),
+            (!query && tau_len > 0 && tau.is_null(), -8),
+            (work.is_some_and(|(w, _)| w.is_null()), -9),
+        ];
+        if let Some(&(_, i)) = missing.iter().find(|(m, _)| *m) {
+            info = i;
+        } else {
+            let lwmin = sbr::lwork_min(len, kd_u);
+            if let Some((work, _)) = work {
+                *work = T::from_usize(lwmin);
+            }
+            if query {
+                return 0;
+            }
+            let a = output(a, a_len).unwrap_or_default();
+            let ab = output(ab, ab_len).unwrap_or_default();
+            let tau = output(tau, tau_len).unwrap_or_default();
+            let started = Instant::now();
+            let (path, why_not_gpu) = choose_path(len);
+            let report = sbr::syrdb(
+                uplo,
+                len,
+                kd_u,
+                a,
+                lda as usize,
+                ab,
+                ldab as usize,
+                tau,
+                path,
+            );
+            let note = report.note.or(why_not_gpu);
+            dispatch::finish_call(
+                routine,
+                len,
+                report.backend,
+                started.elapsed(),
+                note.as_deref(),
+            );
+            return 0;
+        }
+    }
+    report_illegal_argument(routine, info);
+    info
+}
+
+/// Fortran convention body, shared by both precisions.
+#[allow(clippy::too_many_arguments)]
+unsafe fn fortran<T: Real + Dense + CublasReal>(
+    routine: &str,
+    uplo: *const c_char,
+    n: *const c_int,
+    kd: *const c_int,
+    a: *mut T,
+    lda: *const c_int,
+    ab: *mut T,
+    ldab: *const c_int,
+    tau: *mut T,
+    work: *mut T,
+    lwork: *const c_int,
+    info: *mut c_int,
+) {
+    let result = ffi_boundary!(routine, HYLAPACK_INFO_INTERNAL_ERROR, {
+        // A null scalar becomes an illegal value of that argument.
+        run(
+            routine,
+            fortran_char(uplo),
+            scalar(n).unwrap_or(-1),
+            scalar(kd).unwrap_or(-1),
+            a,
+            scalar(lda).unwrap_or(0),
+            ab,
+            scalar(ldab).unwrap_or(0),
+            tau,
+            Some((work, scalar(lwork).unwrap_or(-2))),
+        )
+    });
+    if !info.is_null() {
+        *info = result;
+    }
+}
+
+/// Reduces the real symmetric `n` x `n` matrix `a` (its `uplo` triangle, 'U' or 'L') to
+/// symmetric band form with `kd` off-diagonals by an orthogonal similarity Qᵀ A Q = B, in double
+/// precision (C convention, LAPACKE shape: no workspace).
+///
+/// Same contract as LAPACK DSYTRD_SY2SB: on return `ab` (`ldab` >= `kd` + 1 rows, `n` columns)
+/// holds B in LAPACK band storage (UPLO = 'U': AB(kd+1+i−j, j) = B(i, j); 'L': AB(1+i−j, j) =
+/// B(i, j)), and the Householder vectors of Q are left in `a` with their scalars in `tau`
+/// (`n` − `kd` entries), where DSYTRD_SY2SB leaves them, so that Q can be applied later.
+///
+/// Out of core: the matrix stays in host memory and the GPU holds only panels and block
+/// columns, so `n` is limited by host memory; the GPU memory used stays within
+/// `HYLAPACK_GPU_MEMORY_LIMIT` (or 90% of what is free). Problems below the syrdb size threshold,
+/// or with no GPU, run the system LAPACK's DSYTRD_SY2SB. The result agrees with LAPACK's to
+/// rounding, not bit for bit.
+///
+/// Returns INFO: 0 on success; −i if the i-th argument (LAPACK numbering) had an illegal value
+/// or was NULL, reported through `xerbla_`; −1000 for an internal error (printed on stderr).
+#[no_mangle]
+pub unsafe extern "C" fn dsyrdb_ooc(
+    uplo: c_char,
+    n: c_int,
+    kd: c_int,
+    a: *mut f64,
+    lda: c_int,
+    ab: *mut f64,
+    ldab: c_int,
+    tau: *mut f64,
+) -> c_int {
+    ffi_boundary!("DSYRDB_OOC", HYLAPACK_INFO_INTERNAL_ERROR, {
+        run("DSYRDB_OOC", uplo as u8, n, kd, a, lda, ab, ldab, tau, None)
+    })
+}
+
+/// Single-precision `dsyrdb_ooc` (LAPACK SSYTRD_SY2SB's contract).
+#[no_mangle]
+pub unsafe extern "C" fn ssyrdb_ooc(
+    uplo: c_char,
+    n: c_int,
+    kd: c_int,
+    a: *mut f32,
+    lda: c_int,
+    ab: *mut f32,
+    ldab: c_int,
+    tau: *mut f32,
+) -> c_int {
+    ffi_boundary!("SSYRDB_OOC", HYLAPACK_INFO_INTERNAL_ERROR, {
+        run("SSYRDB_OOC", uplo as u8, n, kd, a, lda, ab, ldab, tau, None)
+    })
+}
+
+/// `dsyrdb_ooc` in the Fortran convention: LAPACK DSYTRD_SY2SB's argument list, all by
+/// reference, with the hidden CHARACTER length of UPLO last. LWORK = −1 is a workspace query:
+/// WORK(1) returns LAPACK's size (N·KD + N·max(KD, 32) + 2·KD², or 1 when N <= KD + 1), which
+/// is also the smallest LWORK accepted; WORK itself is not used beyond WORK(1).
+#[no_mangle]
+pub unsafe extern "C" fn dsyrdb_ooc_(
+    uplo: *const c_char,
+    n: *const c_int,
+    kd: *const c_int,
+    a: *mut f64,
+    lda: *const c_int,
+    ab: *mut f64,
+    ldab: *const c_int,
+    tau: *mut f64,
+    work: *mut f64,
+    lwork: *const c_int,
+    info: *mut c_int,
+    uplo_len: usize,
+) {
+    let _ = uplo_len; // never read: C callers may omit it
+    fortran(
+        "DSYRDB_OOC",
+        uplo,
+        n,
+        kd,
+        a,
+        lda,
+        ab,
+        ldab,
+        tau,
+        work,
+        lwork,
+        info,
+    )
+}
+
+/// `ssyrdb_ooc` in the Fortran convention (LAPACK SSYTRD_SY2SB's argument list).
+#[no_mangle]
+pub unsafe extern "C" fn ssyrdb_ooc_(
+    uplo: *const c_char,
+    n: *const c_int,
+    kd: *const c_int,
+    a: *mut f32,
+    lda: *const c_int,
+    ab: *mut f32,
+    ldab: *const c_int,
+    tau: *mut f32,
+    work: *mut f32,
+    lwork: *const c_int,
+    info: *mut c_int,
+    uplo_len: usize,
+) {
+    let _ = uplo_len;
+    fortran(
+        "SSYRDB_OOC",
+        uplo,
+        n,
+        kd,
+        a,
+        lda,
+        ab,
+        ldab,
+        tau,
+        work,
+        lwork,
+        info,
+    )
+}
