@@ -63,7 +63,10 @@ fn paths<T>(n: usize, kd: usize) -> Vec<Path> {
     }
     p.push(Path::CpuBlocked { budget: u64::MAX });
     if gpu_wanted() {
-        p.push(Path::Gpu);
+        p.push(Path::Gpu {
+            budget: Some(budget_for::<T>(n, kd, 7)),
+        });
+        p.push(Path::Gpu { budget: None });
     }
     p
 }
@@ -161,7 +164,7 @@ fn check_reduction<T: Real + Dense + CublasReal>(
     let mut ab = vec![T::from_f64(f64::NAN); ldab * n.max(1)];
     let mut tau = vec![T::ZERO; n.saturating_sub(kd).max(1)];
     let report = sbr::syrdb(uplo, n, kd, &mut a, n.max(1), &mut ab, ldab, &mut tau, path);
-    if path == Path::Gpu && require_gpu() {
+    if matches!(path, Path::Gpu { .. }) && require_gpu() {
         assert_eq!(report.backend, Backend::Gpu, "{what}: {:?}", report.note);
     }
     let eps = T::ULP.to_f64();
@@ -286,7 +289,10 @@ fn dsyrdb_eigenvalues_n1500() {
             budget: budget_for::<f64>(n, kd, 200),
         }];
         if gpu_wanted() {
-            paths.push(Path::Gpu);
+            paths.push(Path::Gpu {
+                budget: Some(budget_for::<f64>(n, kd, 200)),
+            });
+            paths.push(Path::Gpu { budget: None });
         }
         for path in paths {
             let what = format!(
@@ -357,7 +363,10 @@ fn driver_paths<T>(n: usize) -> Vec<Path> {
         Path::CpuBlocked { budget: u64::MAX },
     ];
     if gpu_wanted() {
-        p.push(Path::Gpu);
+        p.push(Path::Gpu {
+            budget: Some(budget_for::<T>(n, kd, 7)),
+        });
+        p.push(Path::Gpu { budget: None });
     }
     p
 }
@@ -402,7 +411,7 @@ fn syev_suite<T: Real + Dense + CublasReal>() {
                         let mut w = vec![T::from_f64(f64::NAN); n];
                         let r = sbr::syev::syev(uplo, n, &mut a, n.max(1), &mut w, path);
                         assert_eq!(r.info, 0, "{what}");
-                        if path == Path::Gpu && require_gpu() && n > 1 {
+                        if matches!(path, Path::Gpu { .. }) && require_gpu() && n > 1 {
                             assert_eq!(r.backend(), Backend::Gpu, "{what}: {:?}", r.reduction);
                         }
                         let got: Vec<f64> = w.iter().map(|x| x.to_f64()).collect();
@@ -452,7 +461,10 @@ fn dsyev_matches_lapack_n2500() {
         budget: budget_for::<f64>(n, kd, 300),
     }];
     if gpu_wanted() {
-        paths.push(Path::Gpu);
+        paths.push(Path::Gpu {
+            budget: Some(budget_for::<f64>(n, kd, 300)),
+        });
+        paths.push(Path::Gpu { budget: None });
     }
     for path in paths {
         let mut a = full.clone();

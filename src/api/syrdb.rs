@@ -25,7 +25,7 @@ pub(crate) fn span(rows: usize, cols: usize, ld: usize) -> usize {
 pub(crate) fn choose_path(n: usize) -> (Path, Option<String>) {
     let decision = dispatch::decide(Family::Syrdb, n);
     let path = match decision.backend {
-        Backend::Gpu => Path::Gpu,
+        Backend::Gpu => Path::Gpu { budget: None },
         Backend::Cpu => Path::Lapack,
     };
     (path, decision.why_not_gpu)

@@ -214,8 +214,8 @@ fn dim(x: usize) -> i32 {
 
 impl<T: CublasReal> GpuExecutor<T> {
     /// Streams, a cuBLAS handle and the budget: what is free of `HYLAPACK_GPU_MEMORY_LIMIT`
-    /// (or of the device) now, less room for cuBLAS's workspace.
-    pub fn new() -> Result<Self, ExecError> {
+    /// (or of the device) now, less room for cuBLAS's workspace, and at most `limit`.
+    pub fn new(limit: Option<u64>) -> Result<Self, ExecError> {
         let gpu = device::gpu()?;
         let compute = gpu.stream()?;
         let h2d = gpu.stream()?;
@@ -227,7 +227,11 @@ impl<T: CublasReal> GpuExecutor<T> {
             compute,
             h2d,
             d2h,
-            budget: gpu.budget.available().saturating_sub(CUBLAS_MARGIN),
+            budget: gpu
+                .budget
+                .available()
+                .saturating_sub(CUBLAS_MARGIN)
+                .min(limit.unwrap_or(u64::MAX)),
             up: Vec::new(),
             next_up: 0,
             down: Vec::new(),

@@ -78,8 +78,10 @@ pub enum Path {
     /// bytes for the executor's matrices (what the GPU's memory would hold): exercises the
     /// out-of-core tiling without a GPU.
     CpuBlocked { budget: u64 },
-    /// The blocked algorithm on the GPU, within the GPU memory budget; falls back to the CPU.
-    Gpu,
+    /// The blocked algorithm on the GPU within the GPU memory budget (and within `budget`
+    /// bytes, if given: benchmarks and tests force the out-of-core mode with it); falls back
+    /// to the CPU.
+    Gpu { budget: Option<u64> },
 }
 
 /// How a reduction ran.
@@ -823,7 +825,7 @@ pub fn syrdb<T: Real + Dense + gpu::CublasReal>(
                 cpu(Some(format!("{e}; system LAPACK")))
             }
         },
-        Path::Gpu => match gpu::GpuExecutor::<T>::new() {
+        Path::Gpu { budget } => match gpu::GpuExecutor::<T>::new(budget) {
             Ok(mut exec) => match plan(n, kd, elem, exec.budget()) {
                 Ok(mode) => with_fallback(&mut exec, Backend::Gpu, mode, p),
                 Err(e) => {

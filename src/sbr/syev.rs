@@ -278,7 +278,7 @@ pub fn syevx<T: Real + Dense + CublasReal>(
         }
     }
     if !done {
-        let backend = if path == Path::Gpu {
+        let backend = if matches!(path, Path::Gpu { .. }) {
             Backend::Gpu
         } else {
             Backend::Cpu

@@ -3,6 +3,7 @@
 
 mod bench;
 mod bench_gtsv;
+mod bench_syev;
 mod demo;
 mod info;
 mod table;
@@ -17,6 +18,10 @@ const USAGE: &str = "usage: hylapack <command>
       --quick             small sizes only (a smoke test)
   bench gtsv [opts]    time tridiagonal solves against LAPACK dgtsv and cuSPARSE gtsv2
       --sizes 16,20,24    log2 of the orders (default: 16,20,23,24)
+  bench syev [opts]    time dense symmetric eigenvalues (band reduction) against cuSOLVER
+                       Dsytrd/Dsyevd and LAPACK dsyevd, dsytrd_sy2sb+sb2st+dsterf
+      --sizes 4096,8192   problem orders (default: 4096,8192,16384,32768)
+      --ooc-max N         out-of-core runs up to order N (default: 16384)
   tune                 measure the GPU/CPU count costs for the stebz model, store them";
 
 fn main() {

@@ -1,0 +1,512 @@
+//! `hylapack bench syev`: the dense symmetric eigenvalue path against cuSOLVER and the host's
+//! LAPACK, in one run.
+//!
+//! Rows per order n (a random symmetric matrix):
+//! - hylapack dense → band (`syrdb`, bandwidth as the driver picks it) on the GPU, in core and
+//!   with a GPU budget of a quarter of the matrix's bytes (out of core); GFLOP/s counts
+//!   4n³/3 flops. "w/o transfers" subtracts the time of one upload and one download of the
+//!   matrix through the same pinned staging (measured separately): an estimate, in core only.
+//! - band → tridiagonal (LAPACK xSYTRD_SB2ST on the host) and xSTERF, on that band;
+//! - the whole `dsyev_ooc` path (JOBZ = 'N'), host matrix in, eigenvalues out;
+//! - cuSOLVER Dsytrd and Dsyevd (eigenvalues only), device-resident: the matrix is on the GPU
+//!   before the timer starts;
+//! - the host's LAPACK: dsyevd (JOBZ = 'N'), and dsytrd_sy2sb + dsytrd_sb2st + dsterf, run
+//!   only where the time extrapolated (n³) from the previous order stays below a limit.
+//!
+//! Eigenvalues are checked against the first full spectrum computed for that order (cuSOLVER
+//! Dsyevd, else LAPACK dsyevd): max |Δλ| / (n ε ‖A‖).
+
+use crate::table::{time, Table};
+use hylapack::lapack::{Dense, Lapack};
+use hylapack::sbr::{self, gpu::GpuExecutor, Executor, Path};
+use hylapack::testmat::{self, DenseFamily, Rng};
+use std::time::Instant;
+
+struct Options {
+    sizes: Vec<usize>,
+    csv: Option<String>,
+    /// Host LAPACK methods run only where their predicted time stays below this.
+    lapack_limit_s: f64,
+    /// Out-of-core runs only up to this order (their time grows with n³ / bandwidth).
+    ooc_max_n: usize,
+}
+
+fn parse(args: &[String]) -> Result<Options, String> {
+    let mut o = Options {
+        sizes: vec![4096, 8192, 16384, 32768],
+        csv: None,
+        lapack_limit_s: 60.0,
+        ooc_max_n: 16384,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--sizes" => {
+                let v = it.next().ok_or("--sizes needs a list")?;
+                o.sizes = v
+                    .split(',')
+                    .map(|s| s.trim().parse().map_err(|_| format!("bad size {s}")))
+                    .collect::<Result<_, _>>()?;
+            }
+            "--csv" => o.csv = Some(it.next().ok_or("--csv needs a file")?.clone()),
+            "--lapack-limit" => {
+                let v = it.next().ok_or("--lapack-limit needs seconds")?;
+                o.lapack_limit_s = v.parse().map_err(|_| format!("bad limit {v}"))?;
+            }
+            "--ooc-max" => {
+                let v = it.next().ok_or("--ooc-max needs an order")?;
+                o.ooc_max_n = v.parse().map_err(|_| format!("bad order {v}"))?;
+            }
+            "--quick" => {
+                o.sizes = vec![1024, 2048];
+                o.lapack_limit_s = 10.0;
+            }
+            other => return Err(format!("unknown option {other}")),
+        }
+    }
+    Ok(o)
+}
+
+/// `hylapack bench syev [--sizes 4096,8192] [--csv FILE] [--lapack-limit S] [--ooc-max N]`.
+pub fn bench_syev(args: &[String]) -> i32 {
+    match parse(args) {
+        Ok(o) => run(&o),
+        Err(e) => {
+            eprintln!("hylapack bench syev: {e}");
+            eprintln!("usage: hylapack bench syev [--sizes 4096,8192,16384,32768] [--csv FILE] [--lapack-limit 60] [--ooc-max 16384] [--quick]");
+            2
+        }
+    }
+}
+
+fn secs(f: impl FnOnce()) -> f64 {
+    let t = Instant::now();
+    f();
+    t.elapsed().as_secs_f64()
+}
+
+/// Upload and download of n² doubles through the GPU executor's pinned staging.
+fn transfer_time(a: &[f64]) -> Result<f64, String> {
+    let mut exec = GpuExecutor::<f64>::new(None).map_err(|e| e.to_string())?;
+    let mut buf = exec.alloc(a.len()).map_err(|e| e.to_string())?;
+    let mut back = vec![0.0; a.len()];
+    let t = Instant::now();
+    exec.upload(&mut buf, 0, a.len(), &mut |s, out| {
+        out.copy_from_slice(&a[s..s + out.len()])
+    })
+    .map_err(|e| e.to_string())?;
+    exec.download(&buf, 0, a.len(), &mut |s, piece| {
+        back[s..s + piece.len()].copy_from_slice(piece)
+    })
+    .map_err(|e| e.to_string())?;
+    Ok(t.elapsed().as_secs_f64())
+}
+
+/// cuBLAS DGEMM rate (GFLOP/s) at order m, device-resident, through the executor.
+fn dgemm_rate(m: usize) -> Result<f64, String> {
+    let mut exec = GpuExecutor::<f64>::new(None).map_err(|e| e.to_string())?;
+    let e = |x: sbr::ExecError| x.to_string();
+    let a = exec.alloc(m * m).map_err(e)?;
+    let b = exec.alloc(m * m).map_err(e)?;
+    let mut c = exec.alloc(m * m).map_err(e)?;
+    let mut one = [0.0];
+    let mut go = |exec: &mut GpuExecutor<f64>, c: &mut _| -> Result<f64, String> {
+        let t = Instant::now();
+        for _ in 0..3 {
+            exec.gemm(
+                false,
+                false,
+                m,
+                m,
+                m,
+                1.0,
+                sbr::Op {
+                    buf: &a,
+                    off: 0,
+                    ld: m,
+                },
+                sbr::Op {
+                    buf: &b,
+                    off: 0,
+                    ld: m,
+                },
+                0.0,
+                sbr::OpMut {
+                    buf: c,
+                    off: 0,
+                    ld: m,
+                },
+            )
+            .map_err(|x| x.to_string())?;
+        }
+        exec.download(c, 0, 1, &mut |_, p| one[0] = p[0])
+            .map_err(|x| x.to_string())?;
+        Ok(t.elapsed().as_secs_f64())
+    };
+    go(&mut exec, &mut c)?;
+    let s = go(&mut exec, &mut c)?;
+    Ok(3.0 * 2.0 * (m as f64).powi(3) / s / 1e9)
+}
+
+/// cuSOLVER Dsytrd or Dsyevd (JOBZ = N) on a device copy of `a`: (seconds, eigenvalues from
+/// Dsyevd).
+fn cusolver(a: &[f64], n: usize, syevd: bool) -> Result<(f64, Option<Vec<f64>>), String> {
+    use cudarc::cusolver::sys as cs;
+    use cudarc::driver::{DevicePtr, DevicePtrMut};
+    if !hylapack::device::libraries().cusolver {
+        return Err("cuSOLVER not installed".into());
+    }
+    let gpu = hylapack::device::gpu().map_err(|e| e.to_string())?;
+    let stream = gpu.stream().map_err(|e| e.to_string())?;
+    let de = |e: cudarc::driver::DriverError| e.to_string();
+    let mut a_d = stream.clone_htod(a).map_err(de)?;
+    let mut w_d = stream.alloc_zeros::<f64>(n).map_err(de)?;
+    let mut e_d = stream.alloc_zeros::<f64>(n).map_err(de)?;
+    let mut tau_d = stream.alloc_zeros::<f64>(n).map_err(de)?;
+    let mut info_d = stream.alloc_zeros::<i32>(1).map_err(de)?;
+    struct Handle(cs::cusolverDnHandle_t);
+    impl Drop for Handle {
+        fn drop(&mut self) {
+            // SAFETY: created by cusolverDnCreate, destroyed once.
+            unsafe { cs::cusolverDnDestroy(self.0) };
+        }
+    }
+    let ok = |s: cs::cusolverStatus_t, what: &str| {
+        if s == cs::cusolverStatus_t::CUSOLVER_STATUS_SUCCESS {
+            Ok(())
+        } else {
+            Err(format!("{what}: {s:?}"))
+        }
+    };
+    let mut raw = std::ptr::null_mut();
+    // SAFETY: raw receives a new handle.
+    ok(
+        unsafe { cs::cusolverDnCreate(&mut raw) },
+        "cusolverDnCreate",
+    )?;
+    let handle = Handle(raw);
+    // SAFETY: live handle and stream (the same driver stream type, declared twice).
+    ok(
+        unsafe { cs::cusolverDnSetStream(handle.0, stream.cu_stream() as cs::cudaStream_t) },
+        "cusolverDnSetStream",
+    )?;
+    let lower = cs::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER;
+    let ni = n as i32;
+    let mut lwork = 0i32;
+    {
+        let (pa, _g1) = a_d.device_ptr(&stream);
+        let (pw, _g2) = w_d.device_ptr(&stream);
+        let (pe, _g3) = e_d.device_ptr(&stream);
+        let (pt, _g4) = tau_d.device_ptr(&stream);
+        // SAFETY: device arrays of the sizes cuSOLVER reads; lwork receives the size.
+        let s = unsafe {
+            if syevd {
+                cs::cusolverDnDsyevd_bufferSize(
+                    handle.0,
+                    cs::cusolverEigMode_t::CUSOLVER_EIG_MODE_NOVECTOR,
+                    lower,
+                    ni,
+                    pa as _,
+                    ni,
+                    pw as _,
+                    &mut lwork,
+                )
+            } else {
+                cs::cusolverDnDsytrd_bufferSize(
+                    handle.0, lower, ni, pa as _, ni, pw as _, pe as _, pt as _, &mut lwork,
+                )
+            }
+        };
+        ok(s, "bufferSize")?;
+    }
+    let mut work = stream
+        .alloc_zeros::<f64>(lwork.max(1) as usize)
+        .map_err(de)?;
+    stream.synchronize().map_err(de)?;
+    let t = Instant::now();
+    {
+        let (pa, _g1) = a_d.device_ptr_mut(&stream);
+        let (pw, _g2) = w_d.device_ptr_mut(&stream);
+        let (pe, _g3) = e_d.device_ptr_mut(&stream);
+        let (pt, _g4) = tau_d.device_ptr_mut(&stream);
+        let (pwork, _g5) = work.device_ptr_mut(&stream);
+        let (pinfo, _g6) = info_d.device_ptr_mut(&stream);
+        // SAFETY: as above, with the workspace cuSOLVER asked for.
+        let s = unsafe {
+            if syevd {
+                cs::cusolverDnDsyevd(
+                    handle.0,
+                    cs::cusolverEigMode_t::CUSOLVER_EIG_MODE_NOVECTOR,
+                    lower,
+                    ni,
+                    pa as _,
+                    ni,
+                    pw as _,
+                    pwork as _,
+                    lwork,
+                    pinfo as _,
+                )
+            } else {
+                cs::cusolverDnDsytrd(
+                    handle.0, lower, ni, pa as _, ni, pw as _, pe as _, pt as _, pwork as _, lwork,
+                    pinfo as _,
+                )
+            }
+        };
+        ok(s, "cuSOLVER call")?;
+    }
+    stream.synchronize().map_err(de)?;
+    let s = t.elapsed().as_secs_f64();
+    let info = stream.clone_dtoh(&info_d).map_err(de)?;
+    if info[0] != 0 {
+        return Err(format!("devInfo = {}", info[0]));
+    }
+    let w = if syevd {
+        Some(stream.clone_dtoh(&w_d).map_err(de)?)
+    } else {
+        None
+    };
+    Ok((s, w))
+}
+
+fn run(o: &Options) -> i32 {
+    let gpu = hylapack::device::gpu();
+    match &gpu {
+        Ok(g) => println!(
+            "GPU: {} ({} MiB), budget {} MiB",
+            g.info.name,
+            g.info.total_memory >> 20,
+            g.budget.limit() >> 20
+        ),
+        Err(e) => println!("no GPU ({e}): only the host's LAPACK runs"),
+    }
+    if gpu.is_ok() {
+        match dgemm_rate(8192) {
+            Ok(r) => println!("cuBLAS DGEMM 8192³: {:.0} GFLOP/s", r),
+            Err(e) => println!("cuBLAS DGEMM: {e}"),
+        }
+    }
+    let mut table = Table::new(&["n", "method", "time", "GFLOP/s", "err/(n eps |A|)", "note"]);
+    let mut rng = Rng::new(testmat::seed_from_time());
+    let mut failures = 0;
+    let mut lapack_rate: [Option<f64>; 2] = [None, None]; // seconds / n³ of the two LAPACK rows
+    for &n in &o.sizes {
+        let a = testmat::dense_symmetric::<f64>(DenseFamily::Random, n, &mut rng);
+        let flops = 4.0 * (n as f64).powi(3) / 3.0;
+        let kd = sbr::syev::bandwidth(n);
+        let mut reference: Option<Vec<f64>> = None;
+        let mut rows: Vec<(String, f64, Option<f64>, Option<Vec<f64>>, String)> = Vec::new();
+        let add =
+            |rows: &mut Vec<_>, what: &str, s: f64, gf: bool, w: Option<Vec<f64>>, note: String| {
+                rows.push((what.to_string(), s, gf.then(|| flops / s / 1e9), w, note));
+            };
+        if gpu.is_ok() {
+            let xfer = transfer_time(&a).ok();
+            let (mut ab, mut tau) = (vec![0.0; (kd + 1) * n], vec![0.0; n - kd]);
+            let mut work = a.clone();
+            let mut report = None;
+            let s = secs(|| {
+                report = Some(sbr::syrdb(
+                    b'L',
+                    n,
+                    kd,
+                    &mut work,
+                    n,
+                    &mut ab,
+                    kd + 1,
+                    &mut tau,
+                    Path::Gpu { budget: None },
+                ))
+            });
+            let note = report.and_then(|r| r.note).unwrap_or_default();
+            add(
+                &mut rows,
+                &format!("hylapack syrdb in-core, kd={kd}"),
+                s,
+                true,
+                None,
+                note,
+            );
+            if let Some(x) = xfer {
+                add(
+                    &mut rows,
+                    "  same, w/o transfers (est.)",
+                    s - x,
+                    true,
+                    None,
+                    format!("matrix up+down {}", time(x)),
+                );
+            }
+            let mut ab2 = ab.clone();
+            let (mut d, mut e) = (vec![0.0; n], vec![0.0; n]);
+            let s = secs(|| {
+                f64::sytrd_sb2st(b'L', n, kd, &mut ab2, kd + 1, &mut d, &mut e);
+            });
+            add(
+                &mut rows,
+                "  band→tridiagonal (LAPACK sb2st, host)",
+                s,
+                false,
+                None,
+                String::new(),
+            );
+            let s = secs(|| {
+                f64::sterf(&mut d, &mut e);
+            });
+            add(&mut rows, "  dsterf (host)", s, false, None, String::new());
+            if n <= o.ooc_max_n {
+                let budget = (n * n * 8 / 4) as u64;
+                let mut work = a.clone();
+                let mut report = None;
+                let s = secs(|| {
+                    report = Some(sbr::syrdb(
+                        b'L',
+                        n,
+                        kd,
+                        &mut work,
+                        n,
+                        &mut ab,
+                        kd + 1,
+                        &mut tau,
+                        Path::Gpu {
+                            budget: Some(budget),
+                        },
+                    ))
+                });
+                let note = report.and_then(|r| r.note).unwrap_or_default();
+                add(
+                    &mut rows,
+                    "hylapack syrdb OOC, GPU budget n²·8/4",
+                    s,
+                    true,
+                    None,
+                    note,
+                );
+            }
+            let mut work = a.clone();
+            let mut w = vec![0.0; n];
+            let s = secs(|| {
+                sbr::syev::syev(b'L', n, &mut work, n, &mut w, Path::Gpu { budget: None });
+            });
+            add(
+                &mut rows,
+                "hylapack dsyev_ooc (all eigenvalues)",
+                s,
+                false,
+                Some(w),
+                String::new(),
+            );
+            match cusolver(&a, n, false) {
+                Ok((s, _)) => add(
+                    &mut rows,
+                    "cuSOLVER Dsytrd (device-resident)",
+                    s,
+                    true,
+                    None,
+                    String::new(),
+                ),
+                Err(e) => println!("n={n}: cuSOLVER Dsytrd: {e}"),
+            }
+            match cusolver(&a, n, true) {
+                Ok((s, w)) => {
+                    reference = w.clone();
+                    add(
+                        &mut rows,
+                        "cuSOLVER Dsyevd, values (device-resident)",
+                        s,
+                        false,
+                        w,
+                        String::new(),
+                    );
+                }
+                Err(e) => println!("n={n}: cuSOLVER Dsyevd: {e}"),
+            }
+        }
+        let n3 = (n as f64).powi(3);
+        let fits = |r: Option<f64>| r.is_none_or(|r| r * n3 <= o.lapack_limit_s);
+        if fits(lapack_rate[0]) {
+            let mut work = a.clone();
+            let mut w = vec![0.0; n];
+            let s = secs(|| {
+                f64::syevd_values(b'L', n, &mut work, n, &mut w);
+            });
+            lapack_rate[0] = Some(s / n3);
+            if reference.is_none() {
+                reference = Some(w.clone());
+            }
+            add(
+                &mut rows,
+                "LAPACK dsyevd, values (host)",
+                s,
+                false,
+                Some(w),
+                String::new(),
+            );
+        }
+        if fits(lapack_rate[1]) {
+            let mut work = a.clone();
+            let (mut ab, mut tau) = (vec![0.0; (kd + 1) * n], vec![0.0; n - kd]);
+            let (mut d, mut e) = (vec![0.0; n], vec![0.0; n]);
+            let s = secs(|| {
+                sbr::syrdb(
+                    b'L',
+                    n,
+                    kd,
+                    &mut work,
+                    n,
+                    &mut ab,
+                    kd + 1,
+                    &mut tau,
+                    Path::Lapack,
+                );
+                f64::sytrd_sb2st(b'L', n, kd, &mut ab, kd + 1, &mut d, &mut e);
+                f64::sterf(&mut d, &mut e);
+            });
+            lapack_rate[1] = Some(s / n3);
+            add(
+                &mut rows,
+                "LAPACK sy2sb+sb2st+sterf (host)",
+                s,
+                false,
+                Some(d),
+                String::new(),
+            );
+        }
+        for (what, s, gf, w, note) in rows {
+            let err = match (&w, &reference) {
+                (Some(w), Some(r)) => {
+                    let norm = r.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+                    let e = w
+                        .iter()
+                        .zip(r)
+                        .map(|(x, y)| (x - y).abs())
+                        .fold(0.0, f64::max);
+                    let scaled = e / (n as f64 * f64::EPSILON * norm);
+                    if scaled > 2.0 {
+                        failures += 1;
+                    }
+                    format!("{scaled:.3}")
+                }
+                _ => "-".into(),
+            };
+            table.row(vec![
+                n.to_string(),
+                what,
+                time(s),
+                gf.map_or("-".into(), |g| format!("{g:.0}")),
+                err,
+                note,
+            ]);
+        }
+    }
+    table.print();
+    if let Some(path) = &o.csv {
+        if let Err(e) = table.write_csv(path) {
+            eprintln!("hylapack bench syev: cannot write {path}: {e}");
+        }
+    }
+    if failures > 0 {
+        println!("{failures} eigenvalue results off by more than 2 n ε ‖A‖");
+    }
+    failures
+}
