@@ -24,6 +24,7 @@
 
 pub mod cpu;
 pub mod gpu;
+pub mod sb2st;
 pub mod syev;
 
 use crate::device::DeviceError;

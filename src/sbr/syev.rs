@@ -1,7 +1,8 @@
 //! xSYEV and xSYEVX for eigenvalues only (JOBZ = 'N'), through the band reduction: dense →
-//! band ([`super::syrdb`], out of core) → tridiagonal (LAPACK xSYTRD_SB2ST, bulge chasing on
-//! the CPU) → eigenvalues (xSTERF for all of them, the crate's bisection [`crate::stebz`] for
-//! RANGE = 'V' / 'I'), with LAPACK's scaling of matrices near underflow or overflow.
+//! band ([`super::syrdb`], out of core) → tridiagonal ([`super::sb2st`], bulge chasing on the
+//! CPU's threads) → eigenvalues (xSTERF, or on the GPU path the crate's bisection
+//! [`crate::stebz`], for all of them; the bisection for RANGE = 'V' / 'I'), with LAPACK's
+//! scaling of matrices near underflow or overflow.
 //!
 //! JOBZ = 'V' is not implemented: it is reported as an illegal first argument.
 
@@ -149,9 +150,7 @@ fn tridiagonal<T: Real + Dense + CublasReal>(
     let mut ab = vec![T::ZERO; ldab * n];
     let mut tau = vec![T::ZERO; n - kd.min(n)];
     let report = syrdb(uplo, n, kd, a, lda, &mut ab, ldab, &mut tau, path);
-    let (mut d, mut e) = (vec![T::ZERO; n], vec![T::ZERO; n]);
-    let info = T::sytrd_sb2st(uplo, n, kd, &mut ab, ldab, &mut d, &mut e);
-    assert_eq!(info, 0, "xSYTRD_SB2ST rejected its arguments");
+    let (d, e) = super::sb2st::tridiagonalize(uplo, n, kd, &ab, ldab, 0);
     (d, e, report)
 }
 
