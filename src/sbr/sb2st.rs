@@ -62,15 +62,21 @@ struct Reflector<T> {
 }
 
 /// The reflector that maps `x` to `β e₁` (LAPACK xLARFG's choice of sign): returns it and β.
+/// Norms are taken on `x` scaled by its largest entry, so that squares neither underflow nor
+/// overflow (the drivers keep matrices within LAPACK's safe range, not within √ of it).
 fn householder<T: Real>(first: usize, x: &[T]) -> (Reflector<T>, T) {
     let alpha = x[0];
-    let mut xnorm2 = T::ZERO;
-    for &t in &x[1..] {
-        xnorm2 = xnorm2 + t * t;
-    }
     let mut v = vec![T::ZERO; x.len()];
     v[0] = T::ONE;
-    if xnorm2 == T::ZERO {
+    let big = x.iter().fold(T::ZERO, |m, &t| m.max(t.abs()));
+    let mut tail2 = T::ZERO;
+    if big > T::ZERO {
+        for &t in &x[1..] {
+            let u = t / big;
+            tail2 = tail2 + u * u;
+        }
+    }
+    if tail2 == T::ZERO {
         return (
             Reflector {
                 first,
@@ -80,7 +86,8 @@ fn householder<T: Real>(first: usize, x: &[T]) -> (Reflector<T>, T) {
             alpha,
         );
     }
-    let norm = (alpha * alpha + xnorm2).sqrt();
+    let a = alpha / big;
+    let norm = big * (a * a + tail2).sqrt();
     let beta = if alpha >= T::ZERO { -norm } else { norm };
     let tau = (beta - alpha) / beta;
     let scale = T::ONE / (alpha - beta);
