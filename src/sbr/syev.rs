@@ -219,8 +219,10 @@ pub fn syev<T: Real + Dense + CublasReal>(
     report.reduction = Some(reduction);
     // On the GPU path all eigenvalues come from the GPU bisection (xSTEBZ's default
     // tolerance, well inside n ε ‖A‖; far faster than xSTERF's O(n²) on one core); xSTERF
-    // takes over if bisection reports a failure.
-    if !(on_gpu && all_by_bisection(&d, &e, w)) {
+    // takes over if bisection reports a failure. Not for a matrix scaled up to LAPACK's rmin:
+    // bisection splits it wherever an e² falls below the safe minimum, which then costs more
+    // than n ε ‖A‖.
+    if !(on_gpu && sigma.is_none() && all_by_bisection(&d, &e, w)) {
         report.info = T::sterf(&mut d, &mut e);
         w[..n].copy_from_slice(&d);
     }
@@ -299,7 +301,7 @@ pub fn syevx<T: Real + Dense + CublasReal>(
     let everything = range == b'A' || (range == b'I' && il == 1 && iu == n as i32);
     let mut done = false;
     if everything && abstol <= T::ZERO {
-        if on_gpu && all_by_bisection(&d, &e, w) {
+        if on_gpu && sigma.is_none() && all_by_bisection(&d, &e, w) {
             done = true;
         } else {
             let (mut dd, mut ee) = (d.clone(), e.clone());
