@@ -335,8 +335,17 @@ impl_lapack!(
 // with the hidden CHARACTER lengths (lapack-sys has no BLAS and omits the lengths).
 macro_rules! dense_externs {
     ($t:ty, $gemm:ident, $symm:ident, $syr2k:ident, $geqrf:ident, $larft:ident,
-     $sy2sb:ident, $sb2st:ident, $syev:ident, $syevx:ident, $syevd:ident) => {
+     $sy2sb:ident, $sb2st:ident, $syev:ident, $syevx:ident, $syevd:ident, $geqrt3:ident) => {
         extern "C" {
+            fn $geqrt3(
+                m: *const c_int,
+                n: *const c_int,
+                a: *mut $t,
+                lda: *const c_int,
+                t: *mut $t,
+                ldt: *const c_int,
+                info: *mut c_int,
+            );
             fn $gemm(
                 transa: *const c_char,
                 transb: *const c_char,
@@ -510,7 +519,8 @@ dense_externs!(
     dsytrd_sb2st_,
     dsyev_,
     dsyevx_,
-    dsyevd_
+    dsyevd_,
+    dgeqrt3_
 );
 dense_externs!(
     f32,
@@ -523,7 +533,8 @@ dense_externs!(
     ssytrd_sb2st_,
     ssyev_,
     ssyevx_,
-    ssyevd_
+    ssyevd_,
+    sgeqrt3_
 );
 
 /// A column-major matrix operand: the slice starting at its first entry, and its leading
@@ -588,6 +599,9 @@ pub trait Dense: Lapack {
     );
     /// xGEQRF of the m x n matrix `a`; returns INFO.
     fn geqrf(m: usize, n: usize, a: &mut [Self], lda: usize, tau: &mut [Self]) -> i32;
+    /// xGEQRT3 (recursive QR, m >= n): the reflectors into `a` as xGEQRF leaves them, and the
+    /// n x n upper triangular T of their block reflector (its diagonal is xGEQRF's TAU).
+    fn geqrt3(m: usize, n: usize, a: &mut [Self], lda: usize, t: &mut [Self], ldt: usize) -> i32;
     /// xLARFT('F', 'C'): the k x k upper triangular T of the block reflector of `v` (n x k).
     fn larft(n: usize, k: usize, v: Mat<Self>, tau: &[Self], t: &mut [Self], ldt: usize);
     /// xSYTRD_SY2SB with the caller's WORK (LWORK = `work.len()`, or -1 when `query`).
@@ -636,8 +650,39 @@ pub trait Dense: Lapack {
 
 macro_rules! impl_dense {
     ($t:ty, $gemm:ident, $symm:ident, $syr2k:ident, $geqrf:ident, $larft:ident,
-     $sy2sb:ident, $sb2st:ident, $syev:ident, $syevx:ident, $syevd:ident) => {
+     $sy2sb:ident, $sb2st:ident, $syev:ident, $syevx:ident, $syevd:ident, $geqrt3:ident) => {
         impl Dense for $t {
+            fn geqrt3(
+                m: usize,
+                n: usize,
+                a: &mut [Self],
+                lda: usize,
+                t: &mut [Self],
+                ldt: usize,
+            ) -> i32 {
+                assert!(m >= n, "xGEQRT3 needs M >= N");
+                let (m_, n_, lda_, ldt_) = (
+                    c_int_of(m),
+                    c_int_of(n),
+                    c_int_of(lda.max(1)),
+                    c_int_of(ldt.max(1)),
+                );
+                let mut info = 0;
+                // SAFETY: a spans m x n and t n x n with their leading dimensions.
+                unsafe {
+                    $geqrt3(
+                        &m_,
+                        &n_,
+                        mut_ptr_for(a, span(m, n, lda)),
+                        &lda_,
+                        mut_ptr_for(t, span(n, n, ldt)),
+                        &ldt_,
+                        &mut info,
+                    )
+                };
+                info
+            }
+
             fn gemm(
                 ta: u8,
                 tb: u8,
@@ -1071,7 +1116,8 @@ impl_dense!(
     dsytrd_sb2st_,
     dsyev_,
     dsyevx_,
-    dsyevd_
+    dsyevd_,
+    dgeqrt3_
 );
 impl_dense!(
     f32,
@@ -1084,5 +1130,6 @@ impl_dense!(
     ssytrd_sb2st_,
     ssyev_,
     ssyevx_,
-    ssyevd_
+    ssyevd_,
+    sgeqrt3_
 );

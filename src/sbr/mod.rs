@@ -4,7 +4,7 @@
 //!
 //! Step `i` (`i = 0, kd, 2kd, …` while `i + kd < n`) works on the lower view `L` of `A`
 //! (`UPLO = 'U'` is read transposed, so both triangles run the same code):
-//! 1. QR of the panel `L[s.., i..i+kd]`, `s = i + kd`, on the host (xGEQRF, xLARFT):
+//! 1. QR of the panel `L[s.., i..i+kd]`, `s = i + kd`, on the host (xGEQRT3):
 //!    `Q = I − V T Vᵀ`, `Z = V T`.
 //! 2. Two-sided update of the trailing `A₂ = L[s.., s..]` as in the paper's (8)–(11), with
 //!    LAPACK's signs: `X = A₂ Z` (SYMM), `X −= ½ V (Zᵀ X)`, `A₂ −= V Xᵀ + X Vᵀ` (SYR2K).
@@ -366,8 +366,19 @@ fn factor_panel<T: Real + Dense>(job: &mut Job<T>, i: usize, p: &mut [T]) -> (Ve
     let h = n - i;
     let pn = n - i - kd;
     let pk = pn.min(kd);
-    let info = T::geqrf(pn, kd, &mut p[kd..], h, &mut job.tau[i..i + pk]);
-    assert_eq!(info, 0, "xGEQRF rejected its arguments");
+    // The recursive xGEQRT3 gives T with the reflectors and runs at BLAS 3 speed; it needs a
+    // panel at least as tall as wide, which only the last one may not be.
+    let mut t = vec![T::ZERO; pk * pk];
+    if pn >= kd {
+        let info = T::geqrt3(pn, kd, &mut p[kd..], h, &mut t, pk);
+        assert_eq!(info, 0, "xGEQRT3 rejected its arguments");
+        for c in 0..pk {
+            job.tau[i + c] = t[c + c * pk];
+        }
+    } else {
+        let info = T::geqrf(pn, kd, &mut p[kd..], h, &mut job.tau[i..i + pk]);
+        assert_eq!(info, 0, "xGEQRF rejected its arguments");
+    }
     for c in 0..pk {
         let upper = job.host.upper;
         put_band(job.ab, job.ldab, kd, n, upper, i + c, |d| p[c + d + c * h]);
@@ -383,8 +394,9 @@ fn factor_panel<T: Real + Dense>(job: &mut Job<T>, i: usize, p: &mut [T]) -> (Ve
             p[kd + r + c * h] = if r == c { T::ONE } else { T::ZERO };
         }
     }
-    let mut t = vec![T::ZERO; pk * pk];
-    T::larft(pn, pk, (&v, pn), &job.tau[i..i + pk], &mut t, pk);
+    if pn < kd {
+        T::larft(pn, pk, (&v, pn), &job.tau[i..i + pk], &mut t, pk);
+    }
     let mut z = vec![T::ZERO; pn * pk];
     T::gemm(
         b'N',
