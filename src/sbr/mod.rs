@@ -232,21 +232,35 @@ impl<T: Real> HostMat<'_, T> {
         self.a[self.index(r, c)]
     }
 
-    fn set(&mut self, r: usize, c: usize, v: T) {
-        let i = self.index(r, c);
-        self.a[i] = v;
-    }
-
     /// Entries `start..start + out.len()` of the h-row block `L[r0.., c0..]` stored with
-    /// leading dimension `h`.
+    /// leading dimension `h`. A column of `L` is a slice of `A` (lower) or a row of it (upper,
+    /// copied in tiles of whole columns so that `A` is read along its columns).
     fn gather(&self, r0: usize, h: usize, c0: usize, start: usize, out: &mut [T]) {
-        let mut t = start;
-        let mut done = 0;
+        let (mut t, mut done, lda) = (start, 0, self.lda);
         while done < out.len() {
             let (r, c) = (t % h, t / h);
             let run = (h - r).min(out.len() - done);
-            for k in 0..run {
-                out[done + k] = self.get(r0 + r + k, c0 + c);
+            let col = c0 + c;
+            if self.upper && r == 0 && run == h {
+                let cols = ((out.len() - done) / h).min(TILE);
+                let tile = &mut out[done..done + cols * h];
+                for k in 0..h {
+                    let src = &self.a[col + (r0 + k) * lda..][..cols];
+                    for (j, &x) in src.iter().enumerate() {
+                        tile[j * h + k] = x;
+                    }
+                }
+                done += cols * h;
+                t += cols * h;
+                continue;
+            }
+            if self.upper {
+                for k in 0..run {
+                    out[done + k] = self.a[col + (r0 + r + k) * lda];
+                }
+            } else {
+                let s = (r0 + r) + col * lda;
+                out[done..done + run].copy_from_slice(&self.a[s..s + run]);
             }
             done += run;
             t += run;
@@ -255,14 +269,38 @@ impl<T: Real> HostMat<'_, T> {
 
     /// The inverse of `gather`: only entries on or below the diagonal of `L` are written.
     fn scatter(&mut self, r0: usize, h: usize, c0: usize, start: usize, data: &[T]) {
-        let mut t = start;
-        let mut done = 0;
+        let (mut t, mut done, lda) = (start, 0, self.lda);
         while done < data.len() {
             let (r, c) = (t % h, t / h);
             let run = (h - r).min(data.len() - done);
-            for k in 0..run {
-                if r0 + r + k >= c0 + c {
-                    self.set(r0 + r + k, c0 + c, data[done + k]);
+            let col = c0 + c;
+            if self.upper && r == 0 && run == h {
+                let cols = ((data.len() - done) / h).min(TILE);
+                let tile = &data[done..done + cols * h];
+                for k in 0..h {
+                    let row = r0 + k;
+                    // Columns col.. col+j of L in row `row`: those with col + j <= row.
+                    let width = cols.min((row + 1).saturating_sub(col));
+                    let dst = &mut self.a[col + row * lda..][..width];
+                    for (j, x) in dst.iter_mut().enumerate() {
+                        *x = tile[j * h + k];
+                    }
+                }
+                done += cols * h;
+                t += cols * h;
+                continue;
+            }
+            let first = r0 + r;
+            let lo = first.max(col);
+            let hi = first + run;
+            if lo < hi {
+                let src = &data[done + (lo - first)..done + run];
+                if self.upper {
+                    for (k, &x) in src.iter().enumerate() {
+                        self.a[col + (lo + k) * lda] = x;
+                    }
+                } else {
+                    self.a[lo + col * lda..hi + col * lda].copy_from_slice(src);
                 }
             }
             done += run;
@@ -270,6 +308,9 @@ impl<T: Real> HostMat<'_, T> {
         }
     }
 }
+
+/// Columns of `L` copied together when `A` is read transposed (`UPLO = 'U'`).
+const TILE: usize = 32;
 
 /// Where band column `j` of the lower view goes in LAPACK's band storage: entry `d` (row
 /// `j + d` of `L`) for `d = 0..=kd`.
@@ -1011,6 +1052,60 @@ mod tests {
         ) -> Result<(), ExecError> {
             self.tick()?;
             self.cpu.syr2k(n, k, alpha, a, b, beta, c)
+        }
+    }
+
+    /// Gather and scatter in arbitrary pieces (as the GPU's staging chunks cut them) agree with
+    /// entry-by-entry copies, and scatter writes nothing above the diagonal of `L`.
+    #[test]
+    fn gather_and_scatter_in_pieces() {
+        let mut rng = Rng::new(crate::testmat::seed_from_time());
+        let (n, lda) = (70, 75);
+        for upper in [false, true] {
+            for &(r0, c0, h, w) in &[(0, 0, 70, 70), (5, 5, 65, 40), (30, 3, 40, 33)] {
+                let a0: Vec<f64> = (0..lda * n).map(|_| rng.range(-1.0, 1.0)).collect();
+                let mut a = a0.clone();
+                let host = HostMat {
+                    a: &mut a,
+                    lda,
+                    upper,
+                };
+                let want: Vec<f64> = (0..h * w)
+                    .map(|t| host.get(r0 + t % h, c0 + t / h))
+                    .collect();
+                let mut cuts = vec![0, h * w];
+                for _ in 0..5 {
+                    cuts.push(rng.below(h * w));
+                }
+                cuts.sort();
+                let mut got = vec![0.0; h * w];
+                for p in cuts.windows(2) {
+                    host.gather(r0, h, c0, p[0], &mut got[p[0]..p[1]]);
+                }
+                assert_eq!(got, want, "gather upper={upper} {:?}", (r0, c0, h, w));
+                let data: Vec<f64> = (0..h * w).map(|_| rng.range(2.0, 3.0)).collect();
+                let mut host = HostMat {
+                    a: &mut a,
+                    lda,
+                    upper,
+                };
+                for p in cuts.windows(2) {
+                    host.scatter(r0, h, c0, p[0], &data[p[0]..p[1]]);
+                }
+                for t in 0..h * w {
+                    let (r, c) = (r0 + t % h, c0 + t / h);
+                    let idx = host.index(r, c);
+                    let expect = if r >= c { data[t] } else { a0[idx] };
+                    assert_eq!(host.a[idx], expect, "scatter upper={upper} ({r},{c})");
+                }
+                let touched =
+                    |i: usize| (0..h * w).any(|t| host.index(r0 + t % h, c0 + t / h) == i);
+                for i in (0..lda * n).step_by(7) {
+                    if !touched(i) {
+                        assert_eq!(host.a[i], a0[i], "scatter wrote outside the block");
+                    }
+                }
+            }
         }
     }
 
