@@ -158,17 +158,24 @@ unsafe fn step<T: Real>(
     if j1 >= n {
         return None;
     }
-    // B := B H on rows j1..=j2, columns st..=ed.
+    // B := B H on rows j1..=j2, columns st..=ed: s = τ B v, then B −= s vᵀ, column by column
+    // (the band's columns are contiguous).
     if h.tau != T::ZERO {
-        for r in j1..=j2 {
-            let mut s = T::ZERO;
-            for (c, &vc) in h.v.iter().enumerate() {
-                s = s + a.get(r, st + c) * vc;
+        let lm = j2 - j1 + 1;
+        let mut s = vec![T::ZERO; lm];
+        for (c, &vc) in h.v.iter().enumerate() {
+            let col = a.at(j1, st + c);
+            for (r, sr) in s.iter_mut().enumerate() {
+                *sr = *sr + *col.add(r) * vc;
             }
-            let s = s * h.tau;
-            for (c, &vc) in h.v.iter().enumerate() {
-                let p = a.at(r, st + c);
-                *p = *p - s * vc;
+        }
+        for sr in &mut s {
+            *sr = *sr * h.tau;
+        }
+        for (c, &vc) in h.v.iter().enumerate() {
+            let col = a.at(j1, st + c);
+            for (r, &sr) in s.iter().enumerate() {
+                *col.add(r) = *col.add(r) - sr * vc;
             }
         }
     }
