@@ -5,7 +5,7 @@
 //! Step `i` (`i = 0, kd, 2kd, …` while `i + kd < n`) works on the lower view `L` of `A`
 //! (`UPLO = 'U'` is read transposed, so both triangles run the same code):
 //! 1. QR of the panel `L[s.., i..i+kd]`, `s = i + kd`, on the host (xGEQRT3):
-//!    `Q = I − V T Vᵀ`, `Z = V T`.
+//!    `Q = I − V T Vᵀ`; `V` and `T` go to the executor, which forms `Z = V T`.
 //! 2. Two-sided update of the trailing `A₂ = L[s.., s..]` as in the paper's (8)–(11), with
 //!    LAPACK's signs: `X = A₂ Z` (SYMM), `X −= ½ V (Zᵀ X)`, `A₂ −= V Xᵀ + X Vᵀ` (SYR2K).
 //!
@@ -399,12 +399,17 @@ fn put_band<T: Real>(
     }
 }
 
-/// Panel QR on the host: `p` holds `L[i.., i..i+kd]` (ld `h = n − i`); on return its rows
-/// `kd..` hold `V` (unit diagonal, zeros above) where the reflectors are, the band of columns
-/// `i..i+pk` is in AB and `tau[i..i+pk]` is set. Returns `(V, Z)`, each pn x pk.
-fn factor_panel<T: Real + Dense>(job: &mut Job<T>, i: usize, p: &mut [T]) -> (Vec<T>, Vec<T>) {
+/// Panel QR on the host: `p` holds `L[i.., i..i+kd]` (leading dimension `h`); on return its
+/// rows `kd..` hold `V` (unit diagonal, zeros above) where the reflectors are, the band of
+/// columns `i..i+pk` is in AB and `tau[i..i+pk]` is set. Returns `V` (pn x pk) and the pk x pk
+/// triangular `T` of `Q = I − V T Vᵀ`.
+fn factor_panel<T: Real + Dense>(
+    job: &mut Job<T>,
+    i: usize,
+    p: &mut [T],
+    h: usize,
+) -> (Vec<T>, Vec<T>) {
     let (n, kd) = (job.n, job.kd);
-    let h = n - i;
     let pn = n - i - kd;
     let pk = pn.min(kd);
     // The recursive xGEQRT3 gives T with the reflectors and runs at BLAS 3 speed; it needs a
@@ -438,21 +443,7 @@ fn factor_panel<T: Real + Dense>(job: &mut Job<T>, i: usize, p: &mut [T]) -> (Ve
     if pn < kd {
         T::larft(pn, pk, (&v, pn), &job.tau[i..i + pk], &mut t, pk);
     }
-    let mut z = vec![T::ZERO; pn * pk];
-    T::gemm(
-        b'N',
-        b'N',
-        pn,
-        pk,
-        pk,
-        T::ONE,
-        (&v, pn),
-        (&t, pk),
-        T::ZERO,
-        &mut z,
-        pn,
-    );
-    (v, z)
+    (v, t)
 }
 
 /// Runs the reduction from `progress` on `exec`, updating `progress` as it goes.
@@ -469,6 +460,7 @@ fn run<T: Real + Dense, E: Executor<T>>(
     let mut zbuf = exec.alloc(panel_len)?;
     let mut xbuf = exec.alloc(panel_len)?;
     let mut sbuf = exec.alloc((pk_max * pk_max).max(1))?;
+    let mut tbuf = exec.alloc((pk_max * pk_max).max(1))?;
 
     match mode {
         Mode::Resident => {
@@ -488,19 +480,12 @@ fn run<T: Real + Dense, E: Executor<T>>(
                 exec.download(&whole, span_off, span_len, &mut |start, piece| {
                     span[start..start + piece.len()].copy_from_slice(piece)
                 })?;
-                let mut p = vec![T::ZERO; h * kd];
-                for c in 0..kd {
-                    p[c * h..(c + 1) * h].copy_from_slice(&span[c * n..c * n + h]);
-                }
-                let (v, z) = factor_panel(job, i, &mut p);
-                for c in 0..kd {
-                    span[c * n..c * n + h].copy_from_slice(&p[c * h..(c + 1) * h]);
-                }
+                let (v, t) = factor_panel(job, i, &mut span, n);
                 exec.upload(&mut whole, span_off, span_len, &mut |start, out| {
                     out.copy_from_slice(&span[start..start + out.len()])
                 })?;
                 progress.banded = i + pk;
-                upload_panels(exec, &mut vbuf, &mut zbuf, &v, &z)?;
+                upload_panel(exec, &mut vbuf, &mut tbuf, &mut zbuf, &v, &t, pn, pk)?;
                 let trailing = s + s * n;
                 exec.symm(
                     pn,
@@ -550,8 +535,8 @@ fn run<T: Real + Dense, E: Executor<T>>(
                 let (pn, pk) = (n - s, (n - s).min(kd));
                 let mut p = vec![T::ZERO; h * kd];
                 job.host.gather(i, h, i, 0, &mut p);
-                let (v, z) = factor_panel(job, i, &mut p);
-                upload_panels(exec, &mut vbuf, &mut zbuf, &v, &z)?;
+                let (v, t) = factor_panel(job, i, &mut p, h);
+                upload_panel(exec, &mut vbuf, &mut tbuf, &mut zbuf, &v, &t, pn, pk)?;
                 let cols = block_columns(pn, nb);
                 symm_pass(exec, job, &cols, &mut ring, &zbuf, &mut xbuf, s, pk)?;
                 finish_x(exec, pn, pk, &vbuf, &zbuf, &mut xbuf, &mut sbuf)?;
@@ -572,6 +557,33 @@ fn run<T: Real + Dense, E: Executor<T>>(
         }
     }
     Ok(())
+}
+
+/// Uploads `V` and `T` and forms `Z = V T` on the executor.
+#[allow(clippy::too_many_arguments)]
+fn upload_panel<T: Real, E: Executor<T>>(
+    exec: &mut E,
+    vbuf: &mut E::Buf,
+    tbuf: &mut E::Buf,
+    zbuf: &mut E::Buf,
+    v: &[T],
+    t: &[T],
+    pn: usize,
+    pk: usize,
+) -> Result<(), ExecError> {
+    upload_panels(exec, vbuf, tbuf, v, t)?;
+    exec.gemm(
+        false,
+        false,
+        pn,
+        pk,
+        pk,
+        T::ONE,
+        op(vbuf, 0, pn),
+        op(tbuf, 0, pk),
+        T::ZERO,
+        op_mut(zbuf, 0, pn),
+    )
 }
 
 fn upload_panels<T: Real, E: Executor<T>>(
