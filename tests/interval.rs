@@ -472,3 +472,108 @@ fn bad_arguments_give_info_and_xerbla() {
     };
     assert_eq!(c, [2.0; 4]);
 }
+
+/// A dyadic `m·2^e` with |m| < 2^20 and e in [−10, 10]: `x·2^10` is an integer, so sums of
+/// products are exact in i128 after scaling by 2^20.
+fn dyadic_small(rng: &mut Rng) -> f64 {
+    let m = rng.below(1 << 21) as i64 - (1 << 20);
+    m as f64 * 2f64.powi(rng.below(21) as i32 - 10)
+}
+
+fn scaled(x: f64) -> i128 {
+    let v = x * 1024.0;
+    assert_eq!(v.fract(), 0.0);
+    v as i128
+}
+
+fn exact_over_2_20(x: i128) -> BigRational {
+    BigRational::new(BigInt::from(x), BigInt::from(1i64 << 20))
+}
+
+#[test]
+fn multi_tile_products_bound_the_exact_result() {
+    // Several 128 × 128 (directed GEMM) and 64 × 64 (interval) tiles with ragged edges.
+    let s = seed();
+    let mut rng = Rng::new(s);
+    let (m, n, k) = (200 + rng.below(80), 130 + rng.below(140), 40 + rng.below(60));
+    for (ta, tb) in [(Trans::No, Trans::No), (Trans::Yes, Trans::Yes), (Trans::No, Trans::Yes)] {
+        let (ar, ac) = if ta == Trans::No { (m, k) } else { (k, m) };
+        let (br, bc) = if tb == Trans::No { (k, n) } else { (n, k) };
+        let a = matrix(ar, ac, ar + 1, &mut || dyadic_small(&mut rng));
+        let b = matrix(br, bc, br, &mut || dyadic_small(&mut rng));
+        let a_rad = matrix(ar, ac, ar + 1, &mut || if rng.chance(0.5) { 0.0 } else { dyadic_small(&mut rng).abs() });
+        let (a_lo, a_hi): (Vec<f64>, Vec<f64>) = a.iter().zip(&a_rad).map(|(x, r)| (x - r, x + r)).unzip();
+        let exact = |i: usize, j: usize| -> i128 {
+            (0..k).map(|l| scaled(op_at(&a, ar + 1, ta, i, l)) * scaled(op_at(&b, br, tb, l, j))).sum()
+        };
+        for rnd in [b'U', b'D'] {
+            let mut c = vec![0.0; m * n];
+            let info = unsafe {
+                dgemm_rounded(rnd as c_char, trans_char(ta), trans_char(tb), m as c_int, n as c_int, k as c_int, 1.0,
+                    a.as_ptr(), (ar + 1) as c_int, b.as_ptr(), br as c_int, 0.0, c.as_mut_ptr(), m as c_int)
+            };
+            assert_eq!(info, 0);
+            check_backend("dgemm_rounded");
+            for j in 0..n {
+                for i in 0..m {
+                    let (got, x) = (q(c[i + j * m]), exact_over_2_20(exact(i, j)));
+                    let ok = if rnd == b'U' { got >= x } else { got <= x };
+                    assert!(ok, "seed {s} {ta:?}{tb:?} rnd {}: C({i},{j}) on the wrong side", rnd as char);
+                }
+            }
+        }
+        // Interval product with [A] = a ± a_rad and the point matrix B: exact hull per entry.
+        let a_iv = IntervalOperand {
+            inf: Operand { data: &a_lo, ld: ar + 1, trans: ta },
+            sup: Operand { data: &a_hi, ld: ar + 1, trans: ta },
+        };
+        let b_iv = IntervalOperand { inf: Operand { data: &b, ld: br, trans: tb }, sup: Operand { data: &b, ld: br, trans: tb } };
+        for method in [Method::InfSup, Method::MidRad] {
+            let (mut c_lo, mut c_hi) = (vec![0.0; m * n], vec![0.0; m * n]);
+            interval::igemm(method, true, m, n, k, a_iv, b_iv, &mut c_lo, &mut c_hi, m);
+            check_backend("digemm");
+            for j in 0..n {
+                for i in 0..m {
+                    let (mut lo, mut hi) = (0i128, 0i128);
+                    for l in 0..k {
+                        let y = scaled(op_at(&b, br, tb, l, j));
+                        let (x0, x1) = (scaled(op_at(&a_lo, ar + 1, ta, i, l)), scaled(op_at(&a_hi, ar + 1, ta, i, l)));
+                        lo += (x0 * y).min(x1 * y);
+                        hi += (x0 * y).max(x1 * y);
+                    }
+                    assert!(
+                        q(c_lo[i + j * m]) <= exact_over_2_20(lo) && q(c_hi[i + j * m]) >= exact_over_2_20(hi),
+                        "seed {s} {method:?} {ta:?}{tb:?}: C({i},{j}) misses the exact hull"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn larger_systems_with_a_known_integer_solution_are_verified() {
+    // b = A·x* exactly (small integers), so x* is the exact solution.
+    let s = seed();
+    let mut rng = Rng::new(s);
+    for n in [150, 257 + rng.below(40)] {
+        let nrhs = 2;
+        let a = matrix(n, n, n, &mut || small_int(&mut rng, 100));
+        let xs = matrix(n, nrhs, n, &mut || small_int(&mut rng, 1000));
+        let mut b = vec![0.0; n * nrhs];
+        for c in 0..nrhs {
+            for i in 0..n {
+                b[i + c * n] = (0..n).map(|l| a[i + l * n] * xs[l + c * n]).sum();
+            }
+        }
+        let r = verified_solve(n, nrhs, &a, n, &b, n, n);
+        assert_eq!(r.info, 0, "seed {s} n {n}: not verified");
+        let mut worst = 0.0f64;
+        for k in 0..n * nrhs {
+            assert!(r.lo[k] <= xs[k] && xs[k] <= r.hi[k], "seed {s} n {n}: x*[{k}] = {} not in [{}, {}]", xs[k], r.lo[k], r.hi[k]);
+            worst = worst.max((r.hi[k] - r.lo[k]) / xs[k].abs().max(1.0));
+        }
+        println!("n {n}: largest relative width {worst:e}");
+        assert!(worst <= 1e-13, "seed {s} n {n}: width {worst:e}");
+    }
+}

@@ -277,15 +277,31 @@ impl Engine for CpuEngine<'_> {
             lu[j * n..(j + 1) * n].copy_from_slice(&self.a[j * self.lda..j * self.lda + n]);
         }
         let mut ipiv = vec![0i32; n];
-        let info = crate::lapack::dgetrf(n, &mut lu, n, &mut ipiv);
-        if info > 0 {
-            return Ok(Some(info as usize));
-        }
         let mut r = vec![0.0; n * n];
         for i in 0..n {
             r[i + i * n] = 1.0;
         }
-        crate::lapack::dgetrs(n, n, &lu, n, &ipiv, &mut r, n);
+        // OpenBLAS's threaded DGETRF keeps large buffers on the stack and overflows the 2 MiB
+        // of a typical secondary thread: run it on a thread with room.
+        let info = std::thread::scope(|s| {
+            std::thread::Builder::new()
+                .stack_size(64 << 20)
+                .spawn_scoped(s, || {
+                    let info = crate::lapack::dgetrf(n, &mut lu, n, &mut ipiv);
+                    if info == 0 {
+                        crate::lapack::dgetrs(n, n, &lu, n, &ipiv, &mut r, n);
+                    }
+                    info
+                })
+                .map(|h| h.join())
+        });
+        match info {
+            Ok(Ok(0)) => {}
+            Ok(Ok(i)) if i > 0 => return Ok(Some(i as usize)),
+            Ok(Ok(i)) => panic!("DGETRF rejected its arguments (INFO {i})"),
+            Ok(Err(p)) => std::panic::resume_unwind(p),
+            Err(e) => panic!("cannot start the LU thread: {e}"),
+        }
         self.r = r;
         Ok(None)
     }

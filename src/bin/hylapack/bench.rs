@@ -54,12 +54,13 @@ pub fn run(args: &[String]) -> i32 {
             }
         },
         Some("gtsv") => crate::bench_gtsv::bench_gtsv(&args[1..]),
+        Some("interval") => crate::bench_interval::bench_interval(&args[1..]),
         Some(other) => {
-            eprintln!("hylapack bench: no benchmark '{other}' (available: stebz, gtsv)");
+            eprintln!("hylapack bench: no benchmark '{other}' (available: stebz, gtsv, interval)");
             2
         }
         None => {
-            eprintln!("usage: hylapack bench stebz|gtsv [--sizes ...] [--csv FILE] [--quick]");
+            eprintln!("usage: hylapack bench stebz|gtsv|interval [--sizes ...] [--csv FILE] [--quick]");
             2
         }
     }

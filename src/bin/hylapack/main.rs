@@ -3,6 +3,7 @@
 
 mod bench;
 mod bench_gtsv;
+mod bench_interval;
 mod demo;
 mod info;
 mod table;
@@ -17,6 +18,9 @@ const USAGE: &str = "usage: hylapack <command>
       --quick             small sizes only (a smoke test)
   bench gtsv [opts]    time tridiagonal solves against LAPACK dgtsv and cuSPARSE gtsv2
       --sizes 16,20,24    log2 of the orders (default: 16,20,23,24)
+  bench interval [opts] time dgemm_rounded, digemm and dgesv_verified against cuBLAS DGEMM,
+                       cuSOLVER and LAPACK LU solves
+      --sizes 1024,8192   orders (default: 1024,2048,4096,8192,16384)
   tune                 measure the GPU/CPU count costs for the stebz model, store them";
 
 fn main() {
