@@ -10,11 +10,16 @@
 #define RU_FMA(a, b, c) __fma_ru((a), (b), (c))
 #define RD_FMA(a, b, c) __fma_rd((a), (b), (c))
 
-template <bool UP> __device__ __forceinline__ double fma_dir(double a, double b, double c) {
-    return UP ? __fma_ru(a, b, c) : __fma_rd(a, b, c);
+// Rounding of one operation: DOWN, UP, or NEAREST (the last only for `hylapack bench
+// interval`, to show what directed rounding costs in the same kernel).
+#define DOWN 0
+#define UP 1
+#define NEAREST 2
+template <int R> __device__ __forceinline__ double fma_dir(double a, double b, double c) {
+    return R == UP ? __fma_ru(a, b, c) : R == DOWN ? __fma_rd(a, b, c) : __fma_rn(a, b, c);
 }
-template <bool UP> __device__ __forceinline__ double mul_dir(double a, double b) {
-    return UP ? __dmul_ru(a, b) : __dmul_rd(a, b);
+template <int R> __device__ __forceinline__ double mul_dir(double a, double b) {
+    return R == UP ? __dmul_ru(a, b) : R == DOWN ? __dmul_rd(a, b) : __dmul_rn(a, b);
 }
 
 // op(X)[r, c] of a stored matrix, zero outside rows x cols of op(X).
@@ -28,13 +33,13 @@ __device__ __forceinline__ double op_load(const double* x, long ld, int trans, i
 // of 256 threads; thread (tx, ty) owns rows tx + 16 i and columns ty + 16 j (i, j < 8), so a
 // warp's stores to C are 16 consecutive rows. The k loop runs over 8-wide slabs staged in shared
 // memory, double-buffered, the next slab fetched into registers while this one is multiplied.
-// ACC_UP: direction of the products' accumulation (flipped by the host when alpha < 0);
-// OUT_UP: direction of the final alpha/beta step.
+// ACC: rounding of the products' accumulation (flipped by the host when alpha < 0);
+// OUT: rounding of the final alpha/beta step.
 #define GM 128
 #define GN 128
 #define GK 8
 
-template <bool ACC_UP, bool OUT_UP>
+template <int ACC, int OUT>
 __device__ __forceinline__ void gemm_rounded_body(int m, int n, int k, double alpha,
         const double* __restrict__ A, long lda, int ta, const double* __restrict__ B, long ldb, int tb,
         double beta, double* __restrict__ C, long ldc) {
@@ -89,7 +94,7 @@ __device__ __forceinline__ void gemm_rounded_body(int m, int n, int k, double al
 #pragma unroll
             for (int i = 0; i < 8; ++i)
 #pragma unroll
-                for (int j = 0; j < 8; ++j) acc[i][j] = fma_dir<ACC_UP>(a[i], b[j], acc[i][j]);
+                for (int j = 0; j < 8; ++j) acc[i][j] = fma_dir<ACC>(a[i], b[j], acc[i][j]);
         }
         if (more) {
 #pragma unroll
@@ -107,9 +112,9 @@ __device__ __forceinline__ void gemm_rounded_body(int m, int n, int k, double al
         for (int i = 0; i < 8; ++i) {
             const int r = row0 + tx + 16 * i;
             if (r >= m) continue;
-            const double t = mul_dir<OUT_UP>(alpha, acc[i][j]);
+            const double t = mul_dir<OUT>(alpha, acc[i][j]);
             double* out = C + (long)r + (long)c * ldc;
-            *out = beta == 0.0 ? t : fma_dir<OUT_UP>(beta, *out, t);
+            *out = beta == 0.0 ? t : fma_dir<OUT>(beta, *out, t);
         }
     }
 }
@@ -120,10 +125,11 @@ __device__ __forceinline__ void gemm_rounded_body(int m, int n, int k, double al
             double* C, long ldc) {                                                               \
         gemm_rounded_body<ACC, OUT>(m, n, k, alpha, A, lda, ta, B, ldb, tb, beta, C, ldc);       \
     }
-GEMM_ROUNDED(gemm_rounded_uu, true, true)
-GEMM_ROUNDED(gemm_rounded_du, false, true)
-GEMM_ROUNDED(gemm_rounded_dd, false, false)
-GEMM_ROUNDED(gemm_rounded_ud, true, false)
+GEMM_ROUNDED(gemm_rounded_uu, UP, UP)
+GEMM_ROUNDED(gemm_rounded_du, DOWN, UP)
+GEMM_ROUNDED(gemm_rounded_dd, DOWN, DOWN)
+GEMM_ROUNDED(gemm_rounded_ud, UP, DOWN)
+GEMM_ROUNDED(gemm_nearest, NEAREST, NEAREST)
 
 // ---------------------------------------------------------------------------------------------
 // Infimum-supremum interval product [C] = [A][B] (finite bounds). 64x64 tiles per block of 256
@@ -200,17 +206,21 @@ extern "C" __global__ void __launch_bounds__(256) igemm_infsup(int m, int n, int
 // rows); flags[0] |= 1 if some radius is non-zero.
 extern "C" __global__ void midrad_split(int rows, int cols, const double* inf, const double* sup, long ld,
         double* mid, double* amid, double* rad, int* flags) {
-    const long len = (long)rows * cols;
-    for (long t = blockIdx.x * (long)blockDim.x + threadIdx.x; t < len; t += (long)gridDim.x * blockDim.x) {
-        const long r = t % rows, c = t / rows;
+    // Rows across blockIdx.x (no integer division per element), columns strided over blockIdx.y.
+    const int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    bool nonzero = false;
+    for (int c = blockIdx.y; c < cols; c += gridDim.y) {
         const double lo = inf[r + c * ld], hi = sup[r + c * ld];
         const double m = 0.5 * lo + 0.5 * hi;
         const double d = fmax(__dsub_ru(hi, m), __dsub_ru(m, lo));
+        const long t = r + (long)c * rows;
         mid[t] = m;
         amid[t] = fabs(m);
         rad[t] = d;
-        if (d != 0.0) atomicOr(flags, 1);
+        nonzero |= d != 0.0;
     }
+    if (nonzero) atomicOr(flags, 1);
 }
 
 // out = RU(x + RU(g * y)) elementwise (g = 0: RU(x + y) with y scaled by one, see host).
@@ -222,9 +232,10 @@ extern "C" __global__ void add_scaled_up(long len, const double* x, double g, co
 // [C] from P = fl(mA mB) and T = fl(radius product), both m x n packed.
 extern "C" __global__ void midrad_finish(int m, int n, const double* P, const double* T, double inflate,
         double t_eta, double p_eta, double* Ci, double* Cs, long ldc) {
-    const long len = (long)m * n;
-    for (long t = blockIdx.x * (long)blockDim.x + threadIdx.x; t < len; t += (long)gridDim.x * blockDim.x) {
-        const long r = t % m, c = t / m;
+    const int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= m) return;
+    for (int c = blockIdx.y; c < n; c += gridDim.y) {
+        const long t = r + (long)c * m;
         const double p = P[t];
         const double rad = __dadd_ru(__dmul_ru(__dadd_ru(T[t], t_eta), inflate), p_eta);
         double lo = -HY_INF, hi = HY_INF;
@@ -285,9 +296,11 @@ extern "C" __global__ void norms_up(int n, const double* R, const double* A, lon
 // [C] = I - R A as midpoint Cm and radius Cr (n x n) from P = fl(R A), overwriting P with Cm.
 extern "C" __global__ void build_c(int n, double* P, const double* norms, double gamma, double n_eta,
         double* Cr, int* flags) {
-    const long len = (long)n * n;
-    for (long t = blockIdx.x * (long)blockDim.x + threadIdx.x; t < len; t += (long)gridDim.x * blockDim.x) {
-        const long i = t % n, j = t / n;
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    bool bad = false;
+    for (int j = blockIdx.y; j < n; j += gridDim.y) {
+        const long t = i + (long)j * n;
         const double e = __dadd_ru(__dmul_ru(gamma, __dmul_ru(norms[i], norms[n + j])), n_eta);
         const double delta = i == j ? 1.0 : 0.0, p = P[t];
         const double lo = __dsub_rd(delta, p), hi = __dsub_ru(delta, p);
@@ -295,8 +308,9 @@ extern "C" __global__ void build_c(int n, double* P, const double* norms, double
         const double r = __dadd_ru(fmax(__dsub_ru(hi, m), __dsub_ru(m, lo)), e);
         P[t] = m;
         Cr[t] = r;
-        if (!isfinite(m) || !isfinite(r)) atomicOr(flags, 1);
+        bad |= !isfinite(m) || !isfinite(r);
     }
+    if (bad) atomicOr(flags, 1);
 }
 
 // [lo, hi] ⊇ M <vm, vr> (+ [-Mr, Mr] <vm, vr> when Mr is not null), M n x n (leading dimension n),

@@ -54,6 +54,15 @@ fn unpack(packed: &[f64], rows: usize, cols: usize, out: &mut [f64], ld: usize) 
     }
 }
 
+/// One thread per row, columns strided over the grid's y dimension.
+fn rows_cols(rows: usize, cols: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (rows.div_ceil(256).max(1) as u32, cols.clamp(1, 65_535) as u32, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
 /// A grid-stride launch for `len` elementwise items.
 fn flat(len: usize) -> LaunchConfig {
     LaunchConfig {
@@ -138,11 +147,6 @@ pub fn gemm_rounded_device(
     c: &mut CudaSlice<f64>,
     ldc: usize,
 ) -> Result<(), DeviceError> {
-    dims_fit(&[m, n, k])?;
-    if n.div_ceil(128) > 65_535 {
-        return Err(DeviceError::Driver("n too large for one grid".into()));
-    }
-    let gpu = device::gpu()?;
     // alpha·x decreases in x when alpha < 0: accumulate the other way.
     let acc_up = (dir == Dir::Up) != (alpha < 0.0);
     let name = format!(
@@ -150,7 +154,44 @@ pub fn gemm_rounded_device(
         if acc_up { 'u' } else { 'd' },
         if dir == Dir::Up { 'u' } else { 'd' }
     );
-    let f = function(&module(gpu)?, &name)?;
+    launch_gemm(stream, &name, m, n, k, alpha, a, b, beta, c, ldc)
+}
+
+/// The same kernel with every operation rounded to nearest: no bound, only a yardstick for
+/// what directed rounding costs (`hylapack bench interval`).
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_nearest_device(
+    stream: &Arc<CudaStream>,
+    m: usize,
+    n: usize,
+    k: usize,
+    a: DeviceOperand,
+    b: DeviceOperand,
+    c: &mut CudaSlice<f64>,
+    ldc: usize,
+) -> Result<(), DeviceError> {
+    launch_gemm(stream, "gemm_nearest", m, n, k, 1.0, a, b, 0.0, c, ldc)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn launch_gemm(
+    stream: &Arc<CudaStream>,
+    name: &str,
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f64,
+    a: DeviceOperand,
+    b: DeviceOperand,
+    beta: f64,
+    c: &mut CudaSlice<f64>,
+    ldc: usize,
+) -> Result<(), DeviceError> {
+    dims_fit(&[m, n, k])?;
+    if n.div_ceil(128) > 65_535 {
+        return Err(DeviceError::Driver("n too large for one grid".into()));
+    }
+    let f = function(&module(device::gpu()?)?, name)?;
     let (mi, ni, ki) = (m as i32, n as i32, k as i32);
     let (lda, ldb, ldc) = (a.1.max(1) as i64, b.1.max(1) as i64, ldc.max(1) as i64);
     let (ta, tb) = ((a.2 == Trans::Yes) as i32, (b.2 == Trans::Yes) as i32);
@@ -315,7 +356,7 @@ fn split(
     launch.arg(&r).arg(&c).arg(&x.inf).arg(&x.sup).arg(&ld);
     launch.arg(&mut s.mid).arg(&mut s.abs).arg(&mut s.rad).arg(flag);
     // SAFETY: arguments match midrad_split; the bounds hold rows × cols entries at ld.
-    unsafe { launch.launch(flat(rows * cols)) }?;
+    unsafe { launch.launch(rows_cols(rows, cols)) }?;
     Ok(s)
 }
 
@@ -430,7 +471,7 @@ pub fn igemm_midrad_device(
     launch.arg(&mi).arg(&ni).arg(&p).arg(&t).arg(&inflate).arg(&t_eta).arg(&p_eta);
     launch.arg(&mut c.inf).arg(&mut c.sup).arg(&ld);
     // SAFETY: arguments match midrad_finish; P and T hold m × n entries, C m × n at ldc.
-    unsafe { launch.launch(flat(m * n)) }?;
+    unsafe { launch.launch(rows_cols(m, n)) }?;
     Ok(())
 }
 
@@ -646,7 +687,7 @@ impl verify::Engine for Engine {
         let mut launch = stream.launch_builder(&self.funcs.build_c);
         launch.arg(&ni).arg(&mut p).arg(&norms).arg(&gamma).arg(&n_eta).arg(&mut c_rad).arg(&mut flags);
         // SAFETY: arguments match build_c; P and Cr are n × n.
-        unsafe { launch.launch(flat(n * n)) }?;
+        unsafe { launch.launch(rows_cols(n, n)) }?;
         let bad = stream.clone_dtoh(&flags)?[0] != 0;
         self.c_mid = Some(p);
         self.c_rad = Some(c_rad);

@@ -228,25 +228,47 @@ pub fn norm2_up(x: impl Iterator<Item = f64>) -> f64 {
     round::sqrt(ss, Dir::Up)
 }
 
-/// `[lo, hi] ⊇ M·⟨vm, vr⟩ (+ [−Mr, Mr]·⟨vm, vr⟩)` for one row: `row(l)` gives `(M_il, Mr_il)`.
-#[inline(always)]
-pub fn enclose_row(
-    row: impl Fn(usize) -> (f64, f64),
+/// `[lo, hi] ⊇ M·⟨vm, vr⟩ (+ [−Mr, Mr]·⟨vm, vr⟩)` for the rows `rows` of the column-major
+/// n × n `m` (and `mr`), walking columns so that the matrix is read contiguously.
+pub fn enclose_rows(
+    m: &[f64],
+    mr: Option<&[f64]>,
+    n: usize,
+    rows: std::ops::Range<usize>,
     vm: &[f64],
     vr: &[f64],
-) -> (f64, f64) {
-    let (mut s_lo, mut s_hi, mut r) = (0.0f64, 0.0f64, 0.0f64);
-    for l in 0..vm.len() {
-        let (m, mr) = row(l);
-        s_lo = round::add(s_lo, round::mul(m, vm[l], Dir::Down), Dir::Down);
-        s_hi = round::add(s_hi, round::mul(m, vm[l], Dir::Up), Dir::Up);
-        r = round::add(r, round::mul(m.abs(), vr[l], Dir::Up), Dir::Up);
-        if mr != 0.0 {
-            let v = round::add(vm[l].abs(), vr[l], Dir::Up);
-            r = round::add(r, round::mul(mr, v, Dir::Up), Dir::Up);
+) -> Vec<(f64, f64)> {
+    let len = rows.len();
+    let (mut s_lo, mut s_hi, mut r) = (vec![0.0f64; len], vec![0.0f64; len], vec![0.0f64; len]);
+    for l in 0..n {
+        let col = &m[l * n + rows.start..l * n + rows.end];
+        let (x, xr) = (vm[l], vr[l]);
+        let mag = round::add(x.abs(), xr, Dir::Up);
+        for (k, a) in col.iter().enumerate() {
+            s_lo[k] = round::add(s_lo[k], round::mul(*a, x, Dir::Down), Dir::Down);
+            s_hi[k] = round::add(s_hi[k], round::mul(*a, x, Dir::Up), Dir::Up);
+            r[k] = round::add(r[k], round::mul(a.abs(), xr, Dir::Up), Dir::Up);
+        }
+        if let Some(mr) = mr {
+            for (k, a) in mr[l * n + rows.start..l * n + rows.end].iter().enumerate() {
+                r[k] = round::add(r[k], round::mul(*a, mag, Dir::Up), Dir::Up);
+            }
         }
     }
-    (round::sub(s_lo, r, Dir::Down), round::add(s_hi, r, Dir::Up))
+    (0..len).map(|k| (round::sub(s_lo[k], r[k], Dir::Down), round::add(s_hi[k], r[k], Dir::Up))).collect()
+}
+
+/// Runs `f` on blocks of the rows `0..n` on the host's threads and concatenates the results.
+fn par_rows<T: Send>(n: usize, f: impl Fn(std::ops::Range<usize>) -> Vec<T> + Sync) -> Vec<T> {
+    let cores = std::thread::available_parallelism().map(|t| t.get()).unwrap_or(1);
+    // About 64K matrix entries per block is where a thread pays for itself.
+    let threads = cores.min((n * n) >> 16).max(1);
+    let per = n.div_ceil(threads).max(1);
+    let blocks: Vec<_> = (0..n).step_by(per).map(|s| s..(s + per).min(n)).collect();
+    std::thread::scope(|sc| {
+        let handles: Vec<_> = blocks.into_iter().map(|b| sc.spawn(|| f(b))).collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+    })
 }
 
 /// The CPU engine: LAPACK's LU and BLAS's DGEMM, the rest in the loops above.
@@ -316,12 +338,23 @@ impl Engine for CpuEngine<'_> {
         let n = self.n;
         for c in 0..x.len() / n.max(1) {
             let xc = &x[c * n..(c + 1) * n];
-            for i in 0..n {
-                let (mut p, mut s, mut t_lo, mut t_hi) = (self.b[i + c * self.ldb], 0.0, 0.0, 0.0);
+            let b = &self.b[c * self.ldb..c * self.ldb + n];
+            let (a, lda) = (self.a, self.lda);
+            // Column by column, so that A is read contiguously.
+            let rows = par_rows(n, |rows| {
+                let len = rows.len();
+                let mut p = b[rows.clone()].to_vec();
+                let (mut s, mut t_lo, mut t_hi) = (vec![0.0; len], vec![0.0; len], vec![0.0; len]);
                 for (l, xl) in xc.iter().enumerate() {
-                    dot2_step(self.a[i + l * self.lda], *xl, &mut p, &mut s, &mut t_lo, &mut t_hi);
+                    let col = &a[l * lda + rows.start..l * lda + rows.end];
+                    for k in 0..len {
+                        dot2_step(col[k], *xl, &mut p[k], &mut s[k], &mut t_lo[k], &mut t_hi[k]);
+                    }
                 }
-                (d[i + c * n], lo[i + c * n], hi[i + c * n]) = dot2_finish(p, s, t_lo, t_hi, n);
+                (0..len).map(|k| dot2_finish(p[k], s[k], t_lo[k], t_hi[k], n)).collect()
+            });
+            for (i, (di, li, hi_)) in rows.into_iter().enumerate() {
+                (d[i + c * n], lo[i + c * n], hi[i + c * n]) = (di, li, hi_);
             }
         }
         Ok(())
@@ -350,25 +383,26 @@ impl Engine for CpuEngine<'_> {
     }
 
     fn enclose_r(&mut self, vm: &[f64], vr: &[f64], lo: &mut [f64], hi: &mut [f64]) -> Result<(), Self::Error> {
-        let n = self.n;
-        for c in 0..vm.len() / n.max(1) {
-            let (m, r) = (&vm[c * n..(c + 1) * n], &vr[c * n..(c + 1) * n]);
-            for i in 0..n {
-                (lo[i + c * n], hi[i + c * n]) = enclose_row(|l| (self.r[i + l * n], 0.0), m, r);
-            }
-        }
+        self.enclose(false, vm, vr, lo, hi);
         Ok(())
     }
 
     fn enclose_c(&mut self, vm: &[f64], vr: &[f64], lo: &mut [f64], hi: &mut [f64]) -> Result<(), Self::Error> {
+        self.enclose(true, vm, vr, lo, hi);
+        Ok(())
+    }
+}
+
+impl CpuEngine<'_> {
+    fn enclose(&self, interval_c: bool, vm: &[f64], vr: &[f64], lo: &mut [f64], hi: &mut [f64]) {
         let n = self.n;
+        let (m, mr) = if interval_c { (&self.c_mid, Some(&self.c_rad[..])) } else { (&self.r, None) };
         for c in 0..vm.len() / n.max(1) {
-            let (m, r) = (&vm[c * n..(c + 1) * n], &vr[c * n..(c + 1) * n]);
-            for i in 0..n {
-                (lo[i + c * n], hi[i + c * n]) =
-                    enclose_row(|l| (self.c_mid[i + l * n], self.c_rad[i + l * n]), m, r);
+            let (x, xr) = (&vm[c * n..(c + 1) * n], &vr[c * n..(c + 1) * n]);
+            let rows = par_rows(n, |rows| enclose_rows(m, mr, n, rows, x, xr));
+            for (i, (l, h)) in rows.into_iter().enumerate() {
+                (lo[i + c * n], hi[i + c * n]) = (l, h);
             }
         }
-        Ok(())
     }
 }

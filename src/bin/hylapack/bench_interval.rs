@@ -79,7 +79,7 @@ fn run(o: &Options) -> i32 {
         Err(e) => println!("GPU: none ({e}); GPU columns are empty"),
     }
     let mut products = Table::new(&[
-        "n", "cuBLAS DGEMM", "rounded (kernel)", "rounded/cuBLAS", "midrad thick", "midrad/cuBLAS",
+        "n", "cuBLAS DGEMM", "rounded (kernel)", "rounded/cuBLAS", "same kernel nearest", "midrad thick", "midrad/cuBLAS",
         "midrad point×thick", "infsup (kernel)", "rounded host→host", "rounded CPU", "midrad CPU",
         "width midrad/infsup",
     ]);
@@ -128,7 +128,7 @@ fn product_row(n: usize, rng: &mut Rng, have_gpu: bool) -> Vec<String> {
     let widen = |x: &[f64]| -> (Vec<f64>, Vec<f64>) { x.iter().map(|v| (v - v.abs() * 1e-8, v + v.abs() * 1e-8)).unzip() };
     let ((ai, asup), (bi, bsup)) = (widen(&a), widen(&b));
     let mut cells = vec![n.to_string()];
-    let mut gpu_cells = vec!["-".to_string(); 7];
+    let mut gpu_cells = vec!["-".to_string(); 8];
     let mut width = "-".to_string();
     if have_gpu {
         match gpu_products(n, &a, &b, (&ai, &asup), (&bi, &bsup)) {
@@ -144,6 +144,7 @@ fn product_row(n: usize, rng: &mut Rng, have_gpu: bool) -> Vec<String> {
                     blas,
                     rounded,
                     ratio(r_rate),
+                    rate(n, Ok(g.nearest)).0,
                     midrad,
                     ratio(m_rate),
                     rate(n, Ok(g.midrad_point)).0,
@@ -189,6 +190,7 @@ fn product_row(n: usize, rng: &mut Rng, have_gpu: bool) -> Vec<String> {
 struct GpuProducts {
     cublas: f64,
     rounded: f64,
+    nearest: f64,
     midrad: f64,
     midrad_point: f64,
     infsup: f64,
@@ -239,6 +241,7 @@ fn gpu_products(
     let rounded = timed(&mut || {
         igpu::gemm_rounded_device(&s, Dir::Up, n, n, n, 1.0, (&da, n, Trans::No), (&db, n, Trans::No), 0.0, &mut dc, n)
     });
+    let nearest = timed(&mut || igpu::gemm_nearest_device(&s, n, n, n, (&da, n, Trans::No), (&db, n, Trans::No), &mut dc, n));
     let up = |x: &[f64], y: &[f64]| -> Result<DeviceInterval, DeviceError> {
         Ok(DeviceInterval { inf: s.clone_htod(x)?, sup: s.clone_htod(y)? })
     };
@@ -263,7 +266,7 @@ fn gpu_products(
         .collect();
     ratios.sort_by(f64::total_cmp);
     let width_ratio = ratios.get(ratios.len() / 2).copied().unwrap_or(f64::NAN);
-    Ok(GpuProducts { cublas, rounded, midrad, midrad_point, infsup, width_ratio })
+    Ok(GpuProducts { cublas, rounded, nearest, midrad, midrad_point, infsup, width_ratio })
 }
 
 /// The unverified LU solve with cuSOLVER, host to host: upload, getrf, getrs, download.
