@@ -133,9 +133,9 @@ GEMM_ROUNDED(gemm_nearest, NEAREST, NEAREST)
 
 // ---------------------------------------------------------------------------------------------
 // Infimum-supremum interval product [C] = [A][B] (finite bounds). 64x64 tiles per block of 256
-// threads, 4x4 intervals per thread (rows tx + 16 i, columns ty + 16 j). Each term's product is
-// the min (max) of the four endpoint products, each fused into the running bound rounded down
-// (up): min_p RD(p + lo) = RD(min_p p + lo) since rounding is monotone.
+// threads, 4x4 intervals per thread (rows tx + 16 i, columns ty + 16 j). Each term's product
+// bound is the min (max) of two endpoint products, each fused into the running bound rounded
+// down (up): min_p RD(p + lo) = RD(min_p p + lo) since rounding is monotone.
 #define IM 64
 #define IK 8
 
@@ -176,11 +176,12 @@ extern "C" __global__ void __launch_bounds__(256) igemm_infsup(int m, int n, int
             for (int i = 0; i < 4; ++i)
 #pragma unroll
                 for (int j = 0; j < 4; ++j) {
+                    // For a fixed a, x·b is smallest at b's lower end if x ≥ 0, else at its
+                    // upper end (and the reverse for the largest): two candidates per bound.
                     const double l = lo[i][j], h = hi[i][j];
-                    lo[i][j] = fmin(fmin(RD_FMA(ai[i], bi[j], l), RD_FMA(ai[i], bs[j], l)),
-                                    fmin(RD_FMA(as[i], bi[j], l), RD_FMA(as[i], bs[j], l)));
-                    hi[i][j] = fmax(fmax(RU_FMA(ai[i], bi[j], h), RU_FMA(ai[i], bs[j], h)),
-                                    fmax(RU_FMA(as[i], bi[j], h), RU_FMA(as[i], bs[j], h)));
+                    const bool pi = ai[i] >= 0.0, ps = as[i] >= 0.0;
+                    lo[i][j] = fmin(RD_FMA(ai[i], pi ? bi[j] : bs[j], l), RD_FMA(as[i], ps ? bi[j] : bs[j], l));
+                    hi[i][j] = fmax(RU_FMA(ai[i], pi ? bs[j] : bi[j], h), RU_FMA(as[i], ps ? bs[j] : bi[j], h));
                 }
         }
         __syncthreads();
