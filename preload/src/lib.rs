@@ -59,6 +59,13 @@ fn next_definition(name: &CStr) -> Option<*mut c_void> {
     (!sym.is_null()).then_some(sym)
 }
 
+/// The next definition of the NUL-terminated `name`, unless it is `own` (this very function,
+/// e.g. when HYLAPACK_CPU_LAPACK names this library).
+fn forward_target(name: &[u8], own: usize) -> Option<usize> {
+    let name = CStr::from_bytes_with_nul(name).ok()?;
+    next_definition(name).map(|p| p as usize).filter(|&p| p != own)
+}
+
 fn no_next_definition(name: &str, info: *mut c_int) {
     eprintln!(
         "hylapack_preload: no LAPACK to forward {name} to: link the program against LAPACK or set HYLAPACK_CPU_LAPACK to a LAPACK library"
@@ -132,13 +139,7 @@ macro_rules! interpose_stebz {
             }
             static NEXT: OnceLock<Option<usize>> = OnceLock::new();
             let next = NEXT.get_or_init(|| {
-                let name =
-                    CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()).ok()?;
-                // Never this very function (e.g. HYLAPACK_CPU_LAPACK naming this library).
-                let own = $name as StebzFn<$t> as usize;
-                next_definition(name)
-                    .map(|p| p as usize)
-                    .filter(|&p| p != own)
+                forward_target(concat!(stringify!($name), "\0").as_bytes(), $name as StebzFn<$t> as usize)
             });
             let Some(next) = *next else {
                 return no_next_definition(stringify!($name), info);
@@ -209,12 +210,7 @@ macro_rules! interpose_gtsv {
             }
             static NEXT: OnceLock<Option<usize>> = OnceLock::new();
             let next = NEXT.get_or_init(|| {
-                let name =
-                    CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()).ok()?;
-                let own = $name as GtsvFn<$t> as usize;
-                next_definition(name)
-                    .map(|p| p as usize)
-                    .filter(|&p| p != own)
+                forward_target(concat!(stringify!($name), "\0").as_bytes(), $name as GtsvFn<$t> as usize)
             });
             let Some(next) = *next else {
                 return no_next_definition(stringify!($name), info);
