@@ -14,14 +14,15 @@ then checks
     within 1e-12 ||T||;
   * scipy.linalg.lapack.dstebz directly (RANGE 'A', ORDER 'B') on a matrix
     that splits: M, NSPLIT, IBLOCK, ISPLIT equal, W within 1e-12 ||T||;
-  * scipy.linalg.lapack.dgtsv (not intercepted): still works, small residual,
-    same solution as the plain run;
+  * scipy.linalg.lapack.dgtsv (intercepted: hylapack's path on the GPU, else
+    forwarded to the system LAPACK, with a log line either way): small
+    residual, same solution as the plain run;
   * scipy.linalg.eigvalsh / eigh on a small dense matrix: same as the plain run
     (the subset_by_index calls reach dstebz_ from inside LAPACK's DSYEVR/DSYEVX;
     whether that nested call is interposed too is reported, not required);
   * the preloaded run's stderr has one "hylapack: DSTEBZ n=1000 backend=..."
-    line per tridiagonal call and the "n=600" line of the direct call, the
-    plain run's has none.
+    line per tridiagonal call, the "n=600" line of the direct call and one
+    "hylapack: DGTSV n=1000 backend=..." line; the plain run's has none.
 
 Seed: HYLAPACK_TEST_SEED (default 20261122), printed. Exit status 0 on success;
 every failed check prints a line starting with "FAIL".
@@ -159,6 +160,9 @@ def parent(preload):
           f"log: 2 'hylapack: DSTEBZ n={N_TRIDIAG} backend=' lines (eigvalsh_tridiagonal all, select='i')")
     check(len(by_n.get(N_SPLIT, [])) == 1,
           f"log: 1 'hylapack: DSTEBZ n={N_SPLIT} backend=' line (lapack.dstebz)")
+    gtsv_lines = re.findall(rf"^hylapack: DGTSV n={N_GTSV} backend=(\w+)(.*)$", pre_err, re.M)
+    print(f"scipy_client: intercepted DGTSV calls: {gtsv_lines}")
+    check(len(gtsv_lines) == 1, f"log: 1 'hylapack: DGTSV n={N_GTSV} backend=' line (lapack.dgtsv)")
     check("hylapack:" not in plain_err, "plain run: no hylapack log lines")
     nested = len(by_n.get(N_DENSE, []))
     print(f"scipy_client: dstebz_ called from inside LAPACK (DSYEVR/DSYEVX, n={N_DENSE}): "
@@ -194,7 +198,7 @@ def parent(preload):
           "lapack.dstebz split: IBLOCK equal")
     close(pre["split_w"], plain["split_w"], 1e-12 * tnorm(ds, es), "lapack.dstebz split: W")
 
-    # ---- dgtsv (not intercepted): still works
+    # ---- dgtsv (intercepted): still works
     tg = np.diag(gd) + np.diag(gu, 1) + np.diag(gl, -1)
     for name, r in (("plain", plain), ("preload", pre)):
         x = r["gtsv_x"]

@@ -73,6 +73,141 @@ void sgtsv_spike_(const int *n,
                   const int *ldb,
                   int *info);
 
+// `C := alpha·op(A)·op(B) + beta·C` with every operation rounded toward +∞ (`rnd` = 'U') or
+// −∞ ('D'): C is then an upper (lower) bound of the exact result, for any signs of alpha,
+// beta and the entries (with alpha < 0 the products are accumulated in the opposite
+// direction). `transa`/`transb`: 'N', 'T' or 'C'. `beta` = 0: C need not be set on entry.
+// A, B and C must not overlap.
+//
+// The GPU fuses each multiply–add into one directed-rounding FMA; the CPU rounds each product
+// and each sum separately (emulated with error-free transformations). Both results are
+// guaranteed bounds; they may differ from each other in the last bits.
+//
+// Returns 0, or −i if argument i is illegal (reported through `xerbla_` as DGEMM_ROUNDED:
+// 1 rnd, 2 transa, 3 transb, 4 m, 5 n, 6 k, 8 A null, 9 lda, 10 B null, 11 ldb,
+// 13 C null or overlapping A or B, 14 ldc).
+int dgemm_rounded(char rnd,
+                  char transa,
+                  char transb,
+                  int m,
+                  int n,
+                  int k,
+                  double alpha,
+                  const double *a,
+                  int lda,
+                  const double *b,
+                  int ldb,
+                  double beta,
+                  double *c,
+                  int ldc);
+
+// Fortran `DGEMM_ROUNDED(RND, TRANSA, TRANSB, M, N, K, ALPHA, A, LDA, B, LDB, BETA, C, LDC)`:
+// as [`dgemm_rounded`], a BLAS-style subroutine (illegal arguments go to `xerbla_`).
+void dgemm_rounded_(const char *rnd,
+                    const char *transa,
+                    const char *transb,
+                    const int *m,
+                    const int *n,
+                    const int *k,
+                    const double *alpha,
+                    const double *a,
+                    const int *lda,
+                    const double *b,
+                    const int *ldb,
+                    const double *beta,
+                    double *c,
+                    const int *ldc,
+                    size_t _rnd_len,
+                    size_t _transa_len,
+                    size_t _transb_len);
+
+// Interval matrix product `[C] := [A]·[B]` with `[C] ⊇ {op(A)·op(B) : A ∈ [A], B ∈ [B]}`.
+// `[A]` is given by its bounds `A_inf ≤ A_sup` (entrywise; ±∞ allowed as a bound, NaN not),
+// stored alike (same lda and transposition); likewise `[B]` and the outputs `[C]`.
+//
+// Two methods (`HYLAPACK_DIGEMM_METHOD` = auto | infsup | midrad, default auto):
+// - infimum–supremum: each term's interval product and each sum rounded outward, the tighter
+//   enclosure (the exact interval product widened only by rounding, about k·ulp);
+// - midpoint–radius (Rump): round-to-nearest GEMMs (cuBLAS or the system BLAS) on midpoints
+//   and radii with an a-priori bound γ_k on their rounding error. Its radius is at most 1.5×
+//   the exact product's radius plus γ_k·(|mid A|·|mid B|)-sized rounding terms. Needs finite
+//   bounds; `auto` takes it whenever every bound is finite, infimum–supremum otherwise.
+//
+// Returns 0, or −i for an illegal argument i (through `xerbla_` as DIGEMM): 1 transa,
+// 2 transb, 3 m, 4 n, 5 k, 6/7 A_inf/A_sup null, 7 some entry of [A] is not an interval
+// (inf > sup or NaN), 8 lda, 9/10 B_inf/B_sup null, 10 [B] not an interval, 11 ldb,
+// 12/13 C_inf/C_sup null or overlapping an input or each other, 14 ldc.
+int digemm(char transa,
+           char transb,
+           int m,
+           int n,
+           int k,
+           const double *a_inf,
+           const double *a_sup,
+           int lda,
+           const double *b_inf,
+           const double *b_sup,
+           int ldb,
+           double *c_inf,
+           double *c_sup,
+           int ldc);
+
+// Fortran `DIGEMM(TRANSA, TRANSB, M, N, K, AINF, ASUP, LDA, BINF, BSUP, LDB, CINF, CSUP,
+// LDC)`: as [`digemm`], a BLAS-style subroutine (illegal arguments go to `xerbla_`).
+void digemm_(const char *transa,
+             const char *transb,
+             const int *m,
+             const int *n,
+             const int *k,
+             const double *a_inf,
+             const double *a_sup,
+             const int *lda,
+             const double *b_inf,
+             const double *b_sup,
+             const int *ldb,
+             double *c_inf,
+             double *c_sup,
+             const int *ldc,
+             size_t _transa_len,
+             size_t _transb_len);
+
+// Verified enclosure of the solution of `A X = B` (A n×n, B n×nrhs; neither is changed):
+// on return `X_inf ≤ A⁻¹B ≤ X_sup` entrywise for the exact solution of the stored data.
+//
+// Algorithm (Hammer et al., as in Dallmann et al.): R ≈ A⁻¹ from LU; x̃ = R·B refined by
+// residual iteration with residuals in twofold precision (Dot2); enclosures of I − R·A and of
+// R·(B − A·x̃); then Rump's verification iteration with ε-inflation. A verified column is a
+// mathematical proof that A is nonsingular and the solution lies in the interval.
+//
+// Returns INFO: 0 every column verified; −i argument i illegal (1 n, 2 nrhs, 3 A null,
+// 4 lda, 5 B null, 6 ldb, 7/8 X_inf/X_sup null or overlapping A, B or each other, 9 ldx;
+// through `xerbla_` as DGESV_VERIFIED); i in 1..n: U(i,i) of the LU factorization is exactly
+// zero (singular to working precision); n+1: some column could not be verified (A singular or
+// too ill-conditioned). A column that is not verified is returned as [−∞, +∞]; an unverified
+// interval is never returned as verified.
+int dgesv_verified(int n,
+                   int nrhs,
+                   const double *a,
+                   int lda,
+                   const double *b,
+                   int ldb,
+                   double *x_inf,
+                   double *x_sup,
+                   int ldx);
+
+// Fortran `DGESV_VERIFIED(N, NRHS, A, LDA, B, LDB, XINF, XSUP, LDX, INFO)`: as
+// [`dgesv_verified`].
+void dgesv_verified_(const int *n,
+                     const int *nrhs,
+                     const double *a,
+                     const int *lda,
+                     const double *b,
+                     const int *ldb,
+                     double *x_inf,
+                     double *x_sup,
+                     const int *ldx,
+                     int *info);
+
 // Eigenvalues of the symmetric tridiagonal matrix with diagonal `d[0..n]` and off-diagonal
 // `e[0..n-1]` by bisection/multisection, in double precision (C convention, LAPACKE shape).
 //

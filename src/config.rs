@@ -25,6 +25,29 @@ pub enum LogLevel {
     Debug,
 }
 
+/// How `digemm` forms an interval product (`HYLAPACK_DIGEMM_METHOD`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DigemmMethod {
+    /// Choose per call: midpoint–radius when every bound is finite (it runs on GEMMs and was
+    /// faster at every size measured), infimum–supremum otherwise.
+    Auto,
+    /// Each term's interval product rounded outward: the tighter enclosure of the two.
+    InfSup,
+    /// Rump's midpoint–radius product on round-to-nearest GEMMs with an a-priori error bound:
+    /// the radius is at most 1.5× the exact product's, plus the rounding bound.
+    MidRad,
+}
+
+impl DigemmMethod {
+    pub fn name(self) -> &'static str {
+        match self {
+            DigemmMethod::Auto => "auto",
+            DigemmMethod::InfSup => "infsup",
+            DigemmMethod::MidRad => "midrad",
+        }
+    }
+}
+
 /// Smallest problem order sent to the GPU in `auto` mode, per routine family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MinN {
@@ -58,6 +81,7 @@ pub struct Config {
     /// Upper bound on GPU memory one process uses, in bytes (`HYLAPACK_GPU_MEMORY_LIMIT`).
     pub gpu_memory_limit: Option<u64>,
     pub min_n: MinN,
+    pub digemm_method: DigemmMethod,
     /// Where compiled kernels are cached.
     pub cache_dir: PathBuf,
     /// Problems found while reading the settings, already reported.
@@ -154,6 +178,19 @@ pub fn load(env: impl Fn(&str) -> Option<String>) -> Config {
         syrdb: min_n("syrdb", defaults.syrdb),
         interval: min_n("interval", defaults.interval),
     };
+    let digemm_method = s
+        .lookup(
+            "HYLAPACK_DIGEMM_METHOD",
+            "digemm_method",
+            |v| match v.to_ascii_lowercase().as_str() {
+                "auto" => Some(DigemmMethod::Auto),
+                "infsup" => Some(DigemmMethod::InfSup),
+                "midrad" => Some(DigemmMethod::MidRad),
+                _ => None,
+            },
+            "auto, infsup or midrad",
+        )
+        .unwrap_or(DigemmMethod::Auto);
     let cache_dir = s
         .lookup(
             "HYLAPACK_CACHE_DIR",
@@ -168,6 +205,7 @@ pub fn load(env: impl Fn(&str) -> Option<String>) -> Config {
         log,
         gpu_memory_limit,
         min_n,
+        digemm_method,
         cache_dir,
         warnings,
     }

@@ -6,6 +6,9 @@
 //! internally (its CPU fallbacks) reaches these same symbols and is then forwarded at once.
 //! If no next definition exists, the library named by `HYLAPACK_CPU_LAPACK` is searched, and
 //! failing that the call reports the problem on stderr and sets INFO = -1000.
+//!
+//! Interposed: xSTEBZ (always hylapack's path, which returns LAPACK's outputs) and xGTSV (only
+//! when the dispatch policy runs it on the GPU; forwarded otherwise, with a log line).
 
 use hylapack::api::HYLAPACK_INFO_INTERNAL_ERROR;
 use hylapack::dispatch;
@@ -54,6 +57,13 @@ fn next_definition(name: &CStr) -> Option<*mut c_void> {
     // SAFETY: as above, a plain symbol lookup in that library.
     let sym = unsafe { libc::dlsym(handle, name.as_ptr()) };
     (!sym.is_null()).then_some(sym)
+}
+
+/// The next definition of the NUL-terminated `name`, unless it is `own` (this very function,
+/// e.g. when HYLAPACK_CPU_LAPACK names this library).
+fn forward_target(name: &[u8], own: usize) -> Option<usize> {
+    let name = CStr::from_bytes_with_nul(name).ok()?;
+    next_definition(name).map(|p| p as usize).filter(|&p| p != own)
 }
 
 fn no_next_definition(name: &str, info: *mut c_int) {
@@ -129,13 +139,7 @@ macro_rules! interpose_stebz {
             }
             static NEXT: OnceLock<Option<usize>> = OnceLock::new();
             let next = NEXT.get_or_init(|| {
-                let name =
-                    CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()).ok()?;
-                // Never this very function (e.g. HYLAPACK_CPU_LAPACK naming this library).
-                let own = $name as StebzFn<$t> as usize;
-                next_definition(name)
-                    .map(|p| p as usize)
-                    .filter(|&p| p != own)
+                forward_target(concat!(stringify!($name), "\0").as_bytes(), $name as StebzFn<$t> as usize)
             });
             let Some(next) = *next else {
                 return no_next_definition(stringify!($name), info);
@@ -154,6 +158,73 @@ macro_rules! interpose_stebz {
 
 interpose_stebz!(dstebz_, f64, "DSTEBZ");
 interpose_stebz!(sstebz_, f32, "SSTEBZ");
+
+type GtsvFn<T> =
+    unsafe extern "C" fn(*const c_int, *const c_int, *mut T, *mut T, *mut T, *mut T, *const c_int, *mut c_int);
+
+/// Whether an intercepted xGTSV runs hylapack's path: only when the dispatch policy sends it to
+/// the GPU. Otherwise (the CPU path would be the system LAPACK anyway, and LAPACK's DL/D/DU
+/// outputs are its LU factors, which hylapack's SPIKE factors are not) it is forwarded. Illegal
+/// arguments are forwarded too, so LAPACK reports them as usual.
+unsafe fn gtsv_runs_here(routine: &str, n: *const c_int, nrhs: *const c_int, ldb: *const c_int) -> bool {
+    let (Some(n), Some(nrhs), Some(ldb)) = (n.as_ref(), nrhs.as_ref(), ldb.as_ref()) else {
+        return false;
+    };
+    if hylapack::gtsv::check_args(*n, *nrhs, *ldb) != 0 {
+        return false;
+    }
+    let decision = dispatch::decide(dispatch::Family::Gtsv, *n as usize);
+    if decision.backend == dispatch::Backend::Gpu {
+        return true;
+    }
+    let why = decision.why_not_gpu.unwrap_or_default();
+    dispatch::finish_call(
+        routine,
+        *n as usize,
+        dispatch::Backend::Cpu,
+        std::time::Duration::ZERO,
+        Some(&format!("forwarded to the system LAPACK: {why}")),
+    );
+    false
+}
+
+macro_rules! interpose_gtsv {
+    ($name:ident, $t:ty, $routine:literal, $spike:path) => {
+        /// LAPACK's xGTSV, interposed: hylapack's SPIKE path when it runs on the GPU (then
+        /// DL, D and DU hold hylapack's factors, not LAPACK's LU factors), else forwarded.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            n: *const c_int,
+            nrhs: *const c_int,
+            dl: *mut $t,
+            d: *mut $t,
+            du: *mut $t,
+            b: *mut $t,
+            ldb: *const c_int,
+            info: *mut c_int,
+        ) {
+            if let Some(_inside) = Inside::enter() {
+                if gtsv_runs_here($routine, n, nrhs, ldb) {
+                    return $spike(n, nrhs, dl, d, du, b, ldb, info);
+                }
+            }
+            static NEXT: OnceLock<Option<usize>> = OnceLock::new();
+            let next = NEXT.get_or_init(|| {
+                forward_target(concat!(stringify!($name), "\0").as_bytes(), $name as GtsvFn<$t> as usize)
+            });
+            let Some(next) = *next else {
+                return no_next_definition(stringify!($name), info);
+            };
+            // SAFETY: `next` is the next definition of this very symbol (same signature); the
+            // arguments pass through unchanged.
+            let next: GtsvFn<$t> = std::mem::transmute(next);
+            next(n, nrhs, dl, d, du, b, ldb, info)
+        }
+    };
+}
+
+interpose_gtsv!(dgtsv_, f64, "DGTSV", hylapack::api::gtsv::dgtsv_spike_);
+interpose_gtsv!(sgtsv_, f32, "SGTSV", hylapack::api::gtsv::sgtsv_spike_);
 
 #[cfg(test)]
 mod tests {

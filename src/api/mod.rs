@@ -6,6 +6,7 @@
 //! (`dstebz_gpu`) has LAPACKE's shape and returns INFO.
 
 pub mod gtsv;
+pub mod interval;
 pub mod stebz;
 pub mod syev;
 pub mod syrdb;

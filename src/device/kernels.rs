@@ -26,8 +26,14 @@ pub static GTSV: KernelSource = KernelSource {
     source: include_str!("../../kernels/gtsv.cu"),
 };
 
+/// Directed-rounding and interval products, and the verified solver's kernels.
+pub static INTERVAL: KernelSource = KernelSource {
+    name: "interval",
+    source: include_str!("../../kernels/interval.cu"),
+};
+
 /// Every kernel family (the compile test walks this list).
-pub static ALL: &[&KernelSource] = &[&STEBZ, &GTSV];
+pub static ALL: &[&KernelSource] = &[&STEBZ, &GTSV, &INTERVAL];
 
 /// NVRTC options for every kernel: IEEE division and square root, no flush-to-zero and no
 /// contraction into FMA, because Sturm counts and directed rounding must match the CPU bit for bit.

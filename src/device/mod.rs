@@ -6,6 +6,7 @@
 //! under `catch_unwind`.
 
 pub mod kernels;
+pub mod linalg;
 pub mod memory;
 
 use crate::config;

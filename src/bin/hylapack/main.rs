@@ -4,6 +4,7 @@
 mod bench;
 mod bench_gtsv;
 mod bench_syev;
+mod bench_interval;
 mod demo;
 mod info;
 mod table;
@@ -22,6 +23,9 @@ const USAGE: &str = "usage: hylapack <command>
                        Dsytrd/Dsyevd and LAPACK dsyevd, dsytrd_sy2sb+sb2st+dsterf
       --sizes 4096,8192   problem orders (default: 4096,8192,16384,32768)
       --ooc-max N         out-of-core runs up to order N (default: 16384)
+  bench interval [opts] time dgemm_rounded, digemm and dgesv_verified against cuBLAS DGEMM,
+                       cuSOLVER and LAPACK LU solves
+      --sizes 1024,8192   orders (default: 1024,2048,4096,8192,16384)
   tune                 measure the GPU/CPU count costs for the stebz model, store them";
 
 fn main() {

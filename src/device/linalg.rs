@@ -1,0 +1,77 @@
+//! cuBLAS and cuSOLVER handles bound to their own streams, pooled: creating a handle costs
+//! milliseconds, and a handle is tied to the stream it was created on.
+
+use super::{libraries, lock, DeviceError, Gpu};
+use cudarc::cublas::CudaBlas;
+use cudarc::cusolver::DnHandle;
+use cudarc::driver::CudaStream;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// A stream with a cuBLAS handle and, once asked for, a cuSOLVER dense handle on it.
+pub struct Linalg {
+    pub stream: Arc<CudaStream>,
+    pub blas: CudaBlas,
+    solver: Option<DnHandle>,
+}
+
+impl Linalg {
+    /// The cuSOLVER dense handle on this stream, created on first use.
+    pub fn solver(&mut self) -> Result<&DnHandle, DeviceError> {
+        if self.solver.is_none() {
+            if !libraries().cusolver {
+                return Err(DeviceError::MissingLibrary("cuSOLVER"));
+            }
+            let h = DnHandle::new(self.stream.clone())
+                .map_err(|e| DeviceError::Driver(format!("cusolverDnCreate: {e:?}")))?;
+            self.solver = Some(h);
+        }
+        Ok(self.solver.as_ref().expect("created above"))
+    }
+}
+
+fn pool() -> &'static Mutex<Vec<Linalg>> {
+    static POOL: OnceLock<Mutex<Vec<Linalg>>> = OnceLock::new();
+    POOL.get_or_init(|| Mutex::new(Vec::new()))
+}
+
+/// A [`Linalg`] borrowed from the pool; it goes back when dropped if its stream is healthy.
+pub struct PooledLinalg(Option<Linalg>);
+
+impl std::ops::Deref for PooledLinalg {
+    type Target = Linalg;
+    fn deref(&self) -> &Linalg {
+        self.0.as_ref().expect("present until drop")
+    }
+}
+
+impl std::ops::DerefMut for PooledLinalg {
+    fn deref_mut(&mut self) -> &mut Linalg {
+        self.0.as_mut().expect("present until drop")
+    }
+}
+
+impl Drop for PooledLinalg {
+    fn drop(&mut self) {
+        if let Some(l) = self.0.take() {
+            if l.stream.synchronize().is_ok() {
+                lock(pool()).push(l);
+            }
+        }
+    }
+}
+
+impl Gpu {
+    /// A stream with cuBLAS (and lazily cuSOLVER) handles, from the pool or new.
+    pub fn linalg(&'static self) -> Result<PooledLinalg, DeviceError> {
+        if let Some(l) = lock(pool()).pop() {
+            return Ok(PooledLinalg(Some(l)));
+        }
+        if !libraries().cublas {
+            return Err(DeviceError::MissingLibrary("cuBLAS"));
+        }
+        let stream = self.ctx.new_stream()?;
+        let blas = CudaBlas::new(stream.clone())
+            .map_err(|e| DeviceError::Driver(format!("cublasCreate: {e:?}")))?;
+        Ok(PooledLinalg(Some(Linalg { stream, blas, solver: None })))
+    }
+}

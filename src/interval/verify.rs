@@ -1,0 +1,408 @@
+//! The verified solver `dgesv_verified` (the paper's Algorithm 1.2 after Hammer et al.):
+//!
+//! 1. R ≈ A⁻¹ from an LU factorization; x̃ = R·b.
+//! 2. Residual iteration: d = b − A·x̃ in twofold precision (Ogita–Rump–Oishi Dot2), x̃ += R·d.
+//! 3. Enclosures [C] ⊇ I − R·A and [z] ⊇ R·(b − A·x̃), the residual's exact value enclosed by
+//!    bounding the Dot2 tail with directed sums.
+//! 4. Verification: with ε-inflation, [y] ← [z] + [C]·[y]; once the new [y] lies in the interior
+//!    of the old one, R and A are nonsingular and A⁻¹b ∈ x̃ + [y] (Rump's theorem).
+//!
+//! The algorithm is written once here; an [`Engine`] (CPU or GPU) does the O(n³) and O(n²)
+//! work, the O(n) interval bookkeeping stays on the host.
+
+use super::round::{self, Dir};
+
+/// The per-engine operations; vectors are n × nrhs, column-major with leading dimension n, on
+/// the host.
+pub trait Engine {
+    type Error;
+    /// Factors A and forms R ≈ A⁻¹. `Ok(Some(i))`: U(i,i) is exactly zero (1-based).
+    fn invert(&mut self) -> Result<Option<usize>, Self::Error>;
+    /// `out = fl(R·v)`.
+    fn apply_r(&mut self, v: &[f64], out: &mut [f64]) -> Result<(), Self::Error>;
+    /// For `x`: `d ≈ b − A·x` (Dot2, nearest) and `lo ≤ b − A·x ≤ hi` exactly.
+    fn residual(
+        &mut self,
+        x: &[f64],
+        d: &mut [f64],
+        lo: &mut [f64],
+        hi: &mut [f64],
+    ) -> Result<(), Self::Error>;
+    /// Builds and keeps [C] ⊇ I − R·A; `false` if some bound is not finite.
+    fn build_c(&mut self) -> Result<bool, Self::Error>;
+    /// `[lo, hi] ⊇ R·⟨vm, vr⟩` (midpoint, radius).
+    fn enclose_r(
+        &mut self,
+        vm: &[f64],
+        vr: &[f64],
+        lo: &mut [f64],
+        hi: &mut [f64],
+    ) -> Result<(), Self::Error>;
+    /// `[lo, hi] ⊇ [C]·⟨vm, vr⟩`.
+    fn enclose_c(
+        &mut self,
+        vm: &[f64],
+        vr: &[f64],
+        lo: &mut [f64],
+        hi: &mut [f64],
+    ) -> Result<(), Self::Error>;
+}
+
+/// Most residual-iteration steps, and most verification steps (the paper's p_max).
+const MAX_REFINE: usize = 8;
+const MAX_VERIFY: usize = 10;
+/// ε-inflation: each step widens [y] by this fraction of its width on both sides, plus the
+/// smallest normal number so that a point interval gains an interior.
+const INFLATE: f64 = 0.1;
+
+/// What the solver found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// 0: every column verified; i in 1..=n: U(i,i) = 0 exactly; n + 1: some column not verified.
+    pub info: i32,
+    /// Per column: whether its enclosure is verified (unverified columns are [−∞, +∞]).
+    pub verified: Vec<bool>,
+    /// Residual-iteration and verification steps taken.
+    pub refine_steps: usize,
+    pub verify_steps: usize,
+}
+
+/// Solves with `engine`, writing the enclosures (n × nrhs, leading dimension `ldx`).
+pub fn solve<E: Engine>(
+    engine: &mut E,
+    n: usize,
+    nrhs: usize,
+    b: &[f64],
+    ldb: usize,
+    x_inf: &mut [f64],
+    x_sup: &mut [f64],
+    ldx: usize,
+) -> Result<Outcome, E::Error> {
+    let len = n * nrhs;
+    let mut outcome = Outcome { info: 0, verified: vec![false; nrhs], refine_steps: 0, verify_steps: 0 };
+    let unbounded = |x_inf: &mut [f64], x_sup: &mut [f64], cols: &[bool]| {
+        for (c, _) in cols.iter().enumerate().filter(|(_, v)| !**v) {
+            for i in 0..n {
+                x_inf[i + c * ldx] = f64::NEG_INFINITY;
+                x_sup[i + c * ldx] = f64::INFINITY;
+            }
+        }
+    };
+    if let Some(i) = engine.invert()? {
+        outcome.info = i as i32;
+        unbounded(x_inf, x_sup, &outcome.verified);
+        return Ok(outcome);
+    }
+
+    // x̃ = R·b, then residual iteration while the correction keeps shrinking.
+    let mut bp = vec![0.0; len];
+    for c in 0..nrhs {
+        bp[c * n..(c + 1) * n].copy_from_slice(&b[c * ldb..c * ldb + n]);
+    }
+    let mut x = vec![0.0; len];
+    engine.apply_r(&bp, &mut x)?;
+    let (mut d, mut lo, mut hi, mut dx) = (vec![0.0; len], vec![0.0; len], vec![0.0; len], vec![0.0; len]);
+    let mut last = f64::INFINITY;
+    for _ in 0..MAX_REFINE {
+        engine.residual(&x, &mut d, &mut lo, &mut hi)?;
+        engine.apply_r(&d, &mut dx)?;
+        outcome.refine_steps += 1;
+        // Largest correction relative to its column of x̃.
+        let mut rel = 0.0f64;
+        for c in 0..nrhs {
+            let xmax = x[c * n..(c + 1) * n].iter().fold(0.0f64, |a, v| a.max(v.abs()));
+            let dmax = dx[c * n..(c + 1) * n].iter().fold(0.0f64, |a, v| a.max(v.abs()));
+            rel = rel.max(if xmax > 0.0 { dmax / xmax } else { dmax });
+        }
+        if !rel.is_finite() || rel >= last {
+            break;
+        }
+        for (xi, di) in x.iter_mut().zip(&dx) {
+            *xi += di;
+        }
+        last = rel;
+        if rel <= round::U {
+            break;
+        }
+    }
+
+    if !engine.build_c()? {
+        outcome.info = n as i32 + 1;
+        unbounded(x_inf, x_sup, &outcome.verified);
+        return Ok(outcome);
+    }
+    // [z] ⊇ R·(b − A·x̃), from the residual's exact enclosure [lo, hi].
+    engine.residual(&x, &mut d, &mut lo, &mut hi)?;
+    let (mut vm, mut vr) = (vec![0.0; len], vec![0.0; len]);
+    for i in 0..len {
+        (vm[i], vr[i]) = super::mid_rad(lo[i], hi[i]);
+    }
+    let (mut z_lo, mut z_hi) = (vec![0.0; len], vec![0.0; len]);
+    engine.enclose_r(&vm, &vr, &mut z_lo, &mut z_hi)?;
+
+    // Verification iteration on [y], starting from [z].
+    let (mut y_lo, mut y_hi) = (z_lo.clone(), z_hi.clone());
+    let (mut cy_lo, mut cy_hi) = (vec![0.0; len], vec![0.0; len]);
+    for _ in 0..MAX_VERIFY {
+        if outcome.verified.iter().all(|v| *v) {
+            break;
+        }
+        outcome.verify_steps += 1;
+        for i in 0..len {
+            let w = round::sub(y_hi[i], y_lo[i], Dir::Up);
+            let grow = round::add(round::mul(INFLATE, w, Dir::Up), f64::MIN_POSITIVE, Dir::Up);
+            y_lo[i] = round::sub(y_lo[i], grow, Dir::Down);
+            y_hi[i] = round::add(y_hi[i], grow, Dir::Up);
+            (vm[i], vr[i]) = super::mid_rad(y_lo[i], y_hi[i]);
+        }
+        engine.enclose_c(&vm, &vr, &mut cy_lo, &mut cy_hi)?;
+        for c in 0..nrhs {
+            if outcome.verified[c] {
+                continue;
+            }
+            let mut inside = true;
+            for i in c * n..(c + 1) * n {
+                let new_lo = round::add(z_lo[i], cy_lo[i], Dir::Down);
+                let new_hi = round::add(z_hi[i], cy_hi[i], Dir::Up);
+                // Strictly inside the interior (NaN compares false: not verified).
+                inside &= new_lo > y_lo[i] && new_hi < y_hi[i];
+                y_lo[i] = new_lo;
+                y_hi[i] = new_hi;
+            }
+            if inside {
+                outcome.verified[c] = true;
+                for i in 0..n {
+                    let (k, o) = (c * n + i, i + c * ldx);
+                    x_inf[o] = round::add(x[k], y_lo[k], Dir::Down);
+                    x_sup[o] = round::add(x[k], y_hi[k], Dir::Up);
+                }
+            }
+        }
+    }
+    if !outcome.verified.iter().all(|v| *v) {
+        outcome.info = n as i32 + 1;
+        unbounded(x_inf, x_sup, &outcome.verified);
+    }
+    Ok(outcome)
+}
+
+/// One Dot2 step for the residual `b_i − Σ a_il·x_l`: adds `−a·x` to the running sum `p`
+/// (error-free), the rounded tail `s`, and the tail's directed bounds `(t_lo, t_hi)`.
+#[inline(always)]
+pub fn dot2_step(a: f64, x: f64, p: &mut f64, s: &mut f64, t_lo: &mut f64, t_hi: &mut f64) {
+    let (h, r) = round::two_prod(-a, x);
+    let (p2, q) = round::two_sum(*p, h);
+    *p = p2;
+    let qr = q + r;
+    *s += qr;
+    *t_lo = round::add(*t_lo, round::add(q, r, Dir::Down), Dir::Down);
+    *t_hi = round::add(*t_hi, round::add(q, r, Dir::Up), Dir::Up);
+}
+
+/// Finishes a Dot2 residual of `terms` products: `(d, lo, hi)` with `d` the nearest value and
+/// `lo ≤ exact ≤ hi`. A product's TwoProduct error can itself underflow (η/2 each): `terms·η`
+/// covers it.
+#[inline(always)]
+pub fn dot2_finish(p: f64, s: f64, t_lo: f64, t_hi: f64, terms: usize) -> (f64, f64, f64) {
+    let slack = round::mul(terms as f64, round::ETA, Dir::Up);
+    let lo = round::sub(round::add(p, t_lo, Dir::Down), slack, Dir::Down);
+    let hi = round::add(round::add(p, t_hi, Dir::Up), slack, Dir::Up);
+    (p + s, lo, hi)
+}
+
+/// The elementwise step of [C] ⊇ I − R·A from `P = fl(R·A)` and upper bounds of the row norms
+/// of R and column norms of A: `|P − R·A| ≤ γ_n·|R|·|A| + n·η` and, by Cauchy–Schwarz,
+/// `(|R|·|A|)_ij ≤ ‖R_i,:‖₂·‖A_:,j‖₂`. Returns the midpoint and radius of `[C]_ij`.
+#[inline(always)]
+pub fn c_entry(p: f64, diagonal: bool, r_norm: f64, a_norm: f64, gamma: f64, n_eta: f64) -> (f64, f64) {
+    let e = round::add(round::mul(gamma, round::mul(r_norm, a_norm, Dir::Up), Dir::Up), n_eta, Dir::Up);
+    let delta = if diagonal { 1.0 } else { 0.0 };
+    let (lo, hi) = (round::sub(delta, p, Dir::Down), round::sub(delta, p, Dir::Up));
+    let (mid, rad) = super::mid_rad(lo, hi);
+    (mid, round::add(rad, e, Dir::Up))
+}
+
+/// An upper bound of the 2-norm of `x`.
+pub fn norm2_up(x: impl Iterator<Item = f64>) -> f64 {
+    let ss = x.fold(0.0, |s, v| round::add(s, round::mul(v, v, Dir::Up), Dir::Up));
+    round::sqrt(ss, Dir::Up)
+}
+
+/// `[lo, hi] ⊇ M·⟨vm, vr⟩ (+ [−Mr, Mr]·⟨vm, vr⟩)` for the rows `rows` of the column-major
+/// n × n `m` (and `mr`), walking columns so that the matrix is read contiguously.
+pub fn enclose_rows(
+    m: &[f64],
+    mr: Option<&[f64]>,
+    n: usize,
+    rows: std::ops::Range<usize>,
+    vm: &[f64],
+    vr: &[f64],
+) -> Vec<(f64, f64)> {
+    let len = rows.len();
+    let (mut s_lo, mut s_hi, mut r) = (vec![0.0f64; len], vec![0.0f64; len], vec![0.0f64; len]);
+    for l in 0..n {
+        let col = &m[l * n + rows.start..l * n + rows.end];
+        let (x, xr) = (vm[l], vr[l]);
+        let mag = round::add(x.abs(), xr, Dir::Up);
+        for (k, a) in col.iter().enumerate() {
+            s_lo[k] = round::add(s_lo[k], round::mul(*a, x, Dir::Down), Dir::Down);
+            s_hi[k] = round::add(s_hi[k], round::mul(*a, x, Dir::Up), Dir::Up);
+            r[k] = round::add(r[k], round::mul(a.abs(), xr, Dir::Up), Dir::Up);
+        }
+        if let Some(mr) = mr {
+            for (k, a) in mr[l * n + rows.start..l * n + rows.end].iter().enumerate() {
+                r[k] = round::add(r[k], round::mul(*a, mag, Dir::Up), Dir::Up);
+            }
+        }
+    }
+    (0..len).map(|k| (round::sub(s_lo[k], r[k], Dir::Down), round::add(s_hi[k], r[k], Dir::Up))).collect()
+}
+
+/// Runs `f` on blocks of the rows `0..n` on the host's threads and concatenates the results.
+fn par_rows<T: Send>(n: usize, f: impl Fn(std::ops::Range<usize>) -> Vec<T> + Sync) -> Vec<T> {
+    let cores = std::thread::available_parallelism().map(|t| t.get()).unwrap_or(1);
+    // About 64K matrix entries per block is where a thread pays for itself.
+    let threads = cores.min((n * n) >> 16).max(1);
+    let per = n.div_ceil(threads).max(1);
+    let blocks: Vec<_> = (0..n).step_by(per).map(|s| s..(s + per).min(n)).collect();
+    std::thread::scope(|sc| {
+        let handles: Vec<_> = blocks.into_iter().map(|b| sc.spawn(|| f(b))).collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+    })
+}
+
+/// The CPU engine: LAPACK's LU and BLAS's DGEMM, the rest in the loops above.
+pub struct CpuEngine<'a> {
+    n: usize,
+    a: &'a [f64],
+    lda: usize,
+    b: &'a [f64],
+    ldb: usize,
+    r: Vec<f64>,
+    c_mid: Vec<f64>,
+    c_rad: Vec<f64>,
+}
+
+impl<'a> CpuEngine<'a> {
+    pub fn new(n: usize, a: &'a [f64], lda: usize, b: &'a [f64], ldb: usize) -> Self {
+        CpuEngine { n, a, lda, b, ldb, r: Vec::new(), c_mid: Vec::new(), c_rad: Vec::new() }
+    }
+}
+
+impl Engine for CpuEngine<'_> {
+    type Error = std::convert::Infallible;
+
+    fn invert(&mut self) -> Result<Option<usize>, Self::Error> {
+        let n = self.n;
+        let mut lu = vec![0.0; n * n];
+        for j in 0..n {
+            lu[j * n..(j + 1) * n].copy_from_slice(&self.a[j * self.lda..j * self.lda + n]);
+        }
+        let mut ipiv = vec![0i32; n];
+        let mut r = vec![0.0; n * n];
+        for i in 0..n {
+            r[i + i * n] = 1.0;
+        }
+        // OpenBLAS's threaded DGETRF keeps large buffers on the stack and overflows the 2 MiB
+        // of a typical secondary thread: run it on a thread with room.
+        let info = std::thread::scope(|s| {
+            std::thread::Builder::new()
+                .stack_size(64 << 20)
+                .spawn_scoped(s, || {
+                    let info = crate::lapack::dgetrf(n, &mut lu, n, &mut ipiv);
+                    if info == 0 {
+                        crate::lapack::dgetrs(n, n, &lu, n, &ipiv, &mut r, n);
+                    }
+                    info
+                })
+                .map(|h| h.join())
+        });
+        match info {
+            Ok(Ok(0)) => {}
+            Ok(Ok(i)) if i > 0 => return Ok(Some(i as usize)),
+            Ok(Ok(i)) => panic!("DGETRF rejected its arguments (INFO {i})"),
+            Ok(Err(p)) => std::panic::resume_unwind(p),
+            Err(e) => panic!("cannot start the LU thread: {e}"),
+        }
+        self.r = r;
+        Ok(None)
+    }
+
+    fn apply_r(&mut self, v: &[f64], out: &mut [f64]) -> Result<(), Self::Error> {
+        let (n, nrhs) = (self.n, v.len() / self.n.max(1));
+        crate::lapack::dgemm(false, false, n, nrhs, n, 1.0, &self.r, n, v, n, 0.0, out, n);
+        Ok(())
+    }
+
+    fn residual(&mut self, x: &[f64], d: &mut [f64], lo: &mut [f64], hi: &mut [f64]) -> Result<(), Self::Error> {
+        let n = self.n;
+        for c in 0..x.len() / n.max(1) {
+            let xc = &x[c * n..(c + 1) * n];
+            let b = &self.b[c * self.ldb..c * self.ldb + n];
+            let (a, lda) = (self.a, self.lda);
+            // Column by column, so that A is read contiguously.
+            let rows = par_rows(n, |rows| {
+                let len = rows.len();
+                let mut p = b[rows.clone()].to_vec();
+                let (mut s, mut t_lo, mut t_hi) = (vec![0.0; len], vec![0.0; len], vec![0.0; len]);
+                for (l, xl) in xc.iter().enumerate() {
+                    let col = &a[l * lda + rows.start..l * lda + rows.end];
+                    for k in 0..len {
+                        dot2_step(col[k], *xl, &mut p[k], &mut s[k], &mut t_lo[k], &mut t_hi[k]);
+                    }
+                }
+                (0..len).map(|k| dot2_finish(p[k], s[k], t_lo[k], t_hi[k], n)).collect()
+            });
+            for (i, (di, li, hi_)) in rows.into_iter().enumerate() {
+                (d[i + c * n], lo[i + c * n], hi[i + c * n]) = (di, li, hi_);
+            }
+        }
+        Ok(())
+    }
+
+    fn build_c(&mut self) -> Result<bool, Self::Error> {
+        let n = self.n;
+        let mut p = vec![0.0; n * n];
+        crate::lapack::dgemm(false, false, n, n, n, 1.0, &self.r, n, self.a, self.lda, 0.0, &mut p, n);
+        let r_norms: Vec<f64> = (0..n).map(|i| norm2_up((0..n).map(|l| self.r[i + l * n]))).collect();
+        let a_norms: Vec<f64> =
+            (0..n).map(|j| norm2_up(self.a[j * self.lda..j * self.lda + n].iter().copied())).collect();
+        let (gamma, n_eta) = (round::gamma(n), round::mul(n as f64, round::ETA, Dir::Up));
+        self.c_mid = vec![0.0; n * n];
+        self.c_rad = vec![0.0; n * n];
+        let mut finite = true;
+        for j in 0..n {
+            for i in 0..n {
+                let (m, r) = c_entry(p[i + j * n], i == j, r_norms[i], a_norms[j], gamma, n_eta);
+                finite &= m.is_finite() && r.is_finite();
+                self.c_mid[i + j * n] = m;
+                self.c_rad[i + j * n] = r;
+            }
+        }
+        Ok(finite)
+    }
+
+    fn enclose_r(&mut self, vm: &[f64], vr: &[f64], lo: &mut [f64], hi: &mut [f64]) -> Result<(), Self::Error> {
+        self.enclose(false, vm, vr, lo, hi);
+        Ok(())
+    }
+
+    fn enclose_c(&mut self, vm: &[f64], vr: &[f64], lo: &mut [f64], hi: &mut [f64]) -> Result<(), Self::Error> {
+        self.enclose(true, vm, vr, lo, hi);
+        Ok(())
+    }
+}
+
+impl CpuEngine<'_> {
+    fn enclose(&self, interval_c: bool, vm: &[f64], vr: &[f64], lo: &mut [f64], hi: &mut [f64]) {
+        let n = self.n;
+        let (m, mr) = if interval_c { (&self.c_mid, Some(&self.c_rad[..])) } else { (&self.r, None) };
+        for c in 0..vm.len() / n.max(1) {
+            let (x, xr) = (&vm[c * n..(c + 1) * n], &vr[c * n..(c + 1) * n]);
+            let rows = par_rows(n, |rows| enclose_rows(m, mr, n, rows, x, xr));
+            for (i, (l, h)) in rows.into_iter().enumerate() {
+                (lo[i + c * n], hi[i + c * n]) = (l, h);
+            }
+        }
+    }
+}
