@@ -17,7 +17,9 @@ then checks
   * scipy.linalg.lapack.dgtsv (intercepted: hylapack's path on the GPU, else
     forwarded to the system LAPACK, with a log line either way): small
     residual, same solution as the plain run;
-  * scipy.linalg.eigvalsh / eigh on a small dense matrix: same as the plain run
+  * scipy.linalg.eigvalsh / eigh on a small dense matrix: same as the plain run;
+    eigvalsh's DSYEVR (JOBZ = 'N') is intercepted (forwarded below the size
+    threshold, with a log line)
     (the subset_by_index calls reach dstebz_ from inside LAPACK's DSYEVR/DSYEVX;
     whether that nested call is interposed too is reported, not required);
   * the preloaded run's stderr has one "hylapack: DSTEBZ n=1000 backend=..."
@@ -163,6 +165,9 @@ def parent(preload):
     gtsv_lines = re.findall(rf"^hylapack: DGTSV n={N_GTSV} backend=(\w+)(.*)$", pre_err, re.M)
     print(f"scipy_client: intercepted DGTSV calls: {gtsv_lines}")
     check(len(gtsv_lines) == 1, f"log: 1 'hylapack: DGTSV n={N_GTSV} backend=' line (lapack.dgtsv)")
+    evr = re.findall(rf"^hylapack: DSYEV[RXD]? n={N_DENSE} backend=(\w+)(.*)$", pre_err, re.M)
+    print(f"scipy_client: intercepted dense eigenvalue driver calls (n={N_DENSE}): {len(evr)}")
+    check(len(evr) >= 1, f"log: eigvalsh's DSYEVR (JOBZ = 'N', n={N_DENSE}) intercepted")
     check("hylapack:" not in plain_err, "plain run: no hylapack log lines")
     nested = len(by_n.get(N_DENSE, []))
     print(f"scipy_client: dstebz_ called from inside LAPACK (DSYEVR/DSYEVX, n={N_DENSE}): "

@@ -7,11 +7,19 @@
 //! If no next definition exists, the library named by `HYLAPACK_CPU_LAPACK` is searched, and
 //! failing that the call reports the problem on stderr and sets INFO = -1000.
 //!
-//! Interposed: xSTEBZ (always hylapack's path, which returns LAPACK's outputs) and xGTSV (only
-//! when the dispatch policy runs it on the GPU; forwarded otherwise, with a log line).
+//! Interposed: xSTEBZ (always hylapack's path, which returns LAPACK's outputs); xGTSV (only
+//! when the dispatch policy runs it on the GPU; forwarded otherwise, with a log line); and
+//! DSYEV, SSYEV, DSYEV_2STAGE, DSYEVD, DSYEVX, DSYEVR with JOBZ = 'N' (the band-reduction path
+//! when dispatch sends it to the GPU; forwarded otherwise, and always for JOBZ = 'V' and
+//! workspace queries).
 
 use hylapack::api::HYLAPACK_INFO_INTERNAL_ERROR;
 use hylapack::dispatch;
+use hylapack::lapack::Dense;
+use hylapack::real::Real;
+use hylapack::sbr::gpu::CublasReal;
+use hylapack::sbr::syev::{self, EigReport};
+use hylapack::sbr::Path;
 use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::OnceLock;
@@ -76,6 +84,44 @@ fn no_next_definition(name: &str, info: *mut c_int) {
     }
 }
 
+/// Forwards the call to the next definition of `$name` (found once, never this function),
+/// arguments unchanged; reports the problem if there is none.
+macro_rules! forward {
+    ($name:ident, $fty:ty, $info:expr, ($($arg:expr),* $(,)?)) => {{
+        static NEXT: OnceLock<Option<usize>> = OnceLock::new();
+        let next = NEXT.get_or_init(|| {
+            forward_target(concat!(stringify!($name), "\0").as_bytes(), $name as $fty as usize)
+        });
+        match *next {
+            // SAFETY: `next` is the next definition of this very symbol, so it has this
+            // signature; the arguments, hidden lengths included, pass through unchanged.
+            Some(p) => {
+                let f: $fty = std::mem::transmute(p);
+                f($($arg),*)
+            }
+            None => no_next_definition(stringify!($name), $info),
+        }
+    }};
+}
+
+/// Whether dispatch sends `family` at order `n` to the GPU; if not, logs that the intercepted
+/// call `routine` is forwarded, and why (HYLAPACK_LOG=info).
+fn gpu_decided(routine: &str, family: dispatch::Family, n: usize) -> bool {
+    let decision = dispatch::decide(family, n);
+    if decision.backend == dispatch::Backend::Gpu {
+        return true;
+    }
+    let why = decision.why_not_gpu.unwrap_or_default();
+    dispatch::finish_call(
+        routine,
+        n,
+        dispatch::Backend::Cpu,
+        std::time::Duration::ZERO,
+        Some(&format!("forwarded to the system LAPACK: {why}")),
+    );
+    false
+}
+
 type StebzFn<T> = unsafe extern "C" fn(
     *const c_char,
     *const c_char,
@@ -137,20 +183,15 @@ macro_rules! interpose_stebz {
                     return;
                 }
             }
-            static NEXT: OnceLock<Option<usize>> = OnceLock::new();
-            let next = NEXT.get_or_init(|| {
-                forward_target(concat!(stringify!($name), "\0").as_bytes(), $name as StebzFn<$t> as usize)
-            });
-            let Some(next) = *next else {
-                return no_next_definition(stringify!($name), info);
-            };
             dispatch::debug(|| format!("{}: forwarded to the system LAPACK", stringify!($name)));
-            // SAFETY: `next` is the next definition of this very symbol, so it has this
-            // signature; the arguments, hidden lengths included, pass through unchanged.
-            let next: StebzFn<$t> = std::mem::transmute(next);
-            next(
-                range, order, n, vl, vu, il, iu, abstol, d, e, m, nsplit, w, iblock, isplit, work,
-                iwork, info, range_len, order_len,
+            forward!(
+                $name,
+                StebzFn<$t>,
+                info,
+                (
+                    range, order, n, vl, vu, il, iu, abstol, d, e, m, nsplit, w, iblock, isplit,
+                    work, iwork, info, range_len, order_len
+                )
             )
         }
     };
@@ -173,19 +214,7 @@ unsafe fn gtsv_runs_here(routine: &str, n: *const c_int, nrhs: *const c_int, ldb
     if hylapack::gtsv::check_args(*n, *nrhs, *ldb) != 0 {
         return false;
     }
-    let decision = dispatch::decide(dispatch::Family::Gtsv, *n as usize);
-    if decision.backend == dispatch::Backend::Gpu {
-        return true;
-    }
-    let why = decision.why_not_gpu.unwrap_or_default();
-    dispatch::finish_call(
-        routine,
-        *n as usize,
-        dispatch::Backend::Cpu,
-        std::time::Duration::ZERO,
-        Some(&format!("forwarded to the system LAPACK: {why}")),
-    );
-    false
+    gpu_decided(routine, dispatch::Family::Gtsv, *n as usize)
 }
 
 macro_rules! interpose_gtsv {
@@ -208,23 +237,332 @@ macro_rules! interpose_gtsv {
                     return $spike(n, nrhs, dl, d, du, b, ldb, info);
                 }
             }
-            static NEXT: OnceLock<Option<usize>> = OnceLock::new();
-            let next = NEXT.get_or_init(|| {
-                forward_target(concat!(stringify!($name), "\0").as_bytes(), $name as GtsvFn<$t> as usize)
-            });
-            let Some(next) = *next else {
-                return no_next_definition(stringify!($name), info);
-            };
-            // SAFETY: `next` is the next definition of this very symbol (same signature); the
-            // arguments pass through unchanged.
-            let next: GtsvFn<$t> = std::mem::transmute(next);
-            next(n, nrhs, dl, d, du, b, ldb, info)
+            forward!($name, GtsvFn<$t>, info, (n, nrhs, dl, d, du, b, ldb, info))
         }
     };
 }
 
 interpose_gtsv!(dgtsv_, f64, "DGTSV", hylapack::api::gtsv::dgtsv_spike_);
 interpose_gtsv!(sgtsv_, f32, "SGTSV", hylapack::api::gtsv::sgtsv_spike_);
+
+// ---- Dense symmetric eigenvalues (JOBZ = 'N'): the band-reduction path ---------------------
+
+/// The first character of a CHARACTER argument (never its hidden length), or a blank.
+unsafe fn first_char(p: *const c_char) -> u8 {
+    if p.is_null() {
+        b' '
+    } else {
+        *p as u8
+    }
+}
+
+/// A workspace query (LWORK or LIWORK = −1): answered by LAPACK itself.
+unsafe fn is_query(lens: &[*const c_int]) -> bool {
+    lens.iter().any(|p| !p.is_null() && **p == -1)
+}
+
+/// `rows × cols` with leading dimension `ld`, as entries.
+fn span(rows: usize, cols: usize, ld: usize) -> usize {
+    if rows == 0 || cols == 0 {
+        0
+    } else {
+        ld * (cols - 1) + rows
+    }
+}
+
+/// Runs an eigenvalue driver, logs the call under the LAPACK name; a panic becomes INFO −1000.
+fn run_logged(routine: &str, n: usize, f: impl FnOnce() -> EigReport) -> c_int {
+    let started = std::time::Instant::now();
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(report) => {
+            let note = report.reduction.as_ref().and_then(|r| r.note.clone());
+            dispatch::finish_call(routine, n, report.backend(), started.elapsed(), note.as_deref());
+            report.info
+        }
+        Err(_) => {
+            eprintln!("hylapack_preload: internal error in {routine}; INFO = {HYLAPACK_INFO_INTERNAL_ERROR}");
+            HYLAPACK_INFO_INTERNAL_ERROR
+        }
+    }
+}
+
+/// xSYEV / xSYEVD / xSYEV_2STAGE (all eigenvalues): `Some(INFO)` if it ran here: JOBZ = 'N',
+/// not a query, legal arguments, and dispatch sends the band reduction to the GPU.
+#[allow(clippy::too_many_arguments)]
+unsafe fn syev_here<T: Real + Dense + CublasReal>(
+    routine: &str,
+    jobz: *const c_char,
+    uplo: *const c_char,
+    n: *const c_int,
+    a: *mut T,
+    lda: *const c_int,
+    w: *mut T,
+    query: bool,
+) -> Option<c_int> {
+    let (Some(&n), Some(&lda)) = (n.as_ref(), lda.as_ref()) else {
+        return None;
+    };
+    let (jobz, uplo) = (first_char(jobz), first_char(uplo));
+    if query || n <= 0 || a.is_null() || w.is_null() || syev::syev_check(jobz, uplo, n, lda, c_int::MAX) != 0 {
+        return None;
+    }
+    let (n, lda) = (n as usize, lda as usize);
+    if !gpu_decided(routine, dispatch::Family::Syrdb, n) {
+        return None;
+    }
+    let a = std::slice::from_raw_parts_mut(a, span(n, n, lda));
+    let w = std::slice::from_raw_parts_mut(w, n);
+    Some(run_logged(routine, n, || syev::syev::<T>(uplo, n, a, lda, w, Path::Gpu { budget: None })))
+}
+
+/// xSYEVX / xSYEVR with JOBZ = 'N' (RANGE 'A', 'V' or 'I'): as [`syev_here`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn syevx_here<T: Real + Dense + CublasReal>(
+    routine: &str,
+    jobz: *const c_char,
+    range: *const c_char,
+    uplo: *const c_char,
+    n: *const c_int,
+    a: *mut T,
+    lda: *const c_int,
+    vl: *const T,
+    vu: *const T,
+    il: *const c_int,
+    iu: *const c_int,
+    abstol: *const T,
+    m: *mut c_int,
+    w: *mut T,
+    ldz: *const c_int,
+    query: bool,
+) -> Option<c_int> {
+    let (jobz, range, uplo) = (first_char(jobz), first_char(range), first_char(uplo));
+    let needs_v = range.eq_ignore_ascii_case(&b'V');
+    let needs_i = range.eq_ignore_ascii_case(&b'I');
+    let scalars = (n.as_ref(), lda.as_ref(), ldz.as_ref(), abstol.as_ref());
+    let (Some(&n), Some(&lda), Some(&ldz), Some(&abstol)) = scalars else {
+        return None;
+    };
+    let (vl, vu) = match (vl.as_ref(), vu.as_ref()) {
+        (Some(l), Some(u)) => (*l, *u),
+        _ if !needs_v => (T::ZERO, T::ZERO),
+        _ => return None,
+    };
+    let (il, iu) = match (il.as_ref(), iu.as_ref()) {
+        (Some(l), Some(u)) => (*l, *u),
+        _ if !needs_i => (0, 0),
+        _ => return None,
+    };
+    if query || n <= 0 || a.is_null() || w.is_null() || m.is_null() {
+        return None;
+    }
+    if syev::syevx_check(jobz, range, uplo, n, lda, vl, vu, il, iu, ldz, c_int::MAX) != 0 {
+        return None;
+    }
+    let (n, lda) = (n as usize, lda as usize);
+    if !gpu_decided(routine, dispatch::Family::Syrdb, n) {
+        return None;
+    }
+    let a = std::slice::from_raw_parts_mut(a, span(n, n, lda));
+    let w = std::slice::from_raw_parts_mut(w, n);
+    let mut found = 0;
+    let info = run_logged(routine, n, || {
+        let r = syev::syevx::<T>(range, uplo, n, a, lda, vl, vu, il, iu, abstol, w, Path::Gpu { budget: None });
+        found = r.m;
+        r
+    });
+    *m = found;
+    Some(info)
+}
+
+type SyevFn<T> = unsafe extern "C" fn(
+    *const c_char, *const c_char, *const c_int, *mut T, *const c_int, *mut T, *mut T,
+    *const c_int, *mut c_int, usize, usize,
+);
+type SyevdFn<T> = unsafe extern "C" fn(
+    *const c_char, *const c_char, *const c_int, *mut T, *const c_int, *mut T, *mut T,
+    *const c_int, *mut c_int, *const c_int, *mut c_int, usize, usize,
+);
+type SyevxFn<T> = unsafe extern "C" fn(
+    *const c_char, *const c_char, *const c_char, *const c_int, *mut T, *const c_int, *const T,
+    *const T, *const c_int, *const c_int, *const T, *mut c_int, *mut T, *mut T, *const c_int,
+    *mut T, *const c_int, *mut c_int, *mut c_int, *mut c_int, usize, usize, usize,
+);
+type SyevrFn<T> = unsafe extern "C" fn(
+    *const c_char, *const c_char, *const c_char, *const c_int, *mut T, *const c_int, *const T,
+    *const T, *const c_int, *const c_int, *const T, *mut c_int, *mut T, *mut T, *const c_int,
+    *mut c_int, *mut T, *const c_int, *mut c_int, *const c_int, *mut c_int, usize, usize, usize,
+);
+
+macro_rules! interpose_syev {
+    ($name:ident, $t:ty, $routine:literal) => {
+        /// LAPACK's xSYEV (or xSYEV_2STAGE), interposed: JOBZ = 'N' on the GPU band-reduction
+        /// path when dispatch says so, else forwarded.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            jobz: *const c_char,
+            uplo: *const c_char,
+            n: *const c_int,
+            a: *mut $t,
+            lda: *const c_int,
+            w: *mut $t,
+            work: *mut $t,
+            lwork: *const c_int,
+            info: *mut c_int,
+            jobz_len: usize,
+            uplo_len: usize,
+        ) {
+            if let Some(_inside) = Inside::enter() {
+                if let Some(r) = syev_here::<$t>($routine, jobz, uplo, n, a, lda, w, is_query(&[lwork])) {
+                    if !info.is_null() {
+                        *info = r;
+                    }
+                    return;
+                }
+            }
+            forward!($name, SyevFn<$t>, info, (jobz, uplo, n, a, lda, w, work, lwork, info, jobz_len, uplo_len))
+        }
+    };
+}
+
+interpose_syev!(dsyev_, f64, "DSYEV");
+interpose_syev!(ssyev_, f32, "SSYEV");
+interpose_syev!(dsyev_2stage_, f64, "DSYEV_2STAGE");
+
+/// LAPACK's DSYEVD, interposed: JOBZ = 'N' on the GPU band-reduction path when dispatch says
+/// so, else forwarded.
+#[no_mangle]
+pub unsafe extern "C" fn dsyevd_(
+    jobz: *const c_char,
+    uplo: *const c_char,
+    n: *const c_int,
+    a: *mut f64,
+    lda: *const c_int,
+    w: *mut f64,
+    work: *mut f64,
+    lwork: *const c_int,
+    iwork: *mut c_int,
+    liwork: *const c_int,
+    info: *mut c_int,
+    jobz_len: usize,
+    uplo_len: usize,
+) {
+    if let Some(_inside) = Inside::enter() {
+        if let Some(r) = syev_here::<f64>("DSYEVD", jobz, uplo, n, a, lda, w, is_query(&[lwork, liwork])) {
+            if !info.is_null() {
+                *info = r;
+            }
+            return;
+        }
+    }
+    forward!(
+        dsyevd_,
+        SyevdFn<f64>,
+        info,
+        (jobz, uplo, n, a, lda, w, work, lwork, iwork, liwork, info, jobz_len, uplo_len)
+    )
+}
+
+/// LAPACK's DSYEVX, interposed: JOBZ = 'N' on the GPU band-reduction path (then bisection)
+/// when dispatch says so, else forwarded.
+#[no_mangle]
+pub unsafe extern "C" fn dsyevx_(
+    jobz: *const c_char,
+    range: *const c_char,
+    uplo: *const c_char,
+    n: *const c_int,
+    a: *mut f64,
+    lda: *const c_int,
+    vl: *const f64,
+    vu: *const f64,
+    il: *const c_int,
+    iu: *const c_int,
+    abstol: *const f64,
+    m: *mut c_int,
+    w: *mut f64,
+    z: *mut f64,
+    ldz: *const c_int,
+    work: *mut f64,
+    lwork: *const c_int,
+    iwork: *mut c_int,
+    ifail: *mut c_int,
+    info: *mut c_int,
+    jobz_len: usize,
+    range_len: usize,
+    uplo_len: usize,
+) {
+    if let Some(_inside) = Inside::enter() {
+        let here = syevx_here::<f64>(
+            "DSYEVX", jobz, range, uplo, n, a, lda, vl, vu, il, iu, abstol, m, w, ldz, is_query(&[lwork]),
+        );
+        if let Some(r) = here {
+            if !info.is_null() {
+                *info = r;
+            }
+            return;
+        }
+    }
+    forward!(
+        dsyevx_,
+        SyevxFn<f64>,
+        info,
+        (
+            jobz, range, uplo, n, a, lda, vl, vu, il, iu, abstol, m, w, z, ldz, work, lwork, iwork,
+            ifail, info, jobz_len, range_len, uplo_len
+        )
+    )
+}
+
+/// LAPACK's DSYEVR, interposed: JOBZ = 'N' on the GPU band-reduction path (then bisection or
+/// DSTERF) when dispatch says so, else forwarded. ISUPPZ is not referenced for JOBZ = 'N'.
+#[no_mangle]
+pub unsafe extern "C" fn dsyevr_(
+    jobz: *const c_char,
+    range: *const c_char,
+    uplo: *const c_char,
+    n: *const c_int,
+    a: *mut f64,
+    lda: *const c_int,
+    vl: *const f64,
+    vu: *const f64,
+    il: *const c_int,
+    iu: *const c_int,
+    abstol: *const f64,
+    m: *mut c_int,
+    w: *mut f64,
+    z: *mut f64,
+    ldz: *const c_int,
+    isuppz: *mut c_int,
+    work: *mut f64,
+    lwork: *const c_int,
+    iwork: *mut c_int,
+    liwork: *const c_int,
+    info: *mut c_int,
+    jobz_len: usize,
+    range_len: usize,
+    uplo_len: usize,
+) {
+    if let Some(_inside) = Inside::enter() {
+        let here = syevx_here::<f64>(
+            "DSYEVR", jobz, range, uplo, n, a, lda, vl, vu, il, iu, abstol, m, w, ldz,
+            is_query(&[lwork, liwork]),
+        );
+        if let Some(r) = here {
+            if !info.is_null() {
+                *info = r;
+            }
+            return;
+        }
+    }
+    forward!(
+        dsyevr_,
+        SyevrFn<f64>,
+        info,
+        (
+            jobz, range, uplo, n, a, lda, vl, vu, il, iu, abstol, m, w, z, ldz, isuppz, work, lwork,
+            iwork, liwork, info, jobz_len, range_len, uplo_len
+        )
+    )
+}
 
 #[cfg(test)]
 mod tests {
