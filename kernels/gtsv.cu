@@ -188,13 +188,14 @@ __device__ void spike_build(long long n, const T *dl, const T *d, const T *du, c
 }
 
 // Pass 2 of a level: with the separators' solution XS (P x nrhs), each partition re-solves its
-// interior with the couplings moved to the right-hand side and writes X over F (in place: a CTA
-// reads its whole tile before writing it). With check != 0 it also accumulates, per column, the
+// interior with the couplings moved to the right-hand side and writes X (leading dimension ldx).
+// X may be F itself (x == f, ldx == ldf): a CTA reads its whole tile before writing it. With check != 0 it also accumulates, per column, the
 // interior rows' max |r_i|, max (|a x| + |d x| + |c x| + |f|) and max |f| into rmax, smax, bmax (flags bit 1:
 // a non-finite value).
 template <typename T>
-__device__ void spike_backsub(long long n, const T *dl, const T *d, const T *du, T *f, long long ldf, int nrhs, int m,
-                              long long P, const T *XS, int check, T *rmax, T *smax, T *bmax, int *flags) {
+__device__ void spike_backsub(long long n, const T *dl, const T *d, const T *du, const T *f, long long ldf, T *x,
+                              long long ldx, int nrhs, int m, long long P, const T *XS, int check, T *rmax, T *smax,
+                              T *bmax, int *flags) {
     extern __shared__ unsigned char smem_raw[];
     T *sa = reinterpret_cast<T *>(smem_raw);
     int stride = blockDim.x * (m + 1);
@@ -256,7 +257,7 @@ __device__ void spike_backsub(long long n, const T *dl, const T *d, const T *du,
         int count = blockDim.x * m;
         for (int i = threadIdx.x; i < count; i += blockDim.x) {
             long long r = row0 + i;
-            if (r < n) f[r + col * ldf] = sf[(i / m) * (m + 1) + (i % m)];
+            if (r < n) x[r + col * ldx] = sf[(i / m) * (m + 1) + (i % m)];
         }
     }
 }
@@ -321,6 +322,82 @@ __device__ void base_solve(long long n, const T *dl, const T *d, const T *du, T 
     }
 }
 
+// a + b = s + e exactly (two-sum).
+__device__ __forceinline__ void two_sum(double a, double b, double &s, double &e) {
+    s = a + b;
+    double bb = s - a;
+    e = (a - (s - bb)) + (b - bb);
+}
+
+// f - (a*xm + b*x0 + c*xp) in double precision with exact products (fma) and a compensated sum:
+// the same evaluation as residual_accurate in src/gtsv/mod.rs.
+__device__ __forceinline__ double residual_acc(double f, double a, double xm, double b, double x0, double c,
+                                               double xp) {
+    double s = f, e = 0.0;
+    double as[3] = {b, a, c}, xs[3] = {x0, xm, xp};
+#pragma unroll
+    for (int k = 0; k < 3; ++k) {
+        double p = as[k] * xs[k];
+        double pl = fma(as[k], xs[k], -p);
+        double s2, e2;
+        two_sum(s, -p, s2, e2);
+        s = s2;
+        e += e2 - pl;
+    }
+    return s + e;
+}
+
+// Iterative refinement's residual: for each of ncols columns, r = f - A x accurately (stored in
+// r, leading dimension ldr, unless r is null), and the column's max |r_i|,
+// max (|a x| + |d x| + |c x| + |f|) and max |f| accumulated into rmax, smax, bmax (which start at
+// zero); flags bit 1 on a non-finite value. Grid-stride over rows; every thread of a warp runs
+// the same number of iterations (the shuffles need them all).
+template <typename T>
+__device__ void residual(long long n, const T *dl, const T *d, const T *du, const T *x, long long ldx, const T *f,
+                         long long ldf, int ncols, T *r, long long ldr, T *rmax, T *smax, T *bmax, int *flags) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (int col = 0; col < ncols; ++col) {
+        const T *xc = x + col * ldx;
+        const T *fc = f + col * ldf;
+        T rm = T(0), sm = T(0), bm = T(0);
+        bool finite = true;
+        for (long long base = (long long)blockIdx.x * blockDim.x; base < n; base += stride) {
+            long long i = base + threadIdx.x;
+            if (i < n) {
+                T a = load_a(dl, n, i), b = d[i], c = load_c(du, n, i);
+                T xm = i > 0 ? xc[i - 1] : T(0), x0 = xc[i], xp = i + 1 < n ? xc[i + 1] : T(0);
+                T fi = fc[i];
+                T ri = T(residual_acc(double(fi), double(a), double(xm), double(b), double(x0), double(c), double(xp)));
+                if (r) r[i + col * ldr] = ri;
+                T s = fabs(b * x0) + fabs(a * xm) + fabs(c * xp) + fabs(fi);
+                finite = finite && isfinite(x0) && isfinite(ri) && isfinite(s);
+                rm = fmax(rm, fabs(ri));
+                sm = fmax(sm, s);
+                bm = fmax(bm, fabs(fi));
+            }
+        }
+        for (int off = 16; off > 0; off >>= 1) {
+            rm = fmax(rm, __shfl_xor_sync(0xffffffffu, rm, off));
+            sm = fmax(sm, __shfl_xor_sync(0xffffffffu, sm, off));
+            bm = fmax(bm, __shfl_xor_sync(0xffffffffu, bm, off));
+        }
+        if ((threadIdx.x & 31) == 0) {
+            atomic_max_nonneg(rmax + col, rm);
+            atomic_max_nonneg(smax + col, sm);
+            atomic_max_nonneg(bmax + col, bm);
+        }
+        if (!finite) atomicOr(flags, 2);
+    }
+}
+
+// r := x + r over n rows of ncols columns (a refinement step's candidate x + delta).
+template <typename T> __device__ void add_into(long long n, int ncols, const T *x, long long ldx, T *r, long long ldr) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (int col = 0; col < ncols; ++col)
+        for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+            r[i + col * ldr] = x[i + col * ldx] + r[i + col * ldr];
+}
+
 #define STAMP_GTSV(T, sfx)                                                                                    \
     extern "C" __global__ void gtsv_reduce_##sfx(long long n, const T *dl, const T *d, const T *du, const T *f, \
                                                  long long ldf, int nrhs, int m, long long P, T *WT, T *WB,   \
@@ -333,10 +410,21 @@ __device__ void base_solve(long long n, const T *dl, const T *d, const T *du, T 
                                                 const T *YB, T *rdl, T *rd, T *rdu, T *rf, T *FS) {            \
         spike_build<T>(n, dl, d, du, f, ldf, nrhs, m, P, WT, WB, VT, VB, YT, YB, rdl, rd, rdu, rf, FS);       \
     }                                                                                                         \
-    extern "C" __global__ void gtsv_backsub_##sfx(long long n, const T *dl, const T *d, const T *du, T *f,      \
-                                                  long long ldf, int nrhs, int m, long long P, const T *XS,    \
-                                                  int check, T *rmax, T *smax, T *bmax, int *flags) {          \
-        spike_backsub<T>(n, dl, d, du, f, ldf, nrhs, m, P, XS, check, rmax, smax, bmax, flags);               \
+    extern "C" __global__ void gtsv_backsub_##sfx(long long n, const T *dl, const T *d, const T *du,            \
+                                                  const T *f, long long ldf, T *x, long long ldx, int nrhs,    \
+                                                  int m, long long P, const T *XS, int check, T *rmax,         \
+                                                  T *smax, T *bmax, int *flags) {                              \
+        spike_backsub<T>(n, dl, d, du, f, ldf, x, ldx, nrhs, m, P, XS, check, rmax, smax, bmax, flags);       \
+    }                                                                                                         \
+    extern "C" __global__ void gtsv_residual_##sfx(long long n, const T *dl, const T *d, const T *du,           \
+                                                   const T *x, long long ldx, const T *f, long long ldf,       \
+                                                   int ncols, T *r, long long ldr, T *rmax, T *smax, T *bmax,  \
+                                                   int *flags) {                                               \
+        residual<T>(n, dl, d, du, x, ldx, f, ldf, ncols, r, ldr, rmax, smax, bmax, flags);                    \
+    }                                                                                                         \
+    extern "C" __global__ void gtsv_add_##sfx(long long n, int ncols, const T *x, long long ldx, T *r,          \
+                                              long long ldr) {                                                 \
+        add_into<T>(n, ncols, x, ldx, r, ldr);                                                               \
     }                                                                                                         \
     extern "C" __global__ void gtsv_sep_check_##sfx(long long n, const T *dl, const T *d, const T *du,          \
                                                     const T *x, long long ldx, int nrhs, int m, long long P,   \

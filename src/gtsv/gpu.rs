@@ -1,25 +1,28 @@
-//! SPIKE on the GPU (`kernels/gtsv.cu`), for host arrays (the LAPACK interface): upload through
-//! pinned staging buffers, solve, check, and download only an accepted answer.
+//! SPIKE on the GPU (`kernels/gtsv.cu`). The core works on device pointers ([`solve_device`],
+//! data already on the GPU); [`solve`] is the LAPACK interface: it uploads host arrays through
+//! pinned staging buffers, runs the same core and downloads only an accepted answer.
 //!
 //! Each level of the recursion cuts its system into partitions of `m` rows (one thread each,
 //! diagonal pivoting), builds the tridiagonal separator system (one row per partition) and
 //! recurses on it until it has at most `base_n` rows, which one CTA solves. The back
 //! substitution then runs level by level upwards; on the top level it also computes the residual
 //! check (interior rows in the back-substitution kernel, separator rows in a small kernel), so
-//! the decision to accept costs no extra pass over the matrix. A step of iterative refinement
-//! runs only when that check finds a residual above LAPACK's level (see [`solve`]).
-//!
-//! `B` is saved before anything is written to it and restored unless the answer is accepted
-//! ([`SavedB`]), so a download that fails partway cannot leave it half-overwritten.
+//! the decision to accept costs no extra pass over the matrix. The top level reads the
+//! right-hand sides where they are and writes `X` into a buffer of its own, so the caller's `B`
+//! stays intact until the answer is accepted. Iterative refinement, when the check finds a
+//! residual above LAPACK's level, also runs on the GPU ([`Plan::refine`]).
 
-use super::{host_threads, judge, refine, residual_cols, wants_refinement, Reject};
+use super::{judge, wants_refinement, Reject, Residual, MAX_REFINE_STEPS};
 use crate::device::memory::Pinned;
 use crate::device::{self, kernels, DeviceError, Gpu};
 use crate::real::Real;
+use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{
-    CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg,
+    result as cu, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
 };
+use std::cell::Cell;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Tuning of the GPU path.
 #[derive(Clone, Debug)]
@@ -40,34 +43,65 @@ impl Default for GpuOptions {
             m: 32,
             threads: 32,
             base_n: 1024,
-            staging_elems: 1 << 20,
+            staging_elems: 1 << 22,
         }
     }
+}
+
+/// Wall-clock seconds of the phases of the calling thread's last host-pointer GPU solve (for
+/// `hylapack bench gtsv`): upload, GPU solve and check (refinement included), download.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Phases {
+    pub upload: f64,
+    pub solve: f64,
+    pub download: f64,
+    /// Refinement steps taken.
+    pub refine_steps: usize,
+}
+
+thread_local! {
+    static PHASES: Cell<Phases> = Cell::new(Phases::default());
+}
+
+/// The phases of this thread's last host-pointer GPU solve.
+pub fn last_phases() -> Phases {
+    PHASES.with(|p| p.get())
 }
 
 fn sz<T>() -> usize {
     std::mem::size_of::<T>()
 }
 
-/// A tridiagonal system on the device, LAPACK's layout, `f` with leading dimension `n`.
-struct System<T> {
-    n: usize,
-    dl: CudaSlice<T>,
-    d: CudaSlice<T>,
-    du: CudaSlice<T>,
-    f: CudaSlice<T>,
+/// A tridiagonal matrix of order `n` in device memory, LAPACK's layout (`dl`, `du`: `n − 1`
+/// entries, `d`: `n`).
+#[derive(Clone, Copy, Debug)]
+pub struct DevMatrix {
+    pub n: usize,
+    pub dl: CUdeviceptr,
+    pub d: CUdeviceptr,
+    pub du: CUdeviceptr,
 }
 
-/// One level's per-partition spike data.
-struct Level<T> {
+/// Column-major device array: first element and leading dimension (in elements).
+#[derive(Clone, Copy, Debug)]
+pub struct DevCols {
+    pub ptr: CUdeviceptr,
+    pub ld: usize,
+}
+
+/// One level's per-partition spike data and the reduced system it builds (the next level's).
+struct Level {
     p: usize,
-    wt: CudaSlice<T>,
-    wb: CudaSlice<T>,
-    vt: CudaSlice<T>,
-    vb: CudaSlice<T>,
-    yt: CudaSlice<T>,
-    yb: CudaSlice<T>,
-    fs: CudaSlice<T>,
+    wt: CUdeviceptr,
+    wb: CUdeviceptr,
+    vt: CUdeviceptr,
+    vb: CUdeviceptr,
+    yt: CUdeviceptr,
+    yb: CUdeviceptr,
+    fs: CUdeviceptr,
+    /// The reduced system (p rows) and its right-hand sides / solution (p × nrhs, in place).
+    next: DevMatrix,
+    next_f: CUdeviceptr,
 }
 
 /// The partition counts of the levels for a system of `n` rows.
@@ -83,13 +117,37 @@ fn level_sizes(n: usize, o: &GpuOptions) -> Vec<usize> {
     sizes
 }
 
-/// Device bytes one call needs (what is reserved from the budget).
-pub fn bytes_needed<T>(n: usize, nrhs: usize, o: &GpuOptions) -> u64 {
-    let mut elems = 3 * n + n * nrhs + 3 * nrhs;
+/// Device bytes of the work buffers of one solve (the solution, the levels and the summaries),
+/// not counting the caller's matrix and right-hand sides.
+pub fn work_bytes<T>(n: usize, nrhs: usize, o: &GpuOptions) -> u64 {
+    let mut elems = n * nrhs + 3 * nrhs;
     for p in level_sizes(n, o) {
         elems += 4 * p + 3 * p * nrhs + 3 * p + p * nrhs;
     }
     (elems * sz::<T>() + 64) as u64
+}
+
+/// Device bytes a host-pointer call needs: the uploaded matrix and right-hand sides, and the
+/// work buffers (what is reserved from the budget).
+pub fn bytes_needed<T>(n: usize, nrhs: usize, o: &GpuOptions) -> u64 {
+    ((3 * n + n * nrhs) * sz::<T>()) as u64 + work_bytes::<T>(n, nrhs, o)
+}
+
+/// Copies `src` into `dst` (equal lengths) on several threads when it is large: one host thread
+/// copies about 10 GB/s, well under what a PCIe 5 link moves.
+fn par_copy<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
+    const PER_THREAD: usize = 1 << 20; // bytes
+    let threads = (std::mem::size_of_val(src) / PER_THREAD).clamp(1, 8);
+    if threads == 1 {
+        dst.copy_from_slice(src);
+        return;
+    }
+    let chunk = src.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        for (d, c) in dst.chunks_mut(chunk).zip(src.chunks(chunk)) {
+            s.spawn(move || d.copy_from_slice(c));
+        }
+    });
 }
 
 /// Two pinned buffers used alternately (each waits for its own last copy before it is reused).
@@ -110,56 +168,53 @@ impl<T: Real> Staging<T> {
         self.bufs[0].len()
     }
 
-    /// Copies `src` to device memory at `dst` (which holds at least `src.len()` elements).
+    /// Copies `src` to device memory at `dst` (which holds at least `src.len()` elements): the
+    /// host copy into one buffer overlaps the transfer from the other.
     fn upload(
         &mut self,
         stream: &Arc<CudaStream>,
         src: &[T],
-        dst: &mut CudaSlice<T>,
-        offset: usize,
+        dst: CUdeviceptr,
     ) -> Result<(), DeviceError> {
         let chunk = self.chunk();
         for (k, piece) in src.chunks(chunk).enumerate() {
             let i = self.next;
             self.next ^= 1;
-            self.bufs[i].as_mut_slice()?[..piece.len()].copy_from_slice(piece);
-            let at = offset + k * chunk;
-            let mut view = dst.slice_mut(at..at + piece.len());
-            let (ptr, _sync) = view.device_ptr_mut(stream);
-            // SAFETY: the view holds piece.len() elements; the pinned buffer records the end of
-            // the copy and is not reused before it.
-            unsafe { self.bufs[i].copy_to_device(piece.len(), ptr, stream)? };
+            par_copy(&mut self.bufs[i].as_mut_slice()?[..piece.len()], piece);
+            let at = dst + (k * chunk * sz::<T>()) as u64;
+            // SAFETY: dst holds src.len() elements; the pinned buffer records the end of the
+            // copy and is not reused before it.
+            unsafe { self.bufs[i].copy_to_device(piece.len(), at, stream)? };
         }
         Ok(())
     }
 
-    /// Copies device memory `src[offset..offset + dst.len()]` into `dst`.
+    /// Copies `dst.len()` elements of device memory at `src` into `dst`: piece k + 1 is in
+    /// flight while piece k is copied out of its buffer.
     fn download(
         &mut self,
         stream: &Arc<CudaStream>,
-        src: &CudaSlice<T>,
-        offset: usize,
+        src: CUdeviceptr,
         dst: &mut [T],
     ) -> Result<(), DeviceError> {
         let chunk = self.chunk();
         let pieces = dst.len().div_ceil(chunk);
-        // Copy piece k into buffer k % 2, then drain piece k − 1 while piece k is in flight.
         let mut pending: Option<(usize, usize)> = None; // (buffer, piece)
         for k in 0..=pieces {
             if k < pieces {
                 let i = k % 2;
                 let len = chunk.min(dst.len() - k * chunk);
-                let at = offset + k * chunk;
-                let view = src.slice(at..at + len);
-                let (ptr, _sync) = view.device_ptr(stream);
-                // SAFETY: the view holds len elements; reading the pinned buffer waits for the
+                let at = src + (k * chunk * sz::<T>()) as u64;
+                // SAFETY: src holds dst.len() elements; reading the pinned buffer waits for the
                 // end of this copy.
-                unsafe { self.bufs[i].copy_from_device(len, ptr, stream)? };
+                unsafe { self.bufs[i].copy_from_device(len, at, stream)? };
             }
             if let Some((i, piece)) = pending.take() {
                 let len = chunk.min(dst.len() - piece * chunk);
-                dst[piece * chunk..piece * chunk + len]
-                    .copy_from_slice(&self.bufs[i].as_slice()?[..len]);
+                par_copy(
+                    &mut dst[piece * chunk..piece * chunk + len],
+                    &self.bufs[i].as_slice()?[..len],
+                );
             }
             if k < pieces {
                 pending = Some((k % 2, k));
@@ -175,41 +230,160 @@ struct Funcs {
     backsub: CudaFunction,
     sep_check: CudaFunction,
     base: CudaFunction,
+    residual: CudaFunction,
+    add: CudaFunction,
 }
 
-/// The device buffers of one call: the systems of every level (the top one holds the user's
-/// system, `f` overwritten by `X` in place), the levels' spike data, the flags and the per-column
-/// residual summaries of the top level.
-struct Plan<T> {
-    systems: Vec<System<T>>,
-    levels: Vec<Level<T>>,
+impl Funcs {
+    fn load<T: Real>(gpu: &Gpu) -> Result<Self, DeviceError> {
+        let module = gpu.module(&kernels::GTSV)?;
+        let f = |name: &str| module.load_function(&format!("gtsv_{name}_{}", T::PREFIX));
+        Ok(Funcs {
+            reduce: f("reduce")?,
+            build: f("build")?,
+            backsub: f("backsub")?,
+            sep_check: f("sep_check")?,
+            base: f("base")?,
+            residual: f("residual")?,
+            add: f("add")?,
+        })
+    }
+}
+
+/// The raw address of a buffer this module allocated on `stream` (all its work stays on that
+/// one stream, so cudarc's cross-stream event tracking is not needed).
+fn addr<T>(s: &CudaSlice<T>, stream: &CudaStream) -> CUdeviceptr {
+    s.device_ptr(stream).0
+}
+
+/// Copies `cols` columns of `rows` elements between column-major device arrays on `stream`.
+///
+/// # Safety
+/// Both arrays hold `cols` columns of `rows` elements at their leading dimensions.
+unsafe fn copy_cols<T>(
+    stream: &CudaStream,
+    dst: DevCols,
+    src: DevCols,
+    rows: usize,
+    cols: usize,
+) -> Result<(), DeviceError> {
+    for c in 0..cols {
+        cu::memcpy_dtod_async(
+            dst.ptr + (c * dst.ld * sz::<T>()) as u64,
+            src.ptr + (c * src.ld * sz::<T>()) as u64,
+            rows * sz::<T>(),
+            stream.cu_stream(),
+        )?;
+    }
+    Ok(())
+}
+
+/// One solve's device state: the work buffers of every level, the solution `X` (n × nrhs,
+/// leading dimension n), a refinement buffer, the flags and the per-column residual summaries.
+struct Plan<'g, T> {
+    gpu: &'g Gpu,
+    stream: Arc<CudaStream>,
+    funcs: Funcs,
+    o: GpuOptions,
+    a: DevMatrix,
+    nrhs: usize,
+    levels: Vec<Level>,
+    x: CudaSlice<T>,
     flags: CudaSlice<i32>,
-    rmax: CudaSlice<T>,
-    smax: CudaSlice<T>,
-    bmax: CudaSlice<T>,
+    /// rmax | smax | bmax, nrhs each.
+    sums: CudaSlice<T>,
+    /// Keeps the levels' buffers alive.
+    _owned: Vec<CudaSlice<T>>,
 }
 
-impl<T: Real> Plan<T> {
-    /// Enqueues the whole SPIKE pipeline for the first `ncols` columns of the top system's `f`
-    /// (leading dimension `n`), in place: the downward reduction, the bottom solve, the upward
-    /// back substitution. With `check` (and at least one level) the top level also accumulates
-    /// the residual summaries into `rmax`, `smax`, `bmax` (which must then be zero).
+impl<'g, T: Real> Plan<'g, T> {
+    fn new(
+        gpu: &'g Gpu,
+        stream: Arc<CudaStream>,
+        o: &GpuOptions,
+        a: DevMatrix,
+        nrhs: usize,
+    ) -> Result<Self, DeviceError> {
+        let funcs = Funcs::load::<T>(gpu)?;
+        let mut owned = Vec::new();
+        let mut alloc = |len: usize| -> Result<CUdeviceptr, DeviceError> {
+            // SAFETY: every element is written by a kernel before it is read.
+            let s = unsafe { stream.alloc::<T>(len.max(1)) }?;
+            let p = addr(&s, &stream);
+            owned.push(s);
+            Ok(p)
+        };
+        let mut levels = Vec::new();
+        for p in level_sizes(a.n, o) {
+            levels.push(Level {
+                p,
+                wt: alloc(p)?,
+                wb: alloc(p)?,
+                vt: alloc(p)?,
+                vb: alloc(p)?,
+                yt: alloc(p * nrhs)?,
+                yb: alloc(p * nrhs)?,
+                fs: alloc(p * nrhs)?,
+                next: DevMatrix {
+                    n: p,
+                    dl: alloc(p - 1)?,
+                    d: alloc(p)?,
+                    du: alloc(p - 1)?,
+                },
+                next_f: alloc(p * nrhs)?,
+            });
+        }
+        // SAFETY: written by the kernels (or a copy) before it is read.
+        let x = unsafe { stream.alloc::<T>((a.n * nrhs).max(1)) }?;
+        Ok(Plan {
+            gpu,
+            funcs,
+            o: o.clone(),
+            a,
+            nrhs,
+            levels,
+            x,
+            flags: stream.alloc_zeros::<i32>(1)?,
+            sums: stream.alloc_zeros::<T>(3 * nrhs.max(1))?,
+            _owned: owned,
+            stream,
+        })
+    }
+
+    fn x_cols(&self) -> DevCols {
+        DevCols {
+            ptr: addr(&self.x, &self.stream),
+            ld: self.a.n,
+        }
+    }
+
+    /// The three summary arrays' addresses.
+    fn sums_ptrs(&self) -> (CUdeviceptr, CUdeviceptr, CUdeviceptr) {
+        let p = addr(&self.sums, &self.stream);
+        let k = (self.nrhs * sz::<T>()) as u64;
+        (p, p + k, p + 2 * k)
+    }
+
+    /// Enqueues the whole SPIKE pipeline for `ncols` columns: reads `rhs`, writes the solution to
+    /// `out` (which may be `rhs` itself). With `check` (and at least one level) the top level
+    /// also accumulates the residual summaries into `sums` (which must then be zero).
     ///
     /// The kernels keep no factorization in memory: each partition's diagonal-pivoting
     /// factorization is recomputed in registers from DL, D, DU by every kernel that needs it
     /// (cheaper than storing and re-reading it). The pivoting decisions depend only on A, so a
     /// second run on another right-hand side (a refinement step) solves with exactly the same
-    /// factorization; it only repeats that arithmetic, and rewrites the spikes and the reduced
-    /// matrices with the same values.
+    /// factorization.
     fn launch(
-        &mut self,
-        stream: &Arc<CudaStream>,
-        funcs: &Funcs,
-        o: &GpuOptions,
+        &self,
         ncols: usize,
+        rhs: DevCols,
+        out: DevCols,
         check: bool,
     ) -> Result<(), DeviceError> {
+        let (o, stream, funcs) = (&self.o, &self.stream, &self.funcs);
         let (m_i, nrhs_i) = (o.m as i32, ncols as i32);
+        let flags = addr(&self.flags, stream);
+        let (rmax, smax, bmax) = self.sums_ptrs();
         let tile_cfg = |p: usize| LaunchConfig {
             grid_dim: (p.div_ceil(o.threads as usize) as u32, 1, 1),
             block_dim: (o.threads, 1, 1),
@@ -220,50 +394,56 @@ impl<T: Real> Plan<T> {
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
-        let Plan {
-            systems,
-            levels,
-            flags,
-            rmax,
-            smax,
-            bmax,
-        } = self;
+        // Level l's system and right-hand sides: the caller's on top, else the reduced ones.
+        let system = |l: usize| -> (DevMatrix, DevCols) {
+            if l == 0 {
+                (self.a, rhs)
+            } else {
+                let up = &self.levels[l - 1];
+                (
+                    up.next,
+                    DevCols {
+                        ptr: up.next_f,
+                        ld: up.p,
+                    },
+                )
+            }
+        };
 
         // Downward: reduce each level to its separator system.
-        for (l, lev) in levels.iter_mut().enumerate() {
-            let (upper, lower) = systems.split_at_mut(l + 1);
-            let (sys, next) = (&upper[l], &mut lower[0]);
-            let (n_l, p_l) = (sys.n as i64, lev.p as i64);
+        for (l, lev) in self.levels.iter().enumerate() {
+            let (a, f) = system(l);
+            let (n_l, p_l, ldf) = (a.n as i64, lev.p as i64, f.ld as i64);
             let mut launch = stream.launch_builder(&funcs.reduce);
             launch
                 .arg(&n_l)
-                .arg(&sys.dl)
-                .arg(&sys.d)
-                .arg(&sys.du)
-                .arg(&sys.f)
-                .arg(&n_l)
+                .arg(&a.dl)
+                .arg(&a.d)
+                .arg(&a.du)
+                .arg(&f.ptr)
+                .arg(&ldf)
                 .arg(&nrhs_i)
                 .arg(&m_i)
                 .arg(&p_l);
             launch
-                .arg(&mut lev.wt)
-                .arg(&mut lev.wb)
-                .arg(&mut lev.vt)
-                .arg(&mut lev.vb)
-                .arg(&mut lev.yt)
-                .arg(&mut lev.yb)
-                .arg(&mut *flags);
+                .arg(&lev.wt)
+                .arg(&lev.wb)
+                .arg(&lev.vt)
+                .arg(&lev.vb)
+                .arg(&lev.yt)
+                .arg(&lev.yb)
+                .arg(&flags);
             // SAFETY: arguments match gtsv_reduce_{s,d}; the level arrays hold p (x nrhs >= ncols)
-            // entries, the system n rows with f of leading dimension n; the kernel reads rows < n only.
+            // entries, the system n rows with F of leading dimension ldf; rows < n only are read.
             unsafe { launch.launch(tile_cfg(lev.p)) }?;
             let mut launch = stream.launch_builder(&funcs.build);
             launch
                 .arg(&n_l)
-                .arg(&sys.dl)
-                .arg(&sys.d)
-                .arg(&sys.du)
-                .arg(&sys.f)
-                .arg(&n_l)
+                .arg(&a.dl)
+                .arg(&a.d)
+                .arg(&a.du)
+                .arg(&f.ptr)
+                .arg(&ldf)
                 .arg(&nrhs_i)
                 .arg(&m_i)
                 .arg(&p_l);
@@ -275,96 +455,441 @@ impl<T: Real> Plan<T> {
                 .arg(&lev.yt)
                 .arg(&lev.yb);
             launch
-                .arg(&mut next.dl)
-                .arg(&mut next.d)
-                .arg(&mut next.du)
-                .arg(&mut next.f)
-                .arg(&mut lev.fs);
+                .arg(&lev.next.dl)
+                .arg(&lev.next.d)
+                .arg(&lev.next.du)
+                .arg(&lev.next_f)
+                .arg(&lev.fs);
             // SAFETY: arguments match gtsv_build_{s,d}; the next system has p rows (p − 1
-            // off-diagonal entries), f and fs p x nrhs (>= ncols).
+            // off-diagonal entries), its F and FS p x nrhs (>= ncols).
             unsafe { launch.launch(flat_cfg(lev.p)) }?;
         }
-        // The bottom: one CTA.
+        // The bottom: one CTA, in place. Without levels the bottom is the caller's system: its
+        // right-hand sides are first copied to `out`.
         {
-            let sys = systems.last_mut().expect("at least the top system");
-            let n_b = sys.n as i64;
+            let (a, f) = match self.levels.last() {
+                Some(lev) => (
+                    lev.next,
+                    DevCols {
+                        ptr: lev.next_f,
+                        ld: lev.p,
+                    },
+                ),
+                None => {
+                    if out.ptr != rhs.ptr {
+                        // SAFETY: both hold ncols columns of n rows.
+                        unsafe { copy_cols::<T>(stream, out, rhs, self.a.n, ncols)? };
+                    }
+                    (self.a, out)
+                }
+            };
+            let (n_b, ldf) = (a.n as i64, f.ld as i64);
             let cfg = LaunchConfig {
                 grid_dim: (1, 1, 1),
                 block_dim: (128, 1, 1),
-                shared_mem_bytes: (sys.n * (5 * sz::<T>() + 1)) as u32,
+                shared_mem_bytes: (a.n * (5 * sz::<T>() + 1)) as u32,
             };
             let mut launch = stream.launch_builder(&funcs.base);
             launch
                 .arg(&n_b)
-                .arg(&sys.dl)
-                .arg(&sys.d)
-                .arg(&sys.du)
-                .arg(&mut sys.f)
-                .arg(&n_b)
+                .arg(&a.dl)
+                .arg(&a.d)
+                .arg(&a.du)
+                .arg(&f.ptr)
+                .arg(&ldf)
                 .arg(&nrhs_i)
-                .arg(&mut *flags);
+                .arg(&flags);
             // SAFETY: arguments match gtsv_base_{s,d}; n_b <= base_n rows fit the shared arrays
             // requested (5 arrays of T and one of bytes).
             unsafe { launch.launch(cfg) }?;
         }
         // Upward: back substitution; the top level also evaluates the residual check.
-        for l in (0..levels.len()).rev() {
-            let (upper, lower) = systems.split_at_mut(l + 1);
-            let (sys, next) = (&mut upper[l], &lower[0]);
-            let lev = &levels[l];
-            let (n_l, p_l) = (sys.n as i64, lev.p as i64);
+        for l in (0..self.levels.len()).rev() {
+            let lev = &self.levels[l];
+            let (a, f) = system(l);
+            let x = if l == 0 { out } else { f };
+            let (n_l, p_l, ldf, ldx) = (a.n as i64, lev.p as i64, f.ld as i64, x.ld as i64);
             let top_check = l == 0 && check;
             let check_i = top_check as i32;
             let mut launch = stream.launch_builder(&funcs.backsub);
             launch
                 .arg(&n_l)
-                .arg(&sys.dl)
-                .arg(&sys.d)
-                .arg(&sys.du)
-                .arg(&mut sys.f)
-                .arg(&n_l)
+                .arg(&a.dl)
+                .arg(&a.d)
+                .arg(&a.du)
+                .arg(&f.ptr)
+                .arg(&ldf)
+                .arg(&x.ptr)
+                .arg(&ldx)
                 .arg(&nrhs_i)
                 .arg(&m_i)
                 .arg(&p_l);
             launch
-                .arg(&next.f)
+                .arg(&lev.next_f)
                 .arg(&check_i)
-                .arg(&mut *rmax)
-                .arg(&mut *smax)
-                .arg(&mut *bmax)
-                .arg(&mut *flags);
-            // SAFETY: arguments match gtsv_backsub_{s,d}; XS (the next system's solution) is p x nrhs.
+                .arg(&rmax)
+                .arg(&smax)
+                .arg(&bmax)
+                .arg(&flags);
+            // SAFETY: arguments match gtsv_backsub_{s,d}; XS (the next system's solution) is
+            // p x nrhs; X and F hold n rows of ncols columns at their leading dimensions.
             unsafe { launch.launch(tile_cfg(lev.p)) }?;
             if top_check {
                 let mut launch = stream.launch_builder(&funcs.sep_check);
                 launch
                     .arg(&n_l)
-                    .arg(&sys.dl)
-                    .arg(&sys.d)
-                    .arg(&sys.du)
-                    .arg(&sys.f)
-                    .arg(&n_l)
+                    .arg(&a.dl)
+                    .arg(&a.d)
+                    .arg(&a.du)
+                    .arg(&x.ptr)
+                    .arg(&ldx)
                     .arg(&nrhs_i)
                     .arg(&m_i)
                     .arg(&p_l);
                 launch
                     .arg(&lev.fs)
-                    .arg(&mut *rmax)
-                    .arg(&mut *smax)
-                    .arg(&mut *bmax)
-                    .arg(&mut *flags);
+                    .arg(&rmax)
+                    .arg(&smax)
+                    .arg(&bmax)
+                    .arg(&flags);
                 // SAFETY: arguments match gtsv_sep_check_{s,d}; FS is p x nrhs.
                 unsafe { launch.launch(flat_cfg(lev.p)) }?;
             }
         }
         Ok(())
     }
+
+    /// A flat grid for the row-wise kernels: enough CTAs to fill the GPU, no more.
+    fn rows_cfg(&self) -> LaunchConfig {
+        let ctas = self
+            .a
+            .n
+            .div_ceil(256)
+            .min(8 * self.gpu.info.multiprocessors.max(1) as usize)
+            .max(1);
+        LaunchConfig {
+            grid_dim: (ctas as u32, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        }
+    }
+
+    /// Clears the flags and summaries before a kernel accumulates into them.
+    fn clear(&mut self) -> Result<(), DeviceError> {
+        self.stream.memset_zeros(&mut self.flags)?;
+        self.stream.memset_zeros(&mut self.sums)?;
+        Ok(())
+    }
+
+    /// Reads the flags and the summaries of `ncols` columns (waits for the stream).
+    fn read_sums(&self, ncols: usize) -> Result<(i32, Vec<Residual<T>>), DeviceError> {
+        let flags = self.stream.clone_dtoh(&self.flags)?[0];
+        let s = self.stream.clone_dtoh(&self.sums)?;
+        let k = self.nrhs;
+        let finite = flags & 2 == 0;
+        Ok((
+            flags,
+            (0..ncols)
+                .map(|c| (s[c], s[k + c], s[2 * k + c], finite))
+                .collect(),
+        ))
+    }
+
+    /// The accurate residual summaries of `ncols` columns of `x` against `f`, storing
+    /// `r = f − A x` into `r` if given.
+    fn residual(
+        &mut self,
+        ncols: usize,
+        x: DevCols,
+        f: DevCols,
+        r: Option<DevCols>,
+    ) -> Result<Vec<Residual<T>>, DeviceError> {
+        self.clear()?;
+        let a = self.a;
+        let (n_i, ncols_i, ldx, ldf) = (a.n as i64, ncols as i32, x.ld as i64, f.ld as i64);
+        let (r_ptr, ldr) = r.map_or((0u64, 1i64), |r| (r.ptr, r.ld as i64));
+        let (rmax, smax, bmax) = self.sums_ptrs();
+        let flags = addr(&self.flags, &self.stream);
+        let cfg = self.rows_cfg();
+        let mut launch = self.stream.launch_builder(&self.funcs.residual);
+        launch
+            .arg(&n_i)
+            .arg(&a.dl)
+            .arg(&a.d)
+            .arg(&a.du)
+            .arg(&x.ptr)
+            .arg(&ldx)
+            .arg(&f.ptr)
+            .arg(&ldf)
+            .arg(&ncols_i)
+            .arg(&r_ptr)
+            .arg(&ldr)
+            .arg(&rmax)
+            .arg(&smax)
+            .arg(&bmax)
+            .arg(&flags);
+        // SAFETY: arguments match gtsv_residual_{s,d}; x, f (and r) hold ncols columns of n rows.
+        unsafe { launch.launch(cfg) }?;
+        Ok(self.read_sums(ncols)?.1)
+    }
+
+    /// Solves for `rhs` (n × nrhs on the device): `Ok(Ok(()))` when the answer in `self.x` is
+    /// accepted, `Ok(Err)` when it is rejected.
+    ///
+    /// When some column's residual is above LAPACK's level ([`super::wants_refinement`]), up to
+    /// [`MAX_REFINE_STEPS`] steps of iterative refinement run here, as [`super::refine`] does on
+    /// the host: `r = f − A x` accurately, `A δ = r` by the same pipeline, and `x + δ` kept for
+    /// a column only where it lowers that column's residual.
+    fn run(&mut self, rhs: DevCols) -> Result<Result<(), Reject>, DeviceError> {
+        let (n, nrhs) = (self.a.n, self.nrhs);
+        let device_check = !self.levels.is_empty();
+        let x = self.x_cols();
+        self.clear()?;
+        self.launch(nrhs, rhs, x, device_check)?;
+        let (flags, sums) = self.read_sums(nrhs)?;
+        if flags & 1 != 0 {
+            return Ok(Err(Reject::ZeroPivot));
+        }
+        // Without levels (one CTA solved it) nothing was checked yet.
+        let mut checks = if device_check {
+            sums
+        } else {
+            self.residual(nrhs, x, rhs, None)?
+        };
+        if checks.iter().any(|c| !c.3) {
+            return Ok(Err(Reject::NonFinite));
+        }
+        let mut stalled = vec![false; nrhs];
+        let mut steps = 0;
+        if checks.iter().any(wants_refinement) {
+            // SAFETY: written by the residual kernel before it is read.
+            let r = unsafe { self.stream.alloc::<T>(n * nrhs) }?;
+            let rc = DevCols {
+                ptr: addr(&r, &self.stream),
+                ld: n,
+            };
+            for _ in 0..MAX_REFINE_STEPS {
+                let cols: Vec<usize> = (0..nrhs)
+                    .filter(|&c| !stalled[c] && wants_refinement(&checks[c]))
+                    .collect();
+                if cols.is_empty() {
+                    break;
+                }
+                // All columns are corrected together (the kernels take a column count); only
+                // those in `cols` may change.
+                let old = self.residual(nrhs, x, rhs, Some(rc))?;
+                for &c in &cols {
+                    checks[c] = old[c];
+                }
+                self.clear()?;
+                self.launch(nrhs, rc, rc, false)?;
+                if self.read_sums(0)?.0 & 1 != 0 {
+                    break;
+                }
+                steps += 1;
+                let (n_i, nrhs_i, ld) = (n as i64, nrhs as i32, n as i64);
+                let cfg = self.rows_cfg();
+                let mut launch = self.stream.launch_builder(&self.funcs.add);
+                launch
+                    .arg(&n_i)
+                    .arg(&nrhs_i)
+                    .arg(&x.ptr)
+                    .arg(&ld)
+                    .arg(&rc.ptr)
+                    .arg(&ld);
+                // SAFETY: arguments match gtsv_add_{s,d}; x and r are n x nrhs, leading dimension n.
+                unsafe { launch.launch(cfg) }?;
+                let new = self.residual(nrhs, rc, rhs, None)?;
+                for &c in &cols {
+                    let (rn, _, _, fin) = new[c];
+                    if fin && rn < checks[c].0 {
+                        // SAFETY: column c of both, n elements.
+                        unsafe {
+                            copy_cols::<T>(
+                                &self.stream,
+                                DevCols {
+                                    ptr: x.ptr + (c * n * sz::<T>()) as u64,
+                                    ld: n,
+                                },
+                                DevCols {
+                                    ptr: rc.ptr + (c * n * sz::<T>()) as u64,
+                                    ld: n,
+                                },
+                                n,
+                                1,
+                            )?
+                        };
+                        checks[c] = new[c];
+                    } else {
+                        stalled[c] = true;
+                    }
+                }
+            }
+        }
+        self.stream.synchronize()?;
+        PHASES.with(|p| {
+            let mut v = p.get();
+            v.refine_steps = steps;
+            p.set(v);
+        });
+        Ok(judge(checks))
+    }
 }
 
-/// The user's `B` (its first `n` rows of each column), saved on entry: restored on drop unless
-/// the answer was committed, so a download that fails partway (or a rejected refinement, or a
-/// panic) leaves `B` exactly as it came, for the CPU path or LAPACK to run on. The saved copy,
-/// packed with leading dimension `n`, is also the right-hand side of the host residual.
+fn check_options(o: &GpuOptions, n: usize, nrhs: usize) -> Result<(), DeviceError> {
+    if !(2..=32).contains(&o.m) || o.threads == 0 || o.threads % 32 != 0 {
+        return Err(DeviceError::Driver(format!(
+            "bad GPU options m = {}, threads = {}",
+            o.m, o.threads
+        )));
+    }
+    if n >= (i64::MAX as usize) / 64 || nrhs > i32::MAX as usize {
+        return Err(DeviceError::Driver("system too large".into()));
+    }
+    Ok(())
+}
+
+/// Solves on the GPU for host arrays. `Err`: the GPU could not run it (nothing changed);
+/// `Ok(Err)`: SPIKE's answer was rejected (nothing changed); `Ok(Ok)`: `X` is in `b`.
+///
+/// `B` is saved while the GPU works and restored unless the whole answer arrived, so a download
+/// that fails partway cannot leave it half-overwritten ([`SavedB`]).
+pub fn solve<T: Real>(
+    o: &GpuOptions,
+    dl: &[T],
+    d: &[T],
+    du: &[T],
+    b: &mut [T],
+    ldb: usize,
+    nrhs: usize,
+) -> Result<Result<(), Reject>, DeviceError> {
+    let n = d.len();
+    check_options(o, n, nrhs)?;
+    let gpu = device::gpu()?;
+    let _memory = gpu.budget.reserve(bytes_needed::<T>(n, nrhs, o))?;
+    gpu.ctx.bind_to_thread()?;
+    let pooled = gpu.stream()?;
+    let stream: Arc<CudaStream> = (*pooled).clone();
+    let t0 = Instant::now();
+    let mut staging = Staging::<T>::new(gpu, o.staging_elems.max(1024))?;
+    // SAFETY (allocations): every element is written by an upload before it is read.
+    let (dl_d, d_d, du_d, f_d) = unsafe {
+        (
+            stream.alloc::<T>(n.max(2) - 1)?,
+            stream.alloc::<T>(n)?,
+            stream.alloc::<T>(n.max(2) - 1)?,
+            stream.alloc::<T>(n * nrhs)?,
+        )
+    };
+    let a = DevMatrix {
+        n,
+        dl: addr(&dl_d, &stream),
+        d: addr(&d_d, &stream),
+        du: addr(&du_d, &stream),
+    };
+    let f = DevCols {
+        ptr: addr(&f_d, &stream),
+        ld: n,
+    };
+    staging.upload(&stream, &dl[..n - 1], a.dl)?;
+    staging.upload(&stream, d, a.d)?;
+    staging.upload(&stream, &du[..n - 1], a.du)?;
+    for col in 0..nrhs {
+        staging.upload(
+            &stream,
+            &b[col * ldb..col * ldb + n],
+            f.ptr + (col * n * sz::<T>()) as u64,
+        )?;
+    }
+    let t1 = Instant::now();
+    let mut plan = Plan::<T>::new(gpu, stream.clone(), o, a, nrhs)?;
+    let verdict = plan.run(f)?;
+    let t2 = Instant::now();
+    if let Err(r) = verdict {
+        return Ok(Err(r));
+    }
+    let mut saved = SavedB::new(b, ldb, n, nrhs);
+    let x = plan.x_cols();
+    for col in 0..nrhs {
+        staging.download(
+            &stream,
+            x.ptr + (col * n * sz::<T>()) as u64,
+            saved.col(col),
+        )?;
+    }
+    stream.synchronize()?;
+    saved.committed = true;
+    let t3 = Instant::now();
+    PHASES.with(|p| {
+        let mut v = p.get();
+        v.upload = (t1 - t0).as_secs_f64();
+        v.solve = (t2 - t1).as_secs_f64();
+        v.download = (t3 - t2).as_secs_f64();
+        p.set(v);
+    });
+    Ok(Ok(()))
+}
+
+/// Solves `A X = B` for data already in device memory: `a` is read, `b` (n × nrhs at leading
+/// dimension `b.ld`) is overwritten by `X` only if the answer is accepted. Work queued on
+/// `after` (a stream of the caller's, in the process's primary context) before the call is
+/// waited for; the call returns when `X` is in `b`.
+pub fn solve_device<T: Real>(
+    o: &GpuOptions,
+    a: DevMatrix,
+    b: DevCols,
+    nrhs: usize,
+    after: Option<cudarc::driver::sys::CUstream>,
+) -> Result<Result<(), Reject>, DeviceError> {
+    check_options(o, a.n, nrhs)?;
+    let gpu = device::gpu()?;
+    let _memory = gpu.budget.reserve(work_bytes::<T>(a.n, nrhs, o))?;
+    gpu.ctx.bind_to_thread()?;
+    let pooled = gpu.stream()?;
+    let stream: Arc<CudaStream> = (*pooled).clone();
+    if let Some(s) = after {
+        device::wait_for_stream(&stream, s)?;
+    }
+    let mut plan = Plan::<T>::new(gpu, stream.clone(), o, a, nrhs)?;
+    if let Err(r) = plan.run(b)? {
+        return Ok(Err(r));
+    }
+    // SAFETY: b and X both hold nrhs columns of n rows.
+    unsafe { copy_cols::<T>(&stream, b, plan.x_cols(), a.n, nrhs)? };
+    stream.synchronize()?;
+    Ok(Ok(()))
+}
+
+/// Copies `len` elements of device memory at `src` to a new host vector.
+pub fn download<T: Real>(src: CUdeviceptr, len: usize) -> Result<Vec<T>, DeviceError> {
+    let gpu = device::gpu()?;
+    gpu.ctx.bind_to_thread()?;
+    let pooled = gpu.stream()?;
+    let mut v = vec![T::ZERO; len];
+    if len > 0 {
+        // SAFETY: the caller's src holds len elements; the copy completes before return.
+        unsafe { cu::memcpy_dtoh_async(&mut v[..], src, pooled.cu_stream())? };
+    }
+    pooled.synchronize()?;
+    Ok(v)
+}
+
+/// Copies `src` to device memory at `dst` (which holds `src.len()` elements).
+pub fn upload<T: Real>(src: &[T], dst: CUdeviceptr) -> Result<(), DeviceError> {
+    let gpu = device::gpu()?;
+    gpu.ctx.bind_to_thread()?;
+    let pooled = gpu.stream()?;
+    if !src.is_empty() {
+        // SAFETY: the caller's dst holds src.len() elements; the copy completes before return.
+        unsafe { cu::memcpy_htod_async(dst, src, pooled.cu_stream())? };
+    }
+    pooled.synchronize()?;
+    Ok(())
+}
+
+/// The user's `B` (its first `n` rows of each column), saved before `X` is written into it:
+/// restored on drop unless the answer was committed, so a download that fails partway (or a
+/// panic) leaves `B` exactly as it came, for the CPU path or LAPACK to run on.
 struct SavedB<'a, T: Copy> {
     b: &'a mut [T],
     ldb: usize,
@@ -403,183 +928,4 @@ impl<T: Copy> Drop for SavedB<'_, T> {
             }
         }
     }
-}
-
-/// Solves on the GPU. `Err`: the GPU could not run it (nothing changed); `Ok(Err)`: SPIKE's
-/// answer was rejected (nothing changed); `Ok(Ok)`: `X` is in `b`.
-///
-/// When some column's residual is above LAPACK's level ([`super::wants_refinement`]), the
-/// answer is downloaded and refined ([`super::refine`]): the residual is computed on the host,
-/// the correction solved on the GPU by re-running the pipeline ([`Plan::launch`]) on it, and
-/// `x + δ` formed and re-checked on the host.
-#[allow(clippy::too_many_arguments)]
-pub fn solve<T: Real>(
-    o: &GpuOptions,
-    dl: &[T],
-    d: &[T],
-    du: &[T],
-    b: &mut [T],
-    ldb: usize,
-    nrhs: usize,
-) -> Result<Result<(), Reject>, DeviceError> {
-    let n = d.len();
-    if !(2..=32).contains(&o.m) || o.threads == 0 || o.threads % 32 != 0 {
-        return Err(DeviceError::Driver(format!(
-            "bad GPU options m = {}, threads = {}",
-            o.m, o.threads
-        )));
-    }
-    if n >= (i64::MAX as usize) / 64 || nrhs > i32::MAX as usize {
-        return Err(DeviceError::Driver("system too large".into()));
-    }
-    let gpu = device::gpu()?;
-    let _memory = gpu.budget.reserve(bytes_needed::<T>(n, nrhs, o))?;
-    let module = gpu.module(&kernels::GTSV)?;
-    let f = |name: &str| module.load_function(&format!("gtsv_{name}_{}", T::PREFIX));
-    let funcs = Funcs {
-        reduce: f("reduce")?,
-        build: f("build")?,
-        backsub: f("backsub")?,
-        sep_check: f("sep_check")?,
-        base: f("base")?,
-    };
-    let stream = gpu.stream()?;
-    let stream: Arc<CudaStream> = (*stream).clone();
-    let mut staging = Staging::<T>::new(gpu, o.staging_elems.max(1024))?;
-
-    // Upload the user's system (B packed to leading dimension n).
-    // SAFETY (allocations): every element is written by an upload or a kernel before it is read.
-    let mut top = unsafe {
-        System {
-            n,
-            dl: stream.alloc::<T>(n.max(2) - 1)?,
-            d: stream.alloc::<T>(n)?,
-            du: stream.alloc::<T>(n.max(2) - 1)?,
-            f: stream.alloc::<T>(n * nrhs)?,
-        }
-    };
-    staging.upload(&stream, &dl[..n - 1], &mut top.dl, 0)?;
-    staging.upload(&stream, d, &mut top.d, 0)?;
-    staging.upload(&stream, &du[..n - 1], &mut top.du, 0)?;
-    for col in 0..nrhs {
-        staging.upload(&stream, &b[col * ldb..col * ldb + n], &mut top.f, col * n)?;
-    }
-
-    let sizes = level_sizes(n, o);
-    let mut systems = vec![top];
-    let mut levels = Vec::with_capacity(sizes.len());
-    for &p in &sizes {
-        // SAFETY: written by the reduce and build kernels before any read.
-        unsafe {
-            levels.push(Level {
-                p,
-                wt: stream.alloc::<T>(p)?,
-                wb: stream.alloc::<T>(p)?,
-                vt: stream.alloc::<T>(p)?,
-                vb: stream.alloc::<T>(p)?,
-                yt: stream.alloc::<T>(p * nrhs)?,
-                yb: stream.alloc::<T>(p * nrhs)?,
-                fs: stream.alloc::<T>(p * nrhs)?,
-            });
-            systems.push(System {
-                n: p,
-                dl: stream.alloc::<T>(p.max(2) - 1)?,
-                d: stream.alloc::<T>(p)?,
-                du: stream.alloc::<T>(p.max(2) - 1)?,
-                f: stream.alloc::<T>(p * nrhs)?,
-            });
-        }
-    }
-    let mut plan = Plan {
-        systems,
-        levels,
-        flags: stream.alloc_zeros::<i32>(1)?,
-        rmax: stream.alloc_zeros::<T>(nrhs.max(1))?,
-        smax: stream.alloc_zeros::<T>(nrhs.max(1))?,
-        bmax: stream.alloc_zeros::<T>(nrhs.max(1))?,
-    };
-    let device_check = !plan.levels.is_empty();
-    plan.launch(&stream, &funcs, o, nrhs, device_check)?;
-
-    // While the GPU works: save B, so that nothing below can leave it half-written.
-    let mut saved = SavedB::new(b, ldb, n, nrhs);
-
-    let flags_h = stream.clone_dtoh(&plan.flags)?;
-    if flags_h[0] & 1 != 0 {
-        return Ok(Err(Reject::ZeroPivot));
-    }
-    if device_check && flags_h[0] & 2 != 0 {
-        return Ok(Err(Reject::NonFinite));
-    }
-    // Per-column residual summaries: from the device, or (one CTA solved it: no levels) None yet.
-    let mut checks: Option<Vec<super::Residual<T>>> = if device_check {
-        let (r_h, s_h, b_h) = (
-            stream.clone_dtoh(&plan.rmax)?,
-            stream.clone_dtoh(&plan.smax)?,
-            stream.clone_dtoh(&plan.bmax)?,
-        );
-        Some((0..nrhs).map(|c| (r_h[c], s_h[c], b_h[c], true)).collect())
-    } else {
-        None
-    };
-    let refine_wanted = checks
-        .as_ref()
-        .is_none_or(|c| c.iter().any(wants_refinement));
-    if !refine_wanted {
-        // The usual case: decide on the device's summaries, then download straight into B.
-        if let Err(r) = judge(checks.expect("device summaries")) {
-            return Ok(Err(r));
-        }
-        for col in 0..nrhs {
-            staging.download(&stream, &plan.systems[0].f, col * n, saved.col(col))?;
-        }
-        stream.synchronize()?;
-        saved.committed = true;
-        return Ok(Ok(()));
-    }
-
-    // Download X into B (restored from `saved` unless accepted), check and refine on the host.
-    for col in 0..nrhs {
-        staging.download(&stream, &plan.systems[0].f, col * n, saved.col(col))?;
-    }
-    stream.synchronize()?;
-    let threads = host_threads(n);
-    let SavedB {
-        b: ref mut bx,
-        saved: ref f0,
-        ..
-    } = saved;
-    let all: Vec<usize> = (0..nrhs).collect();
-    let mut checks = match checks.take() {
-        Some(c) => c,
-        None => residual_cols(dl, d, du, bx, ldb, &all, f0, n, &all, None, threads, false),
-    };
-    refine(
-        dl,
-        d,
-        du,
-        bx,
-        ldb,
-        f0,
-        n,
-        &mut checks,
-        threads,
-        |r: &mut [T], k: usize| -> Result<bool, DeviceError> {
-            // The correction A δ = r on the GPU, with the same (recomputed) factorization.
-            staging.upload(&stream, r, &mut plan.systems[0].f, 0)?;
-            plan.launch(&stream, &funcs, o, k, false)?;
-            let flags_h = stream.clone_dtoh(&plan.flags)?;
-            if flags_h[0] & 1 != 0 {
-                return Ok(false);
-            }
-            staging.download(&stream, &plan.systems[0].f, 0, r)?;
-            stream.synchronize()?;
-            Ok(true)
-        },
-    )?;
-    if let Err(r) = judge(checks) {
-        return Ok(Err(r));
-    }
-    saved.committed = true;
-    Ok(Ok(()))
 }
