@@ -277,6 +277,16 @@ fn large_sizes_default_options() {
 
 /// Singular systems: INFO and B exactly LAPACK's.
 fn singular_case<T: Lapack>(n: usize, zero_row: usize, nrhs: usize, rng: &mut Rng) {
+    singular_case_with::<T>(n, zero_row, nrhs, rng, &spike_everywhere())
+}
+
+fn singular_case_with<T: Lapack>(
+    n: usize,
+    zero_row: usize,
+    nrhs: usize,
+    rng: &mut Rng,
+    opts: &Options,
+) {
     let mut a = matrices::diagonally_dominant(n, rng);
     // Row zero_row entirely zero: U(zero_row, zero_row) is exactly zero in partial pivoting.
     a.d[zero_row] = 0.0;
@@ -288,7 +298,7 @@ fn singular_case<T: Lapack>(n: usize, zero_row: usize, nrhs: usize, rng: &mut Rn
     }
     let ldb = n + 1;
     let b = rhs(n, ldb, nrhs, rng);
-    let got = ours::<T>(&a, &b, ldb, nrhs, &spike_everywhere());
+    let got = ours::<T>(&a, &b, ldb, nrhs, opts);
     let want = lapack::<T>(&a, &b, ldb, nrhs);
     assert!(want.info > 0, "the test matrix must be singular for LAPACK");
     assert_eq!(
@@ -1137,4 +1147,32 @@ fn strided_batch_c_entry_and_bad_arguments() {
     );
     // Refused calls leave the data alone.
     assert!(y.iter().all(|&v| v == 4.0) && w.iter().all(|&v| v == 1.0));
+}
+
+#[test]
+fn chunked_above_the_memory_limit() {
+    // A memory limit of ~1.5 MB makes the GPU path cut the systems into chunks of ~20k rows.
+    if backend() != Backend::Gpu || !have_gpu_or_skip() {
+        eprintln!("skipped: chunking is a GPU-path feature (HYLAPACK_DEVICE=gpu)");
+        return;
+    }
+    let limit = 1_500_000u64;
+    let o = Options {
+        gpu: GpuOptions {
+            memory_limit: Some(limit),
+            ..GpuOptions::default()
+        },
+        ..Options::default()
+    };
+    let c = hylapack::gtsv::gpu::chunk_rows::<f64>(1 << 30, 1, &o.gpu, limit).unwrap();
+    assert!(c > 1000 && c < 100_000, "chunk of {c} rows");
+    // Chunk boundaries: exactly two chunks, a last chunk of one row, and many chunks.
+    let sizes = [2 * (c + 1), 3 * (c + 1) + 1, 3 * (c + 1) - 1, 10 * c + 7];
+    check_sizes::<f64>(&sizes, &[1], &o);
+    assert!(hylapack::gtsv::gpu::last_phases().chunks >= 10);
+    check_sizes::<f64>(&[5 * c + 3], &[3], &o);
+    check_sizes::<f32>(&[4 * c], &[1], &o);
+    // A singular system: LAPACK's INFO and B.
+    let mut rng = Rng::new(seed_from_time());
+    singular_case_with::<f64>(4 * c + 9, 2 * c + 5, 2, &mut rng, &o);
 }

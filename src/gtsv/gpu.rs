@@ -12,9 +12,11 @@
 //! stays intact until the answer is accepted. Iterative refinement, when the check finds a
 //! residual above LAPACK's level, also runs on the GPU ([`Plan::refine`]).
 
-use super::{judge, wants_refinement, Reject, Residual, MAX_REFINE_STEPS};
+use super::MAX_REFINE_STEPS;
+use super::{judge, refine, residual_cols, split_rows, wants_refinement, Reject, Residual};
 use crate::device::memory::Pinned;
 use crate::device::{self, kernels, DeviceError, Gpu};
+use crate::lapack::Lapack;
 use crate::real::Real;
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{
@@ -35,6 +37,9 @@ pub struct GpuOptions {
     pub base_n: usize,
     /// Elements per pinned staging buffer (two are used, alternately).
     pub staging_elems: usize,
+    /// Device bytes one call may use, below the budget (`HYLAPACK_GPU_MEMORY_LIMIT` or what is
+    /// free); a system that needs more is solved in chunks ([`solve`]). `None`: the budget.
+    pub memory_limit: Option<u64>,
 }
 
 impl Default for GpuOptions {
@@ -44,6 +49,7 @@ impl Default for GpuOptions {
             threads: 32,
             base_n: 1024,
             staging_elems: 1 << 22,
+            memory_limit: None,
         }
     }
 }
@@ -57,6 +63,8 @@ pub struct Phases {
     pub download: f64,
     /// Refinement steps taken.
     pub refine_steps: usize,
+    /// Chunks of the last solve (1 unless it was above the memory limit).
+    pub chunks: usize,
 }
 
 thread_local! {
@@ -640,12 +648,19 @@ impl<'g, T: Real> Plan<'g, T> {
     /// [`MAX_REFINE_STEPS`] steps of iterative refinement run here, as [`super::refine`] does on
     /// the host: `r = f − A x` accurately, `A δ = r` by the same pipeline, and `x + δ` kept for
     /// a column only where it lowers that column's residual.
-    fn run(&mut self, rhs: DevCols) -> Result<Result<(), Reject>, DeviceError> {
+    ///
+    /// `meanwhile` runs on the host while the GPU solves (before the first wait).
+    fn run(
+        &mut self,
+        rhs: DevCols,
+        meanwhile: impl FnOnce(),
+    ) -> Result<Result<(), Reject>, DeviceError> {
         let (n, nrhs) = (self.a.n, self.nrhs);
         let device_check = !self.levels.is_empty();
         let x = self.x_cols();
         self.clear()?;
         self.launch(nrhs, rhs, x, device_check)?;
+        meanwhile();
         let (flags, sums) = self.read_sums(nrhs)?;
         if flags & 1 != 0 {
             return Ok(Err(Reject::ZeroPivot));
@@ -752,9 +767,36 @@ fn check_options(o: &GpuOptions, n: usize, nrhs: usize) -> Result<(), DeviceErro
 /// Solves on the GPU for host arrays. `Err`: the GPU could not run it (nothing changed);
 /// `Ok(Err)`: SPIKE's answer was rejected (nothing changed); `Ok(Ok)`: `X` is in `b`.
 ///
+/// A system whose device memory ([`bytes_needed`]) is above the budget (or
+/// `o.memory_limit`) is solved in chunks ([`solve_chunked`]).
+pub fn solve<T: Lapack>(
+    o: &GpuOptions,
+    dl: &[T],
+    d: &[T],
+    du: &[T],
+    b: &mut [T],
+    ldb: usize,
+    nrhs: usize,
+) -> Result<Result<(), Reject>, DeviceError> {
+    let n = d.len();
+    check_options(o, n, nrhs)?;
+    let gpu = device::gpu()?;
+    let limit = o
+        .memory_limit
+        .unwrap_or(u64::MAX)
+        .min(gpu.budget.available());
+    if bytes_needed::<T>(n, nrhs, o) <= limit {
+        solve_whole(o, dl, d, du, b, ldb, nrhs)
+    } else {
+        solve_chunked(o, dl, d, du, b, ldb, nrhs, limit)
+    }
+}
+
+/// [`solve`] in one piece.
+///
 /// `B` is saved while the GPU works and restored unless the whole answer arrived, so a download
 /// that fails partway cannot leave it half-overwritten ([`SavedB`]).
-pub fn solve<T: Real>(
+fn solve_whole<T: Real>(
     o: &GpuOptions,
     dl: &[T],
     d: &[T],
@@ -803,12 +845,14 @@ pub fn solve<T: Real>(
     }
     let t1 = Instant::now();
     let mut plan = Plan::<T>::new(gpu, stream.clone(), o, a, nrhs)?;
-    let verdict = plan.run(f)?;
+    // Save B while the GPU works.
+    let mut saved = None;
+    let verdict = plan.run(f, || saved = Some(SavedB::new(b, ldb, n, nrhs)))?;
     let t2 = Instant::now();
     if let Err(r) = verdict {
         return Ok(Err(r));
     }
-    let mut saved = SavedB::new(b, ldb, n, nrhs);
+    let mut saved = saved.expect("saved while the GPU worked");
     let x = plan.x_cols();
     for col in 0..nrhs {
         staging.download(
@@ -825,7 +869,208 @@ pub fn solve<T: Real>(
         v.upload = (t1 - t0).as_secs_f64();
         v.solve = (t2 - t1).as_secs_f64();
         v.download = (t3 - t2).as_secs_f64();
+        v.chunks = 1;
         p.set(v);
+    });
+    Ok(Ok(()))
+}
+
+/// Rows per chunk for [`solve_chunked`]: the most whose solve (with `nrhs` + 2 columns: the
+/// right-hand sides and the two spikes) fits in `limit` bytes.
+pub fn chunk_rows<T>(n: usize, nrhs: usize, o: &GpuOptions, limit: u64) -> Option<usize> {
+    let fits = |c: usize| bytes_needed::<T>(c, nrhs + 2, o) <= limit;
+    if !fits(2) {
+        return None;
+    }
+    let (mut lo, mut hi) = (2usize, n.max(2)); // fits(lo); the answer is in lo..=hi
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    Some(lo)
+}
+
+/// SPIKE over chunks, for systems larger than the GPU memory allowed: the rows are cut into
+/// chunks of `c` rows separated by single separator rows (the decomposition of the module
+/// comment, with chunks for blocks). Each chunk is solved on the GPU ([`solve_whole`], with its
+/// own check and refinement) for its right-hand sides and its two spikes; the host then solves
+/// the small separator system with LAPACK xGTSV, forms `X = Y − W x_L − V x_R`, checks the
+/// residual of the whole system and refines it (each correction again over chunks), and writes
+/// `B` only when the answer is accepted.
+#[allow(clippy::too_many_arguments)]
+pub fn solve_chunked<T: Lapack>(
+    o: &GpuOptions,
+    dl: &[T],
+    d: &[T],
+    du: &[T],
+    b: &mut [T],
+    ldb: usize,
+    nrhs: usize,
+    limit: u64,
+) -> Result<Result<(), Reject>, DeviceError> {
+    let n = d.len();
+    let c = chunk_rows::<T>(n, nrhs, o, limit).ok_or(DeviceError::OutOfBudget {
+        needed: bytes_needed::<T>(2, nrhs + 2, o),
+        available: limit,
+    })?;
+    let threads = std::thread::available_parallelism()
+        .map(|t| t.get())
+        .unwrap_or(1);
+    let chunks = (n - 1) / (c + 1) + 1;
+    let mut x = vec![T::ZERO; n * nrhs];
+    let t0 = Instant::now();
+    let mut on_gpu = |dl: &[T], d: &[T], du: &[T], g: &mut [T], ld: usize, k: usize| {
+        solve_whole(o, dl, d, du, g, ld, k)
+    };
+    let first = chunked_pass(dl, d, du, b, ldb, nrhs, c, &mut x, threads, &mut on_gpu)?;
+    PHASES.with(|p| {
+        p.set(Phases {
+            solve: t0.elapsed().as_secs_f64(),
+            chunks,
+            ..Phases::default()
+        })
+    });
+    if let Err(r) = first {
+        return Ok(Err(r));
+    }
+    let all: Vec<usize> = (0..nrhs).collect();
+    let mut checks = residual_cols(dl, d, du, &x, n, &all, b, ldb, &all, None, threads, false);
+    refine(
+        dl,
+        d,
+        du,
+        &mut x,
+        n,
+        b,
+        ldb,
+        &mut checks,
+        threads,
+        |r: &mut [T], k: usize| {
+            let mut delta = vec![T::ZERO; n * k];
+            let solved = chunked_pass(dl, d, du, r, n, k, c, &mut delta, threads, &mut on_gpu)?;
+            r.copy_from_slice(&delta);
+            Ok::<bool, DeviceError>(solved.is_ok())
+        },
+    )?;
+    if let Err(r) = judge(checks) {
+        return Ok(Err(r));
+    }
+    for col in 0..nrhs {
+        par_copy(&mut b[col * ldb..col * ldb + n], &x[col * n..(col + 1) * n]);
+    }
+    Ok(Ok(()))
+}
+
+/// The solver of one chunk: (dl, d, du, right-hand sides, their leading dimension, columns).
+type ChunkSolver<'a, T> = dyn FnMut(&[T], &[T], &[T], &mut [T], usize, usize) -> Result<Result<(), Reject>, DeviceError>
+    + 'a;
+
+/// One solve over chunks of `c` rows (see [`solve_chunked`]): `x` (n × nrhs, leading dimension
+/// n) receives the solution for `f` (leading dimension `ldf`), unchecked beyond the chunks' own
+/// checks and the separator system's solvability. `solve_chunk` solves one chunk in place.
+#[allow(clippy::too_many_arguments)]
+fn chunked_pass<T: Lapack>(
+    dl: &[T],
+    d: &[T],
+    du: &[T],
+    f: &[T],
+    ldf: usize,
+    nrhs: usize,
+    c: usize,
+    x: &mut [T],
+    threads: usize,
+    solve_chunk: &mut ChunkSolver<'_, T>,
+) -> Result<Result<(), Reject>, DeviceError> {
+    let n = d.len();
+    let m = c + 1; // a chunk and its separator
+    let q = (n - 1) / m; // separators; chunk j is rows j m .. j m + c (the last: .. n)
+    let (mut w, mut v) = (vec![T::ZERO; n], vec![T::ZERO; n]);
+    let k = nrhs + 2;
+    for j in 0..=q {
+        let r0 = j * m;
+        let r1 = if j < q { r0 + c } else { n };
+        let rows = r1 - r0;
+        // The chunk's right-hand sides, then its spikes: A_j⁻¹ (a e_1) and A_j⁻¹ (c e_last).
+        let mut g = vec![T::ZERO; rows * k];
+        for col in 0..nrhs {
+            g[col * rows..(col + 1) * rows].copy_from_slice(&f[col * ldf + r0..col * ldf + r1]);
+        }
+        if j > 0 {
+            g[nrhs * rows] = dl[r0 - 1];
+        }
+        if j < q {
+            g[(nrhs + 1) * rows + rows - 1] = du[r1 - 1];
+        }
+        let tail = rows.saturating_sub(1);
+        if let Err(r) = solve_chunk(
+            &dl[r0..r0 + tail],
+            &d[r0..r1],
+            &du[r0..r0 + tail],
+            &mut g,
+            rows,
+            k,
+        )? {
+            return Ok(Err(r));
+        }
+        for col in 0..nrhs {
+            x[col * n + r0..col * n + r1].copy_from_slice(&g[col * rows..(col + 1) * rows]);
+        }
+        w[r0..r1].copy_from_slice(&g[nrhs * rows..(nrhs + 1) * rows]);
+        v[r0..r1].copy_from_slice(&g[(nrhs + 1) * rows..]);
+    }
+    if q == 0 {
+        return Ok(Ok(()));
+    }
+    // The separator system (see the module comment of `gtsv`): unknown j is x at s_j.
+    let (mut rdl, mut rd, mut rdu) = (vec![T::ZERO; q - 1], vec![T::ZERO; q], vec![T::ZERO; q - 1]);
+    let mut rf = vec![T::ZERO; q * nrhs];
+    for j in 0..q {
+        let s = (j + 1) * m - 1;
+        let (top, bot) = (s + 1, s - 1); // first row of chunk j + 1, last row of chunk j
+        let (a_s, c_s) = (dl[s - 1], du[s]);
+        if j > 0 {
+            rdl[j - 1] = -(a_s * w[bot]);
+        }
+        rd[j] = d[s] - a_s * v[bot] - c_s * w[top];
+        if j + 1 < q {
+            rdu[j] = -(c_s * v[top]);
+        }
+        for col in 0..nrhs {
+            rf[j + col * q] = f[col * ldf + s] - a_s * x[col * n + bot] - c_s * x[col * n + top];
+        }
+    }
+    if T::gtsv(&mut rdl, &mut rd, &mut rdu, &mut rf, q, nrhs) != 0 {
+        return Ok(Err(Reject::ReducedSingular));
+    }
+    // X = Y − W x_L − V x_R on the chunk rows, x_s on the separators, in parallel over rows.
+    let threads = threads.clamp(1, n);
+    let bounds: Vec<usize> = (0..=threads).map(|t| t * n / threads).collect();
+    let parts = split_rows(x, n, nrhs, &bounds);
+    let (w, v, rf) = (&w, &v, &rf);
+    std::thread::scope(|sc| {
+        for (t, mut cols) in parts.into_iter().enumerate() {
+            let row0 = bounds[t];
+            sc.spawn(move || {
+                for (col, xc) in cols.iter_mut().enumerate() {
+                    let xs = |j: usize| rf[j + col * q];
+                    for (e, xi) in xc.iter_mut().enumerate() {
+                        let i = row0 + e;
+                        let (j, off) = (i / m, i % m);
+                        if off == c && j < q {
+                            *xi = xs(j);
+                        } else {
+                            let left = if j > 0 { w[i] * xs(j - 1) } else { T::ZERO };
+                            let right = if j < q { v[i] * xs(j) } else { T::ZERO };
+                            *xi = *xi - left - right;
+                        }
+                    }
+                }
+            });
+        }
     });
     Ok(Ok(()))
 }
@@ -851,7 +1096,7 @@ pub fn solve_device<T: Real>(
         device::wait_for_stream(&stream, s)?;
     }
     let mut plan = Plan::<T>::new(gpu, stream.clone(), o, a, nrhs)?;
-    if let Err(r) = plan.run(b)? {
+    if let Err(r) = plan.run(b, || ())? {
         return Ok(Err(r));
     }
     // SAFETY: b and X both hold nrhs columns of n rows.
@@ -887,6 +1132,13 @@ pub fn upload<T: Real>(src: &[T], dst: CUdeviceptr) -> Result<(), DeviceError> {
     Ok(())
 }
 
+/// Host memory for [`SavedB`], kept between calls: faulting in fresh pages costs several times
+/// more than the copy itself (measured on an H100 host: about 30 ms for 64 MB).
+static SAVE_POOL: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
+
+/// Bytes of [`SAVE_POOL`] kept after a call; a larger buffer is freed.
+const SAVE_POOL_BYTES: usize = 256 << 20;
+
 /// The user's `B` (its first `n` rows of each column), saved before `X` is written into it:
 /// restored on drop unless the answer was committed, so a download that fails partway (or a
 /// panic) leaves `B` exactly as it came, for the CPU path or LAPACK to run on.
@@ -894,23 +1146,32 @@ struct SavedB<'a, T: Copy> {
     b: &'a mut [T],
     ldb: usize,
     n: usize,
-    saved: Vec<T>,
+    nrhs: usize,
+    /// Words of 8 bytes holding n × nrhs elements of T.
+    saved: Vec<u64>,
     committed: bool,
 }
 
-impl<'a, T: Copy> SavedB<'a, T> {
+impl<'a, T: Real> SavedB<'a, T> {
     fn new(b: &'a mut [T], ldb: usize, n: usize, nrhs: usize) -> Self {
-        let mut saved = Vec::with_capacity(n * nrhs);
-        for c in 0..nrhs {
-            saved.extend_from_slice(&b[c * ldb..c * ldb + n]);
-        }
-        SavedB {
+        let mut saved = std::mem::take(&mut *SAVE_POOL.lock().unwrap_or_else(|p| p.into_inner()));
+        saved.resize((n * nrhs * sz::<T>()).div_ceil(8), 0);
+        let mut s = SavedB {
             b,
             ldb,
             n,
+            nrhs,
             saved,
             committed: false,
+        };
+        // SAFETY: `saved` holds at least n × nrhs elements of T (f32 or f64: plain data,
+        // alignment at most 8, any bit pattern valid).
+        let packed =
+            unsafe { std::slice::from_raw_parts_mut(s.saved.as_mut_ptr() as *mut T, n * nrhs) };
+        for c in 0..nrhs {
+            par_copy(&mut packed[c * n..(c + 1) * n], &s.b[c * ldb..c * ldb + n]);
         }
+        s
     }
 
     /// Column `c` of `B` (the first `n` rows).
@@ -921,10 +1182,74 @@ impl<'a, T: Copy> SavedB<'a, T> {
 
 impl<T: Copy> Drop for SavedB<'_, T> {
     fn drop(&mut self) {
+        let n = self.n;
         if !self.committed {
-            let n = self.n;
-            for (c, col) in self.saved.chunks(n.max(1)).enumerate() {
+            // SAFETY: as in `new`.
+            let saved = unsafe {
+                std::slice::from_raw_parts(self.saved.as_ptr() as *const T, n * self.nrhs)
+            };
+            for (c, col) in saved.chunks(n.max(1)).enumerate() {
                 self.b[c * self.ldb..c * self.ldb + n].copy_from_slice(col);
+            }
+        }
+        let words = std::mem::take(&mut self.saved);
+        if words.capacity() * 8 <= SAVE_POOL_BYTES {
+            let mut pool = SAVE_POOL.lock().unwrap_or_else(|p| p.into_inner());
+            if words.capacity() > pool.capacity() {
+                *pool = words;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testmat::Rng;
+
+    /// The chunk algebra (spikes, separator system, `X = Y − W x_L − V x_R`) with LAPACK as the
+    /// chunk solver, against LAPACK on the whole system, at chunk boundaries.
+    #[test]
+    fn chunked_pass_matches_lapack() {
+        let mut rng = Rng::new(crate::testmat::seed_from_time());
+        let c = 37;
+        for n in [
+            2,
+            3,
+            c,
+            c + 1,
+            c + 2,
+            2 * (c + 1),
+            2 * (c + 1) + 1,
+            3 * (c + 1) - 1,
+            1000,
+        ] {
+            let a = crate::gtsv::matrices::diagonally_dominant(n, &mut rng);
+            let nrhs = 2;
+            let f: Vec<f64> = (0..n * nrhs).map(|_| rng.range(-1.0, 1.0)).collect();
+            let mut x = vec![0.0; n * nrhs];
+            let mut lapack =
+                |dl: &[f64], d: &[f64], du: &[f64], g: &mut [f64], ld: usize, k: usize| {
+                    let (mut dl, mut d, mut du) = (dl.to_vec(), d.to_vec(), du.to_vec());
+                    Ok(if f64::gtsv(&mut dl, &mut d, &mut du, g, ld, k) == 0 {
+                        Ok(())
+                    } else {
+                        Err(Reject::ZeroPivot)
+                    })
+                };
+            chunked_pass(&a.dl, &a.d, &a.du, &f, n, nrhs, c, &mut x, 3, &mut lapack)
+                .unwrap()
+                .unwrap();
+            let (mut dl, mut d, mut du, mut want) =
+                (a.dl.clone(), a.d.clone(), a.du.clone(), f.clone());
+            assert_eq!(f64::gtsv(&mut dl, &mut d, &mut du, &mut want, n, nrhs), 0);
+            for i in 0..n * nrhs {
+                assert!(
+                    (x[i] - want[i]).abs() <= 1e-12 * (1.0 + want[i].abs()),
+                    "n {n} i {i}: {} vs {}",
+                    x[i],
+                    want[i]
+                );
             }
         }
     }
