@@ -29,7 +29,8 @@ use std::time::Instant;
 /// Tuning of the GPU path.
 #[derive(Clone, Debug)]
 pub struct GpuOptions {
-    /// Rows per partition, separator included (2..=32).
+    /// Rows per partition, separator included: 8, 16 or 32 (the partition kernels are compiled
+    /// for each, so that a partition's factorization stays in registers).
     pub m: usize,
     /// Threads (partitions) per CTA: a multiple of 32.
     pub threads: u32,
@@ -45,7 +46,7 @@ pub struct GpuOptions {
 impl Default for GpuOptions {
     fn default() -> Self {
         GpuOptions {
-            m: 32,
+            m: 16,
             threads: 32,
             base_n: 1024,
             staging_elems: 1 << 22,
@@ -243,13 +244,14 @@ struct Funcs {
 }
 
 impl Funcs {
-    fn load<T: Real>(gpu: &Gpu) -> Result<Self, DeviceError> {
+    fn load<T: Real>(gpu: &Gpu, m: usize) -> Result<Self, DeviceError> {
         let module = gpu.module(&kernels::GTSV)?;
         let f = |name: &str| module.load_function(&format!("gtsv_{name}_{}", T::PREFIX));
+        let fm = |name: &str| module.load_function(&format!("gtsv_{name}_{}_m{m}", T::PREFIX));
         Ok(Funcs {
-            reduce: f("reduce")?,
+            reduce: fm("reduce")?,
             build: f("build")?,
-            backsub: f("backsub")?,
+            backsub: fm("backsub")?,
             sep_check: f("sep_check")?,
             base: f("base")?,
             residual: f("residual")?,
@@ -312,7 +314,7 @@ impl<'g, T: Real> Plan<'g, T> {
         a: DevMatrix,
         nrhs: usize,
     ) -> Result<Self, DeviceError> {
-        let funcs = Funcs::load::<T>(gpu)?;
+        let funcs = Funcs::load::<T>(gpu, o.m)?;
         let mut owned = Vec::new();
         let mut alloc = |len: usize| -> Result<CUdeviceptr, DeviceError> {
             // SAFETY: every element is written by a kernel before it is read.
@@ -431,7 +433,6 @@ impl<'g, T: Real> Plan<'g, T> {
                 .arg(&f.ptr)
                 .arg(&ldf)
                 .arg(&nrhs_i)
-                .arg(&m_i)
                 .arg(&p_l);
             launch
                 .arg(&lev.wt)
@@ -441,7 +442,7 @@ impl<'g, T: Real> Plan<'g, T> {
                 .arg(&lev.yt)
                 .arg(&lev.yb)
                 .arg(&flags);
-            // SAFETY: arguments match gtsv_reduce_{s,d}; the level arrays hold p (x nrhs >= ncols)
+            // SAFETY: arguments match gtsv_reduce_{s,d}_m{m}; the level arrays hold p (x nrhs >= ncols)
             // entries, the system n rows with F of leading dimension ldf; rows < n only are read.
             unsafe { launch.launch(tile_cfg(lev.p)) }?;
             let mut launch = stream.launch_builder(&funcs.build);
@@ -530,7 +531,6 @@ impl<'g, T: Real> Plan<'g, T> {
                 .arg(&x.ptr)
                 .arg(&ldx)
                 .arg(&nrhs_i)
-                .arg(&m_i)
                 .arg(&p_l);
             launch
                 .arg(&lev.next_f)
@@ -539,7 +539,7 @@ impl<'g, T: Real> Plan<'g, T> {
                 .arg(&smax)
                 .arg(&bmax)
                 .arg(&flags);
-            // SAFETY: arguments match gtsv_backsub_{s,d}; XS (the next system's solution) is
+            // SAFETY: arguments match gtsv_backsub_{s,d}_m{m}; XS (the next system's solution) is
             // p x nrhs; X and F hold n rows of ncols columns at their leading dimensions.
             unsafe { launch.launch(tile_cfg(lev.p)) }?;
             if top_check {
@@ -752,7 +752,7 @@ impl<'g, T: Real> Plan<'g, T> {
 }
 
 fn check_options(o: &GpuOptions, n: usize, nrhs: usize) -> Result<(), DeviceError> {
-    if !(2..=32).contains(&o.m) || o.threads == 0 || o.threads % 32 != 0 {
+    if ![8, 16, 32].contains(&o.m) || o.threads == 0 || o.threads % 32 != 0 {
         return Err(DeviceError::Driver(format!(
             "bad GPU options m = {}, threads = {}",
             o.m, o.threads
@@ -786,7 +786,7 @@ pub fn solve<T: Lapack>(
         .unwrap_or(u64::MAX)
         .min(gpu.budget.available());
     if bytes_needed::<T>(n, nrhs, o) <= limit {
-        solve_whole(o, dl, d, du, b, ldb, nrhs)
+        solve_whole(o, dl, d, du, b, ldb, nrhs, true)
     } else {
         solve_chunked(o, dl, d, du, b, ldb, nrhs, limit)
     }
@@ -794,8 +794,10 @@ pub fn solve<T: Lapack>(
 
 /// [`solve`] in one piece.
 ///
-/// `B` is saved while the GPU works and restored unless the whole answer arrived, so a download
-/// that fails partway cannot leave it half-overwritten ([`SavedB`]).
+/// With `keep_b`, `B` is saved while the GPU works and restored unless the whole answer
+/// arrived, so a download that fails partway cannot leave it half-overwritten ([`SavedB`]);
+/// without, `B` is scratch of the caller's (a chunk's right-hand sides).
+#[allow(clippy::too_many_arguments)]
 fn solve_whole<T: Real>(
     o: &GpuOptions,
     dl: &[T],
@@ -804,6 +806,7 @@ fn solve_whole<T: Real>(
     b: &mut [T],
     ldb: usize,
     nrhs: usize,
+    keep_b: bool,
 ) -> Result<Result<(), Reject>, DeviceError> {
     let n = d.len();
     check_options(o, n, nrhs)?;
@@ -846,23 +849,34 @@ fn solve_whole<T: Real>(
     let t1 = Instant::now();
     let mut plan = Plan::<T>::new(gpu, stream.clone(), o, a, nrhs)?;
     // Save B while the GPU works.
-    let mut saved = None;
-    let verdict = plan.run(f, || saved = Some(SavedB::new(b, ldb, n, nrhs)))?;
+    let (mut saved, mut plain) = (None, None);
+    let verdict = plan.run(f, || {
+        if keep_b {
+            saved = Some(SavedB::new(b, ldb, n, nrhs))
+        } else {
+            plain = Some(b)
+        }
+    })?;
     let t2 = Instant::now();
     if let Err(r) = verdict {
         return Ok(Err(r));
     }
-    let mut saved = saved.expect("saved while the GPU worked");
     let x = plan.x_cols();
-    for col in 0..nrhs {
-        staging.download(
-            &stream,
-            x.ptr + (col * n * sz::<T>()) as u64,
-            saved.col(col),
-        )?;
+    let mut download = |b: &mut [T]| -> Result<(), DeviceError> {
+        for col in 0..nrhs {
+            let dst = &mut b[col * ldb..col * ldb + n];
+            staging.download(&stream, x.ptr + (col * n * sz::<T>()) as u64, dst)?;
+        }
+        stream.synchronize()?;
+        Ok(())
+    };
+    match saved.as_mut() {
+        Some(s) => {
+            download(s.b)?;
+            s.committed = true;
+        }
+        None => download(plain.expect("set while the GPU worked"))?,
     }
-    stream.synchronize()?;
-    saved.committed = true;
     let t3 = Instant::now();
     PHASES.with(|p| {
         let mut v = p.get();
@@ -924,7 +938,7 @@ pub fn solve_chunked<T: Lapack>(
     let mut x = vec![T::ZERO; n * nrhs];
     let t0 = Instant::now();
     let mut on_gpu = |dl: &[T], d: &[T], du: &[T], g: &mut [T], ld: usize, k: usize| {
-        solve_whole(o, dl, d, du, g, ld, k)
+        solve_whole(o, dl, d, du, g, ld, k, false)
     };
     let first = chunked_pass(dl, d, du, b, ldb, nrhs, c, &mut x, threads, &mut on_gpu)?;
     PHASES.with(|p| {
@@ -1172,11 +1186,6 @@ impl<'a, T: Real> SavedB<'a, T> {
             par_copy(&mut packed[c * n..(c + 1) * n], &s.b[c * ldb..c * ldb + n]);
         }
         s
-    }
-
-    /// Column `c` of `B` (the first `n` rows).
-    fn col(&mut self, c: usize) -> &mut [T] {
-        &mut self.b[c * self.ldb..c * self.ldb + self.n]
     }
 }
 

@@ -582,7 +582,7 @@ pub fn judge<T: Real>(per_rhs: impl IntoIterator<Item = Residual<T>>) -> Result<
 /// (`max|r| > REFINE_TOL_EPS · ε · max(|A||x| + |b|)`): the level LAPACK's partial pivoting
 /// reaches, so that SPIKE's residuals end close to LAPACK's and not merely within the acceptance
 /// tolerance ([`RESIDUAL_TOL_EPS`]).
-pub const REFINE_TOL_EPS: f64 = 0.25;
+pub const REFINE_TOL_EPS: f64 = 2.0;
 
 /// At most this many steps of iterative refinement per call.
 pub const MAX_REFINE_STEPS: usize = 2;

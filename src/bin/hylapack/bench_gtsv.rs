@@ -18,6 +18,10 @@ struct Options {
     /// log2 of the orders.
     sizes: Vec<u32>,
     csv: Option<String>,
+    /// Time the device-pointer path over GPU tunings instead (at the largest size).
+    tune: bool,
+    /// Only this library's host-pointer GPU path and LAPACK (for very large n).
+    lapack_only: bool,
 }
 
 /// NRHS = 16 runs only up to this order (memory and time).
@@ -29,6 +33,8 @@ fn parse(args: &[String]) -> Result<Options, String> {
     let mut o = Options {
         sizes: vec![16, 20, 23, 24],
         csv: None,
+        tune: false,
+        lapack_only: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -45,6 +51,8 @@ fn parse(args: &[String]) -> Result<Options, String> {
             }
             "--csv" => o.csv = Some(it.next().ok_or("--csv needs a file")?.clone()),
             "--quick" => o.sizes = vec![12, 16],
+            "--tune" => o.tune = true,
+            "--lapack-only" => o.lapack_only = true,
             other => return Err(format!("unknown option {other}")),
         }
     }
@@ -58,7 +66,7 @@ pub fn bench_gtsv(args: &[String]) -> i32 {
         Err(e) => {
             eprintln!("hylapack bench gtsv: {e}");
             eprintln!(
-                "usage: hylapack bench gtsv [--sizes 16,20,23,24 (log2 n)] [--csv FILE] [--quick]"
+                "usage: hylapack bench gtsv [--sizes 16,20,23,24 (log2 n)] [--csv FILE] [--quick] [--tune] [--lapack-only]"
             );
             2
         }
@@ -171,7 +179,13 @@ fn lapack_run(a: &Tridiag, b: &[f64], nrhs: usize, reps: usize) -> Run {
 /// hylapack's device-pointer entry ([`gtsv::gtsv_device`]), device-resident like cuSPARSE:
 /// the matrix and B are on the GPU before the timer starts; the time is the call (which
 /// synchronizes). B is re-uploaded (untimed) before every repetition.
-fn hylapack_device_run(a: &Tridiag, b: &[f64], nrhs: usize, reps: usize) -> Result<Run, String> {
+fn hylapack_device_run(
+    a: &Tridiag,
+    b: &[f64],
+    nrhs: usize,
+    reps: usize,
+    opts: &gtsv::Options,
+) -> Result<Run, String> {
     use cudarc::driver::{CudaStream, DevicePtr};
     use gtsv::gpu::{DevCols, DevMatrix};
     use std::sync::Arc;
@@ -203,8 +217,7 @@ fn hylapack_device_run(a: &Tridiag, b: &[f64], nrhs: usize, reps: usize) -> Resu
         }
         stream.synchronize().map_err(de)?;
         let t0 = Instant::now();
-        let r = gtsv::gtsv_device::<f64>(&gtsv::Options::default(), m, bc, nrhs, None)
-            .map_err(|e| e.to_string())?;
+        let r = gtsv::gtsv_device::<f64>(opts, m, bc, nrhs, None).map_err(|e| e.to_string())?;
         times.push(t0.elapsed().as_secs_f64());
         note = match r.solver {
             Solver::Spike => format!("{} refine", gtsv::gpu::last_phases().refine_steps),
@@ -364,7 +377,63 @@ fn cusparse_run(
     })
 }
 
+/// Device-pointer time over partition sizes, CTA sizes and bottom sizes, random matrix, NRHS = 1.
+fn tune(k: u32) -> i32 {
+    let n = 1usize << k;
+    let mut rng = Rng::new(20_120_001);
+    let a = gtsv::matrices::random(n, &mut rng);
+    let b: Vec<f64> = (0..n).map(|_| rng.range(-1.0, 1.0)).collect();
+    let mut table = Table::new(&[
+        "n",
+        "m",
+        "threads",
+        "base_n",
+        "time",
+        "rel.residual",
+        "note",
+    ]);
+    for m in [8usize, 16, 32] {
+        for threads in [32u32, 64, 128] {
+            // Dynamic shared memory above 48 KB needs an opt-in the kernels do not make.
+            if 4 * threads as usize * (m + 1) * 8 > 48 << 10 {
+                continue;
+            }
+            for base_n in [128usize, 1024] {
+                let opts = gtsv::Options {
+                    gpu: gtsv::gpu::GpuOptions {
+                        m,
+                        threads,
+                        base_n,
+                        ..gtsv::gpu::GpuOptions::default()
+                    },
+                    ..gtsv::Options::default()
+                };
+                let mut row = vec![
+                    format!("2^{k}"),
+                    m.to_string(),
+                    threads.to_string(),
+                    base_n.to_string(),
+                ];
+                match hylapack_device_run(&a, &b, 1, 7, &opts) {
+                    Ok(r) => row.extend([
+                        time(r.seconds),
+                        format!("{:.2e}", rel_residual(&a, &r.x, &b, 1)),
+                        r.note,
+                    ]),
+                    Err(e) => row.extend(["-".into(), "-".into(), e]),
+                }
+                table.row(row);
+            }
+        }
+    }
+    table.print();
+    0
+}
+
 fn run(o: &Options) -> i32 {
+    if o.tune {
+        return tune(*o.sizes.iter().max().unwrap_or(&23));
+    }
     let gpu = hylapack::device::gpu();
     let gpu_ok = gpu.is_ok();
     if let Err(e) = &gpu {
@@ -449,6 +518,16 @@ fn run(o: &Options) -> i32 {
                     table.row(row);
                 };
                 let defaults = gtsv::Options::default();
+                if o.lapack_only {
+                    if gpu_ok {
+                        add(
+                            "hylapack GPU (host ptrs)",
+                            Ok(hylapack_run(&a, &b, nrhs, reps, Backend::Gpu, &defaults)),
+                        );
+                    }
+                    add("LAPACK dgtsv", Ok(lapack_run(&a, &b, nrhs, reps)));
+                    continue;
+                }
                 if gpu_ok {
                     add(
                         "hylapack GPU (host ptrs)",
@@ -456,7 +535,7 @@ fn run(o: &Options) -> i32 {
                     );
                     add(
                         "hylapack GPU (device ptrs)",
-                        hylapack_device_run(&a, &b, nrhs, reps.max(5)),
+                        hylapack_device_run(&a, &b, nrhs, reps.max(5), &defaults),
                     );
                 }
                 add(
