@@ -883,6 +883,21 @@ fn check_batch<T: Lapack>(
     singular: Option<usize>,
     rng: &mut Rng,
 ) {
+    check_batch_scaled::<T>(n, nrhs, count, dominant, singular, 1.0, rng)
+}
+
+/// [`check_batch`] with every odd-numbered system (matrix and right-hand sides) scaled by
+/// `odd_scale`: each system must meet its own backward-error bound, whatever its neighbours'
+/// magnitudes.
+fn check_batch_scaled<T: Lapack>(
+    n: usize,
+    nrhs: usize,
+    count: usize,
+    dominant: bool,
+    singular: Option<usize>,
+    odd_scale: f64,
+    rng: &mut Rng,
+) {
     let (sa, ldb) = (n + 3, n + 1);
     let sb = ldb * nrhs + 2;
     let systems: Vec<Tridiag> = (0..count)
@@ -892,6 +907,11 @@ fn check_batch<T: Lapack>(
             } else {
                 matrices::random(n, rng)
             };
+            if k % 2 == 1 {
+                for v in a.dl.iter_mut().chain(a.d.iter_mut()).chain(a.du.iter_mut()) {
+                    *v *= odd_scale;
+                }
+            }
             if singular == Some(k) {
                 // Row n/2 zero: U(n/2, n/2) is exactly zero.
                 let r = n / 2;
@@ -906,7 +926,19 @@ fn check_batch<T: Lapack>(
             a
         })
         .collect();
-    let bs: Vec<Vec<f64>> = (0..count).map(|_| rhs(n, ldb, nrhs, rng)).collect();
+    let bs: Vec<Vec<f64>> = (0..count)
+        .map(|k| {
+            let mut b = rhs(n, ldb, nrhs, rng);
+            if k % 2 == 1 {
+                for c in 0..nrhs {
+                    for v in &mut b[c * ldb..c * ldb + n] {
+                        *v *= odd_scale;
+                    }
+                }
+            }
+            b
+        })
+        .collect();
     let pad = 555.0;
     let (mut dl, mut d, mut du) = (
         vec![T::from_f64(pad); sa * count],
@@ -998,6 +1030,10 @@ fn strided_batch_against_lapack() {
     }
     // Many small systems (the batch's purpose).
     check_batch::<f64>(64, 1, 20_000, true, None, &mut rng);
+    // Neighbours of very different magnitudes.
+    for dominant in [true, false] {
+        check_batch_scaled::<f64>(500, 2, 16, dominant, None, 1e-10, &mut rng);
+    }
     // One singular system among many: its INFO and B as LAPACK's, the others solved.
     check_batch::<f64>(50, 2, 40, true, Some(17), &mut rng);
     check_batch::<f32>(3, 1, 10, true, Some(0), &mut rng);
