@@ -22,18 +22,26 @@ template <typename T> __device__ __forceinline__ T load_c(const T *du, long long
 }
 
 // Stages the CTA's tile of a logical array (rows row0 .. row0 + blockDim.x*M) into shared memory,
-// element e of partition t at t*(M+1)+e. kind: 0 = a, 1 = b, 2 = c, 3 = f (column col).
+// element e of partition t at t*(M+1)+e. kind: 0 = a, 1 = b, 2 = c, 3 = f (column col). Each
+// thread loads M elements, all before it stores any: the loads are then in flight together
+// (loads interleaved with shared-memory stores were issued one at a time, which made every
+// level cost tens of microseconds whatever its size).
 template <typename T, int M>
-__device__ void stage(T *s, int kind, const T *src, long long n, long long row0, long long ldf, int col) {
-    int count = blockDim.x * M;
-    for (int i = threadIdx.x; i < count; i += blockDim.x) {
-        long long r = row0 + i;
-        T v;
-        if (kind == 0) v = load_a(src, n, r);
-        else if (kind == 1) v = load_b(src, n, r);
-        else if (kind == 2) v = load_c(src, n, r);
-        else v = r < n ? src[r + (long long)col * ldf] : T(0);
-        s[(i / M) * (M + 1) + (i % M)] = v;
+__device__ __forceinline__ void stage(T *s, int kind, const T *src, long long n, long long row0, long long ldf,
+                                      int col) {
+    T v[M];
+#pragma unroll
+    for (int t = 0; t < M; ++t) {
+        long long r = row0 + threadIdx.x + (long long)t * blockDim.x;
+        if (kind == 0) v[t] = load_a(src, n, r);
+        else if (kind == 1) v[t] = load_b(src, n, r);
+        else if (kind == 2) v[t] = load_c(src, n, r);
+        else v[t] = r < n ? src[r + (long long)col * ldf] : T(0);
+    }
+#pragma unroll
+    for (int t = 0; t < M; ++t) {
+        int i = threadIdx.x + t * blockDim.x;
+        s[(i / M) * (M + 1) + (i % M)] = v[t];
     }
 }
 

@@ -48,7 +48,7 @@ impl Default for GpuOptions {
         GpuOptions {
             m: 16,
             threads: 32,
-            base_n: 1024,
+            base_n: 128,
             staging_elems: 1 << 22,
             memory_limit: None,
         }
@@ -146,7 +146,13 @@ pub fn bytes_needed<T>(n: usize, nrhs: usize, o: &GpuOptions) -> u64 {
 /// copies about 10 GB/s, well under what a PCIe 5 link moves.
 fn par_copy<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
     const PER_THREAD: usize = 1 << 20; // bytes
-    let threads = (std::mem::size_of_val(src) / PER_THREAD).clamp(1, 8);
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let cores = *CORES.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map(|t| t.get())
+            .unwrap_or(1)
+    });
+    let threads = (std::mem::size_of_val(src) / PER_THREAD).clamp(1, cores.min(16));
     if threads == 1 {
         dst.copy_from_slice(src);
         return;

@@ -398,7 +398,7 @@ fn tune(k: u32) -> i32 {
             if 4 * threads as usize * (m + 1) * 8 > 48 << 10 {
                 continue;
             }
-            for base_n in [128usize, 1024] {
+            for base_n in [32usize, 128, 1024] {
                 let opts = gtsv::Options {
                     gpu: gtsv::gpu::GpuOptions {
                         m,
