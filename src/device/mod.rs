@@ -278,7 +278,10 @@ impl Gpu {
 
 /// Makes `stream` wait for the work queued so far on `foreign`, a stream of the caller's in the
 /// process's primary context (where the CUDA runtime works too).
-pub fn wait_for_stream(
+///
+/// # Safety
+/// `foreign` is a live stream of that context (or the null stream).
+pub unsafe fn wait_for_stream(
     stream: &CudaStream,
     foreign: cudarc::driver::sys::CUstream,
 ) -> Result<(), DeviceError> {

@@ -758,7 +758,7 @@ impl<'g, T: Real> Plan<'g, T> {
 }
 
 fn check_options(o: &GpuOptions, n: usize, nrhs: usize) -> Result<(), DeviceError> {
-    if ![8, 16, 32].contains(&o.m) || o.threads == 0 || o.threads % 32 != 0 {
+    if ![8, 16, 32].contains(&o.m) || o.threads == 0 || !o.threads.is_multiple_of(32) {
         return Err(DeviceError::Driver(format!(
             "bad GPU options m = {}, threads = {}",
             o.m, o.threads
@@ -1113,7 +1113,8 @@ pub fn solve_device<T: Real>(
     let pooled = gpu.stream()?;
     let stream: Arc<CudaStream> = (*pooled).clone();
     if let Some(s) = after {
-        device::wait_for_stream(&stream, s)?;
+        // SAFETY: the caller's stream, live for the call (the C entry's contract).
+        unsafe { device::wait_for_stream(&stream, s)? };
     }
     let mut plan = Plan::<T>::new(gpu, stream.clone(), o, a, nrhs)?;
     if let Err(r) = plan.run(b, || ())? {

@@ -450,7 +450,8 @@ pub fn gtsv_strided_batch<T: Lapack>(
         .filter(|(_, &done)| !done)
         .map(|(job, _)| job)
         .collect();
-    let one = |job: &mut ((((&mut [T], &mut [T]), &mut [T]), &mut [T]), &mut i32)| {
+    type Job<'a, T> = ((((&'a mut [T], &'a mut [T]), &'a mut [T]), &'a mut [T]), &'a mut i32);
+    let one = |job: &mut Job<'_, T>| {
         let ((((dl, d), du), b), info) = job;
         let mut dummy = [T::ZERO];
         let bx: &mut [T] = if nrhs == 0 { &mut dummy } else { b };
