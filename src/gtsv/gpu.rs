@@ -129,9 +129,10 @@ fn level_sizes(n: usize, o: &GpuOptions) -> Vec<usize> {
 /// Device bytes of the work buffers of one solve (the solution, the levels and the summaries),
 /// not counting the caller's matrix and right-hand sides.
 pub fn work_bytes<T>(n: usize, nrhs: usize, o: &GpuOptions) -> u64 {
-    let mut elems = n * nrhs + 3 * nrhs;
+    // Each piece of the plan's allocation is rounded up to 32 elements.
+    let mut elems = n * nrhs + 3 * nrhs + 64;
     for p in level_sizes(n, o) {
-        elems += 4 * p + 3 * p * nrhs + 3 * p + p * nrhs;
+        elems += 4 * p + 3 * p * nrhs + 3 * p + p * nrhs + 11 * 32;
     }
     (elems * sz::<T>() + 64) as u64
 }
@@ -295,7 +296,9 @@ unsafe fn copy_cols<T>(
 }
 
 /// One solve's device state: the work buffers of every level, the solution `X` (n × nrhs,
-/// leading dimension n), a refinement buffer, the flags and the per-column residual summaries.
+/// leading dimension n), the flags and the per-column residual summaries, carved out of one
+/// allocation (dozens of small allocations, each with cudarc's tracking events, cost more than
+/// the kernels of a mid-sized solve).
 struct Plan<'g, T> {
     gpu: &'g Gpu,
     stream: Arc<CudaStream>,
@@ -304,12 +307,13 @@ struct Plan<'g, T> {
     a: DevMatrix,
     nrhs: usize,
     levels: Vec<Level>,
-    x: CudaSlice<T>,
-    flags: CudaSlice<i32>,
+    x: CUdeviceptr,
     /// rmax | smax | bmax, nrhs each.
-    sums: CudaSlice<T>,
-    /// Keeps the levels' buffers alive.
-    _owned: Vec<CudaSlice<T>>,
+    sums: CUdeviceptr,
+    flags: CUdeviceptr,
+    /// Owns every buffer above.
+    _work: CudaSlice<T>,
+    _flags: CudaSlice<i32>,
 }
 
 impl<'g, T: Real> Plan<'g, T> {
@@ -321,36 +325,57 @@ impl<'g, T: Real> Plan<'g, T> {
         nrhs: usize,
     ) -> Result<Self, DeviceError> {
         let funcs = Funcs::load::<T>(gpu, o.m)?;
-        let mut owned = Vec::new();
-        let mut alloc = |len: usize| -> Result<CUdeviceptr, DeviceError> {
-            // SAFETY: every element is written by a kernel before it is read.
-            let s = unsafe { stream.alloc::<T>(len.max(1)) }?;
-            let p = addr(&s, &stream);
-            owned.push(s);
-            Ok(p)
+        // Offsets (in elements) of the pieces, each rounded up to 256 bytes.
+        let mut total = 0usize;
+        let mut carve = |len: usize| {
+            let at = total;
+            total += len.max(1).div_ceil(32) * 32;
+            at
         };
-        let mut levels = Vec::new();
+        let mut offsets = Vec::new();
         for p in level_sizes(a.n, o) {
-            levels.push(Level {
+            let pieces = [
                 p,
-                wt: alloc(p)?,
-                wb: alloc(p)?,
-                vt: alloc(p)?,
-                vb: alloc(p)?,
-                yt: alloc(p * nrhs)?,
-                yb: alloc(p * nrhs)?,
-                fs: alloc(p * nrhs)?,
+                p,
+                p,
+                p,
+                p * nrhs,
+                p * nrhs,
+                p * nrhs,
+                p - 1,
+                p,
+                p - 1,
+                p * nrhs,
+            ];
+            offsets.push((p, pieces.map(&mut carve)));
+        }
+        let x_at = carve(a.n * nrhs);
+        let sums_at = carve(3 * nrhs.max(1));
+        // SAFETY: every element is written by a kernel, a copy or a memset before it is read.
+        let work = unsafe { stream.alloc::<T>(total) }?;
+        let flags_buf = stream.alloc_zeros::<i32>(1)?;
+        let base = addr(&work, &stream);
+        let at = |e: usize| base + (e * sz::<T>()) as u64;
+        let levels = offsets
+            .into_iter()
+            .map(|(p, o)| Level {
+                p,
+                wt: at(o[0]),
+                wb: at(o[1]),
+                vt: at(o[2]),
+                vb: at(o[3]),
+                yt: at(o[4]),
+                yb: at(o[5]),
+                fs: at(o[6]),
                 next: DevMatrix {
                     n: p,
-                    dl: alloc(p - 1)?,
-                    d: alloc(p)?,
-                    du: alloc(p - 1)?,
+                    dl: at(o[7]),
+                    d: at(o[8]),
+                    du: at(o[9]),
                 },
-                next_f: alloc(p * nrhs)?,
-            });
-        }
-        // SAFETY: written by the kernels (or a copy) before it is read.
-        let x = unsafe { stream.alloc::<T>((a.n * nrhs).max(1)) }?;
+                next_f: at(o[10]),
+            })
+            .collect();
         Ok(Plan {
             gpu,
             funcs,
@@ -358,26 +383,26 @@ impl<'g, T: Real> Plan<'g, T> {
             a,
             nrhs,
             levels,
-            x,
-            flags: stream.alloc_zeros::<i32>(1)?,
-            sums: stream.alloc_zeros::<T>(3 * nrhs.max(1))?,
-            _owned: owned,
+            x: at(x_at),
+            sums: at(sums_at),
+            flags: addr(&flags_buf, &stream),
+            _work: work,
+            _flags: flags_buf,
             stream,
         })
     }
 
     fn x_cols(&self) -> DevCols {
         DevCols {
-            ptr: addr(&self.x, &self.stream),
+            ptr: self.x,
             ld: self.a.n,
         }
     }
 
     /// The three summary arrays' addresses.
     fn sums_ptrs(&self) -> (CUdeviceptr, CUdeviceptr, CUdeviceptr) {
-        let p = addr(&self.sums, &self.stream);
         let k = (self.nrhs * sz::<T>()) as u64;
-        (p, p + k, p + 2 * k)
+        (self.sums, self.sums + k, self.sums + 2 * k)
     }
 
     /// Enqueues the whole SPIKE pipeline for `ncols` columns: reads `rhs`, writes the solution to
@@ -398,7 +423,7 @@ impl<'g, T: Real> Plan<'g, T> {
     ) -> Result<(), DeviceError> {
         let (o, stream, funcs) = (&self.o, &self.stream, &self.funcs);
         let (m_i, nrhs_i) = (o.m as i32, ncols as i32);
-        let flags = addr(&self.flags, stream);
+        let flags = self.flags;
         let (rmax, smax, bmax) = self.sums_ptrs();
         let tile_cfg = |p: usize| LaunchConfig {
             grid_dim: (p.div_ceil(o.threads as usize) as u32, 1, 1),
@@ -590,19 +615,31 @@ impl<'g, T: Real> Plan<'g, T> {
 
     /// Clears the flags and summaries before a kernel accumulates into them.
     fn clear(&mut self) -> Result<(), DeviceError> {
-        self.stream.memset_zeros(&mut self.flags)?;
-        self.stream.memset_zeros(&mut self.sums)?;
+        let cs = self.stream.cu_stream();
+        // SAFETY: both lie inside this plan's allocations; the stream orders the writes.
+        unsafe {
+            cu::memset_d8_async(self.flags, 0, sz::<i32>(), cs)?;
+            cu::memset_d8_async(self.sums, 0, 3 * self.nrhs.max(1) * sz::<T>(), cs)?;
+        }
         Ok(())
     }
 
     /// Reads the flags and the summaries of `ncols` columns (waits for the stream).
     fn read_sums(&self, ncols: usize) -> Result<(i32, Vec<Residual<T>>), DeviceError> {
-        let flags = self.stream.clone_dtoh(&self.flags)?[0];
-        let s = self.stream.clone_dtoh(&self.sums)?;
         let k = self.nrhs;
-        let finite = flags & 2 == 0;
+        let mut flags = [0i32];
+        let mut s = vec![T::ZERO; 3 * k.max(1)];
+        let cs = self.stream.cu_stream();
+        // SAFETY: both lie inside this plan's allocations and hold what is copied; the host
+        // buffers outlive the synchronize below.
+        unsafe {
+            cu::memcpy_dtoh_async(&mut flags[..], self.flags, cs)?;
+            cu::memcpy_dtoh_async(&mut s[..], self.sums, cs)?;
+        }
+        self.stream.synchronize()?;
+        let finite = flags[0] & 2 == 0;
         Ok((
-            flags,
+            flags[0],
             (0..ncols)
                 .map(|c| (s[c], s[k + c], s[2 * k + c], finite))
                 .collect(),
@@ -623,7 +660,7 @@ impl<'g, T: Real> Plan<'g, T> {
         let (n_i, ncols_i, ldx, ldf) = (a.n as i64, ncols as i32, x.ld as i64, f.ld as i64);
         let (r_ptr, ldr) = r.map_or((0u64, 1i64), |r| (r.ptr, r.ld as i64));
         let (rmax, smax, bmax) = self.sums_ptrs();
-        let flags = addr(&self.flags, &self.stream);
+        let flags = self.flags;
         let cfg = self.rows_cfg();
         let mut launch = self.stream.launch_builder(&self.funcs.residual);
         launch
@@ -1158,7 +1195,7 @@ pub fn upload<T: Real>(src: &[T], dst: CUdeviceptr) -> Result<(), DeviceError> {
 static SAVE_POOL: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
 
 /// Bytes of [`SAVE_POOL`] kept after a call; a larger buffer is freed.
-const SAVE_POOL_BYTES: usize = 256 << 20;
+const SAVE_POOL_BYTES: usize = 1 << 30;
 
 /// The user's `B` (its first `n` rows of each column), saved before `X` is written into it:
 /// restored on drop unless the answer was committed, so a download that fails partway (or a
