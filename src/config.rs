@@ -37,12 +37,12 @@ pub struct MinN {
 impl Default for MinN {
     fn default() -> Self {
         // Below these sizes the system LAPACK on a host CPU wins (transfer and launch costs).
-        // gtsv: the SPIKE GPU path with host pointers does not yet beat LAPACK dgtsv at any size
-        // measured (2^20: 35 ms vs 21 ms; 2^24: 449 ms vs 360 ms, H200 host), so `auto` never
-        // sends it to the GPU; HYLAPACK_DEVICE=gpu or a smaller min_n.gtsv still does.
+        // gtsv: the SPIKE GPU path with host pointers (transfers included) beat LAPACK dgtsv
+        // from the smallest size measured, n = 2^16 (1.1 ms vs 1.6 ms random, 1.2 vs 1.4 ms
+        // diagonally dominant; 2^23: 19 ms vs 231 ms; H100 host, 2026-11-22).
         MinN {
             stebz: 256,
-            gtsv: usize::MAX,
+            gtsv: 1 << 16,
             syrdb: 2048,
             interval: 512,
         }

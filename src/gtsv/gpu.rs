@@ -882,12 +882,13 @@ fn solve_whole<T: Real>(
     staging.upload(&stream, &dl[..n - 1], a.dl)?;
     staging.upload(&stream, d, a.d)?;
     staging.upload(&stream, &du[..n - 1], a.du)?;
-    for col in 0..nrhs {
-        staging.upload(
-            &stream,
-            &b[col * ldb..col * ldb + n],
-            f.ptr + (col * n * sz::<T>()) as u64,
-        )?;
+    if ldb == n {
+        staging.upload(&stream, &b[..n * nrhs], f.ptr)?;
+    } else {
+        for col in 0..nrhs {
+            let src = &b[col * ldb..col * ldb + n];
+            staging.upload(&stream, src, f.ptr + (col * n * sz::<T>()) as u64)?;
+        }
     }
     let t1 = Instant::now();
     let mut plan = Plan::<T>::new(gpu, stream.clone(), o, a, nrhs)?;
@@ -906,9 +907,14 @@ fn solve_whole<T: Real>(
     }
     let x = plan.x_cols();
     let mut download = |b: &mut [T]| -> Result<(), DeviceError> {
-        for col in 0..nrhs {
-            let dst = &mut b[col * ldb..col * ldb + n];
-            staging.download(&stream, x.ptr + (col * n * sz::<T>()) as u64, dst)?;
+        if ldb == n {
+            // The columns are contiguous: one stream of pieces, transfers overlapping copies.
+            staging.download(&stream, x.ptr, &mut b[..n * nrhs])?;
+        } else {
+            for col in 0..nrhs {
+                let dst = &mut b[col * ldb..col * ldb + n];
+                staging.download(&stream, x.ptr + (col * n * sz::<T>()) as u64, dst)?;
+            }
         }
         stream.synchronize()?;
         Ok(())
