@@ -209,6 +209,52 @@ template <> __device__ __forceinline__ void atomic_max_nonneg<float>(float *p, f
     atomicMax((unsigned int *)p, __float_as_uint(v));
 }
 
+// reg_solve for two right-hand sides at once: two independent dependency chains per step, so a
+// latency-bound thread issues twice the work (the spikes W and V).
+template <typename T, int MI>
+__device__ __forceinline__ void reg_solve2(const T *a, const T *b, const T *c, const RegFactor<T, MI> &F, T (&f)[MI],
+                                           T (&g)[MI]) {
+    T fprev = T(0), gprev = T(0);
+#pragma unroll
+    for (int k = 0; k < MI; ++k) {
+        bool second = k > 0 && ((F.two >> (k - 1)) & 1u);
+        if (second) continue;
+        T zf = k > 0 ? f[k] - a[k] * fprev : f[k];
+        T zg = k > 0 ? g[k] - a[k] * gprev : g[k];
+        if (k + 1 < MI && ((F.two >> k) & 1u)) {
+            T zf2 = f[k + 1], zg2 = g[k + 1];
+            T f0 = (b[k + 1] * zf - c[k] * zf2) * F.r[k];
+            T g0 = (b[k + 1] * zg - c[k] * zg2) * F.r[k];
+            T f1 = (F.pv[k] * zf2 - a[k + 1] * zf) * F.r[k];
+            T g1 = (F.pv[k] * zg2 - a[k + 1] * zg) * F.r[k];
+            f[k] = f0;
+            g[k] = g0;
+            f[k + 1] = f1;
+            g[k + 1] = g1;
+            fprev = f1;
+            gprev = g1;
+        } else {
+            T yf = zf * F.r[k], yg = zg * F.r[k];
+            f[k] = yf;
+            g[k] = yg;
+            fprev = yf;
+            gprev = yg;
+        }
+    }
+#pragma unroll
+    for (int k = MI - 2; k >= 0; --k) {
+        if ((F.two >> k) & 1u) {
+            if (k + 2 < MI) {
+                f[k] = f[k] - F.mult[k] * f[k + 2];
+                g[k] = g[k] - F.mult[k] * g[k + 2];
+            }
+        } else {
+            f[k] = f[k] - F.mult[k] * f[k + 1];
+            g[k] = g[k] - F.mult[k] * g[k + 1];
+        }
+    }
+}
+
 // Pass 1 of a level: per partition (M rows, separator included), the spikes' and Y's top and
 // bottom entries. WT, WB, VT, VB: P entries; YT, YB: P x nrhs (leading dimension P). flags bit 0:
 // zero pivot.
@@ -230,19 +276,18 @@ __device__ void spike_reduce(long long n, const T *dl, const T *d, const T *du, 
     RegFactor<T, MI> F;
     bool ok = reg_factor<T, MI>(a, b, c, F);
     if (j < P && !ok) atomicOr(flags, 1);
-    T tmp[MI];
+    T tmp[MI], tmp2[MI];
 #pragma unroll
-    for (int e = 0; e < MI; ++e) tmp[e] = e == 0 ? a[0] : T(0);
-    reg_solve<T, MI>(a, b, c, F, tmp);
-    T wt = tmp[0], wb = tmp[MI - 1];
-#pragma unroll
-    for (int e = 0; e < MI; ++e) tmp[e] = e == MI - 1 ? c[MI - 1] : T(0);
-    reg_solve<T, MI>(a, b, c, F, tmp);
+    for (int e = 0; e < MI; ++e) {
+        tmp[e] = e == 0 ? a[0] : T(0);
+        tmp2[e] = e == MI - 1 ? c[MI - 1] : T(0);
+    }
+    reg_solve2<T, MI>(a, b, c, F, tmp, tmp2);
     if (j < P) {
-        WT[j] = wt;
-        WB[j] = wb;
-        VT[j] = tmp[0];
-        VB[j] = tmp[MI - 1];
+        WT[j] = tmp[0];
+        WB[j] = tmp[MI - 1];
+        VT[j] = tmp2[0];
+        VB[j] = tmp2[MI - 1];
     }
     for (int col = 0; col < nrhs; ++col) {
         __syncthreads();
