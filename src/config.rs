@@ -38,8 +38,9 @@ impl Default for MinN {
     fn default() -> Self {
         // Below these sizes the system LAPACK on a host CPU wins (transfer and launch costs).
         // gtsv: the SPIKE GPU path with host pointers (transfers included) beat LAPACK dgtsv
-        // from the smallest size measured, n = 2^16 (1.1 ms vs 1.6 ms random, 1.2 vs 1.4 ms
-        // diagonally dominant; 2^23: 19 ms vs 231 ms; H100 host, 2026-11-22).
+        // from n = 2^16 (0.74 ms vs 1.73 ms random, 0.84 vs 1.45 ms diagonally dominant; 2^23:
+        // 19 ms vs 225 ms) and lost at 2^14 with one right-hand side (0.50 vs 0.42 ms); H100
+        // host, 2026-11-22, docs/bench/2026-11-22-h100-gtsv.txt.
         MinN {
             stebz: 256,
             gtsv: 1 << 16,
