@@ -814,6 +814,13 @@ fn device_entry_singular_ends_as_lapack() {
             a.du[row] = 0.0;
         }
         let b = rhs(n, n, 2, &mut rng);
+        // NRHS = 0 still factors: LAPACK's INFO (through the C entry that takes a stream).
+        let got = ours_device::<f32>(&a, &b, n, 0, None).unwrap();
+        assert_eq!(
+            got.info,
+            lapack::<f32>(&a, &b, n, 0).info,
+            "n {n} row {row}, NRHS = 0"
+        );
         for opts in [None, Some(&spike_everywhere())] {
             let got = ours_device::<f64>(&a, &b, n, 2, opts).unwrap();
             let want = lapack::<f64>(&a, &b, n, 2);

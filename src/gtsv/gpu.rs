@@ -1169,6 +1169,17 @@ pub fn solve_device<T: Real>(
     Ok(Ok(()))
 }
 
+/// Returns when the work queued so far on the caller's stream `s` is done.
+pub fn wait_for_caller(s: cudarc::driver::sys::CUstream) -> Result<(), DeviceError> {
+    let gpu = device::gpu()?;
+    gpu.ctx.bind_to_thread()?;
+    let pooled = gpu.stream()?;
+    // SAFETY: the caller's stream, live for the call (the C entry's contract).
+    unsafe { device::wait_for_stream(&pooled, s)? };
+    pooled.synchronize()?;
+    Ok(())
+}
+
 /// Copies `len` elements of device memory at `src` to a new host vector.
 pub fn download<T: Real>(src: CUdeviceptr, len: usize) -> Result<Vec<T>, DeviceError> {
     let gpu = device::gpu()?;

@@ -285,7 +285,11 @@ pub fn gtsv_device<T: Lapack>(
         return Ok(report);
     }
     let verdict = if nrhs == 0 {
-        // LAPACK still factors (and reports singularity): do that on the host.
+        // LAPACK still factors (and reports singularity): do that on the host, once the
+        // caller's queued work is done.
+        if let Some(s) = after {
+            gpu::wait_for_caller(s)?;
+        }
         Err(None)
     } else {
         gpu::solve_device::<T>(&opts.gpu, a, b, nrhs, after)?.map_err(Some)
@@ -450,7 +454,10 @@ pub fn gtsv_strided_batch<T: Lapack>(
         .filter(|(_, &done)| !done)
         .map(|(job, _)| job)
         .collect();
-    type Job<'a, T> = ((((&'a mut [T], &'a mut [T]), &'a mut [T]), &'a mut [T]), &'a mut i32);
+    type Job<'a, T> = (
+        (((&'a mut [T], &'a mut [T]), &'a mut [T]), &'a mut [T]),
+        &'a mut i32,
+    );
     let one = |job: &mut Job<'_, T>| {
         let ((((dl, d), du), b), info) = job;
         let mut dummy = [T::ZERO];
