@@ -10,7 +10,7 @@
 //! the decision to accept costs no extra pass over the matrix. The top level reads the
 //! right-hand sides where they are and writes `X` into a buffer of its own, so the caller's `B`
 //! stays intact until the answer is accepted. Iterative refinement, when the check finds a
-//! residual above LAPACK's level, also runs on the GPU ([`Plan::refine`]).
+//! residual above LAPACK's level, also runs on the GPU (`Plan::run`).
 
 use super::MAX_REFINE_STEPS;
 use super::{judge, refine, residual_cols, split_rows, wants_refinement, Reject, Residual};
@@ -959,7 +959,7 @@ pub fn chunk_rows<T>(n: usize, nrhs: usize, o: &GpuOptions, limit: u64) -> Optio
 
 /// SPIKE over chunks, for systems larger than the GPU memory allowed: the rows are cut into
 /// chunks of `c` rows separated by single separator rows (the decomposition of the module
-/// comment, with chunks for blocks). Each chunk is solved on the GPU ([`solve_whole`], with its
+/// comment, with chunks for blocks). Each chunk is solved on the GPU (`solve_whole`, with its
 /// own check and refinement) for its right-hand sides and its two spikes; the host then solves
 /// the small separator system with LAPACK xGTSV, forms `X = Y − W x_L − V x_R`, checks the
 /// residual of the whole system and refines it (each correction again over chunks), and writes

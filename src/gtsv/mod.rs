@@ -33,6 +33,12 @@
 //!
 //! **DL, D, DU on exit** are unspecified: unchanged when SPIKE's answer was accepted, LAPACK
 //! xGTSV's factors (as xGTSV documents) when LAPACK ran (small `n`, NRHS = 0, or a fallback).
+//!
+//! **Entries.** [`gtsv`] takes host arrays (the LAPACK interface; on the GPU, a system above
+//! the memory budget is solved in chunks, see [`gpu::solve_chunked`]); [`gtsv_device`] takes
+//! arrays already in GPU memory (its fallback copies them to the host for LAPACK);
+//! [`gtsv_strided_batch`] solves many systems of one size (on the GPU stacked into one
+//! block-diagonal system, each system then judged on its own).
 
 pub mod cpu;
 pub mod gpu;
