@@ -18,6 +18,10 @@
  * error); the message is printed on stderr. Distinct from every LAPACK INFO value. */
 #define HYLAPACK_INFO_INTERNAL_ERROR -1000
 
+/* INFO returned by a routine that takes device pointers when no usable GPU is present or the
+ * GPU failed (the reason is logged with HYLAPACK_LOG=info). */
+#define HYLAPACK_INFO_NO_GPU -1001
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -72,6 +76,95 @@ void sgtsv_spike_(const int *n,
                   float *b,
                   const int *ldb,
                   int *info);
+
+// Solves `A X = B` for a general tridiagonal `A` of order `n` whose arrays are **already in
+// GPU memory**, in double precision, with DGTSV's INFO (C convention). The GPU must be
+// present: this routine has no CPU path.
+//
+// - `dl` (n − 1), `d` (n), `du` (n − 1): device pointers (e.g. from `cudaMalloc`, in the
+//   primary context of device 0, which the CUDA runtime uses). **Not modified.**
+// - `b` (ldb × nrhs, column-major): device pointer; on exit, with INFO = 0, the solution.
+// - `ldb` ≥ max(1, n).
+// - `stream`: a `CUstream` / `cudaStream_t` of the caller's, or NULL. Work queued on it before
+//   the call is waited for. The call is synchronous: it returns when `b` holds the answer.
+//
+// SPIKE with diagonal pivoting runs on the GPU; its answer is returned only if no pivot was
+// zero, it is finite and its residual passes a backward-error check of a few ulps (up to two
+// refinement steps run on the GPU first when the residual is above LAPACK's level). Otherwise
+// the matrix and B are copied to the host, the system LAPACK's DGTSV solves there, and its B
+// is copied back: singular systems end with DGTSV's INFO and B as DGTSV leaves it. B is written
+// only once an answer is known.
+//
+// Returns INFO: 0 on success; −i if the i-th argument had an illegal value (N = 1, NRHS = 2,
+// DL … B = 3 … 6 when NULL but referenced or not memory the GPU can address, LDB = 7),
+// reported through `xerbla_`; i > 0 if U(i,i) of DGTSV's factorization is exactly zero;
+// `HYLAPACK_INFO_NO_GPU` (−1001) when no usable GPU is present, the GPU failed, or the work
+// memory (about 1.25·n·nrhs + 0.5·n elements) does not fit `HYLAPACK_GPU_MEMORY_LIMIT` or the
+// free memory (B is then unchanged, unless the failure came while the answer was being copied
+// into it); −1000 for an internal error. N = 0 returns 0 without touching the GPU.
+int dgtsv_spike_device(int n,
+                       int nrhs,
+                       const double *dl,
+                       const double *d,
+                       const double *du,
+                       double *b,
+                       int ldb,
+                       void *stream);
+
+// Single-precision `dgtsv_spike_device` (SGTSV's INFO).
+int sgtsv_spike_device(int n,
+                       int nrhs,
+                       const float *dl,
+                       const float *d,
+                       const float *du,
+                       float *b,
+                       int ldb,
+                       void *stream);
+
+// Solves `count` independent tridiagonal systems of order `n`, each `A_k X_k = B_k` with
+// DGTSV's contract, in double precision (host pointers; as cuSPARSE's gtsv2StridedBatch, but
+// in LAPACK's layout and with pivoting and several right-hand sides).
+//
+// - System k: `dl + k·stride_a` (n − 1 entries), `d + k·stride_a` (n), `du + k·stride_a`
+//   (n − 1), and `b + k·stride_b` (ldb × nrhs, column-major). `stride_a` ≥ n,
+//   `stride_b` ≥ ldb·nrhs, `ldb` ≥ max(1, n).
+// - On exit `B_k` holds `X_k` when `info[k]` = 0; `info[k]` = i > 0 if U(i,i) of DGTSV's
+//   factorization of system k is exactly zero (B_k then as DGTSV leaves it). DL, D, DU are
+//   unspecified on exit, as for `dgtsv_spike`.
+// - `info`: `count` entries (may be NULL when count = 0).
+//
+// On the GPU all systems are solved in one SPIKE call (stacked block-diagonally); if that answer
+// is not certified, each system is solved by DGTSV on the CPU from its untouched data. On the
+// CPU, DGTSV runs on each system, spread over the host's threads.
+//
+// Returns 0 when every system was solved; k > 0, the number of singular systems (those with
+// info > 0); or −i if the i-th argument had an illegal value (N = 1, NRHS = 2, DL, D, DU = 3, 4,
+// 5 when NULL but referenced, STRIDE_A = 6, B = 7, LDB = 8, STRIDE_B = 9, COUNT = 10, INFO =
+// 11), reported through `xerbla_`; −1000 for an internal error.
+int dgtsv_spike_strided_batch(int n,
+                              int nrhs,
+                              double *dl,
+                              double *d,
+                              double *du,
+                              int stride_a,
+                              double *b,
+                              int ldb,
+                              int stride_b,
+                              int count,
+                              int *info);
+
+// Single-precision `dgtsv_spike_strided_batch` (SGTSV's contract per system).
+int sgtsv_spike_strided_batch(int n,
+                              int nrhs,
+                              float *dl,
+                              float *d,
+                              float *du,
+                              int stride_a,
+                              float *b,
+                              int ldb,
+                              int stride_b,
+                              int count,
+                              int *info);
 
 // `C := alpha·op(A)·op(B) + beta·C` with every operation rounded toward +∞ (`rnd` = 'U') or
 // −∞ ('D'): C is then an upper (lower) bound of the exact result, for any signs of alpha,

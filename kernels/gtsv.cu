@@ -11,8 +11,6 @@
 // then walks its own row of the tile (stride m+1, no bank conflicts): the data layout
 // transformation of the paper (§III-A), done in shared memory instead of a separate pass.
 
-#define MMAX 32
-
 template <typename T> __device__ __forceinline__ T load_a(const T *dl, long long n, long long r) {
     return (r >= 1 && r < n) ? dl[r - 1] : T(0);
 }
@@ -23,19 +21,114 @@ template <typename T> __device__ __forceinline__ T load_c(const T *du, long long
     return r + 1 < n ? du[r] : T(0);
 }
 
-// Stages the CTA's tile of a logical array (rows row0 .. row0 + blockDim.x*m) into shared memory,
-// element e of partition t at t*(m+1)+e. kind: 0 = a, 1 = b, 2 = c, 3 = f (column col).
-template <typename T>
-__device__ void stage(T *s, int kind, const T *src, long long n, long long row0, int m, long long ldf, int col) {
-    int count = blockDim.x * m;
-    for (int i = threadIdx.x; i < count; i += blockDim.x) {
-        long long r = row0 + i;
-        T v;
-        if (kind == 0) v = load_a(src, n, r);
-        else if (kind == 1) v = load_b(src, n, r);
-        else if (kind == 2) v = load_c(src, n, r);
-        else v = r < n ? src[r + (long long)col * ldf] : T(0);
-        s[(i / m) * (m + 1) + (i % m)] = v;
+// Stages the CTA's tile of a logical array (rows row0 .. row0 + blockDim.x*M) into shared memory,
+// element e of partition t at t*(M+1)+e. kind: 0 = a, 1 = b, 2 = c, 3 = f (column col). Each
+// thread loads M elements, all before it stores any: the loads are then in flight together
+// (loads interleaved with shared-memory stores were issued one at a time, which made every
+// level cost tens of microseconds whatever its size).
+template <typename T, int M>
+__device__ __forceinline__ void stage(T *s, int kind, const T *src, long long n, long long row0, long long ldf,
+                                      int col) {
+    T v[M];
+#pragma unroll
+    for (int t = 0; t < M; ++t) {
+        long long r = row0 + threadIdx.x + (long long)t * blockDim.x;
+        if (kind == 0) v[t] = load_a(src, n, r);
+        else if (kind == 1) v[t] = load_b(src, n, r);
+        else if (kind == 2) v[t] = load_c(src, n, r);
+        else v[t] = r < n ? src[r + (long long)col * ldf] : T(0);
+    }
+#pragma unroll
+    for (int t = 0; t < M; ++t) {
+        int i = threadIdx.x + t * blockDim.x;
+        s[(i / M) * (M + 1) + (i % M)] = v[t];
+    }
+}
+
+// The diagonal-pivoting factorization of one partition's MI interior rows, in registers: MI is
+// a compile-time constant and the loops below are unrolled, so every index is static (a
+// dynamically indexed array lives in local memory, which made these kernels slow). Row k starts
+// a 2x2 pivot when bit k of `two` is set; r[k] is 1/pivot (1x1) or 1/delta (2x2), pv[k] the
+// 2x2 block's leading entry, mult[k] the back-substitution multiplier.
+template <typename T, int MI> struct RegFactor {
+    T r[MI], pv[MI], mult[MI];
+    unsigned two;
+};
+
+// The pivoting rule of dp_factor (Bunch-Kaufman's kappa), with one division per pivot (its
+// reciprocal) instead of one per use. Returns false on an exactly zero pivot.
+template <typename T, int MI>
+__device__ __forceinline__ bool reg_factor(const T *a, const T *b, const T *c, RegFactor<T, MI> &F) {
+    const T kappa = T(0.6180339887498949);
+    bool ok = true, skip = false;
+    F.two = 0u;
+    T bt = b[0];
+#pragma unroll
+    for (int k = 0; k < MI; ++k) {
+        F.pv[k] = T(0);
+        if (skip) {
+            skip = false;
+            F.r[k] = T(0);
+            continue;
+        }
+        T a1 = k + 1 < MI ? a[k + 1] : T(0);
+        T c0 = k + 1 < MI ? c[k] : T(0);
+        T a2 = k + 2 < MI ? a[k + 2] : T(0);
+        T b1 = k + 1 < MI ? b[k + 1] : T(0);
+        T c1 = k + 2 < MI ? c[k + 1] : T(0);
+        T sigma = fmax(fmax(fmax(fmax(fabs(a1), fabs(a2)), fabs(b1)), fabs(c0)), fabs(c1));
+        if (k + 1 >= MI || fabs(bt) * sigma >= kappa * fabs(a1 * c0)) {
+            if (bt == T(0)) ok = false;
+            T inv = T(1) / bt;
+            F.r[k] = inv;
+            F.mult[k] = c0 * inv;
+            bt = b1 - a1 * F.mult[k];
+        } else if (k + 1 < MI) {
+            T delta = bt * b1 - a1 * c0;
+            if (delta == T(0)) ok = false;
+            T inv = T(1) / delta;
+            F.two |= 1u << k;
+            F.r[k] = inv;
+            F.pv[k] = bt;
+            F.mult[k] = -(c0 * c1) * inv;
+            F.mult[k + 1] = bt * c1 * inv;
+            T b2 = k + 2 < MI ? b[k + 2] : T(0);
+            bt = b2 - a2 * F.mult[k + 1];
+            skip = true;
+        }
+    }
+    return ok;
+}
+
+// Solves the factored partition for f (in registers) in place.
+template <typename T, int MI>
+__device__ __forceinline__ void reg_solve(const T *a, const T *b, const T *c, const RegFactor<T, MI> &F, T (&f)[MI]) {
+    T yprev = T(0);
+#pragma unroll
+    for (int k = 0; k < MI; ++k) {
+        bool second = k > 0 && ((F.two >> (k - 1)) & 1u);
+        if (second) continue;
+        T z = k > 0 ? f[k] - a[k] * yprev : f[k];
+        if (k + 1 < MI && ((F.two >> k) & 1u)) {
+            T z2 = f[k + 1];
+            T y0 = (b[k + 1] * z - c[k] * z2) * F.r[k];
+            T y1 = (F.pv[k] * z2 - a[k + 1] * z) * F.r[k];
+            f[k] = y0;
+            f[k + 1] = y1;
+            yprev = y1;
+        } else {
+            T y = z * F.r[k];
+            f[k] = y;
+            yprev = y;
+        }
+    }
+#pragma unroll
+    for (int k = MI - 2; k >= 0; --k) {
+        if ((F.two >> k) & 1u) {
+            if (k + 2 < MI) f[k] = f[k] - F.mult[k] * f[k + 2];
+        } else {
+            f[k] = f[k] - F.mult[k] * f[k + 1];
+        }
     }
 }
 
@@ -116,50 +209,97 @@ template <> __device__ __forceinline__ void atomic_max_nonneg<float>(float *p, f
     atomicMax((unsigned int *)p, __float_as_uint(v));
 }
 
-// Pass 1 of a level: per partition, the spikes' and Y's top and bottom entries.
-// WT, WB, VT, VB: P entries; YT, YB: P x nrhs (leading dimension P). flags bit 0: zero pivot.
-template <typename T>
+// reg_solve for two right-hand sides at once: two independent dependency chains per step, so a
+// latency-bound thread issues twice the work (the spikes W and V).
+template <typename T, int MI>
+__device__ __forceinline__ void reg_solve2(const T *a, const T *b, const T *c, const RegFactor<T, MI> &F, T (&f)[MI],
+                                           T (&g)[MI]) {
+    T fprev = T(0), gprev = T(0);
+#pragma unroll
+    for (int k = 0; k < MI; ++k) {
+        bool second = k > 0 && ((F.two >> (k - 1)) & 1u);
+        if (second) continue;
+        T zf = k > 0 ? f[k] - a[k] * fprev : f[k];
+        T zg = k > 0 ? g[k] - a[k] * gprev : g[k];
+        if (k + 1 < MI && ((F.two >> k) & 1u)) {
+            T zf2 = f[k + 1], zg2 = g[k + 1];
+            T f0 = (b[k + 1] * zf - c[k] * zf2) * F.r[k];
+            T g0 = (b[k + 1] * zg - c[k] * zg2) * F.r[k];
+            T f1 = (F.pv[k] * zf2 - a[k + 1] * zf) * F.r[k];
+            T g1 = (F.pv[k] * zg2 - a[k + 1] * zg) * F.r[k];
+            f[k] = f0;
+            g[k] = g0;
+            f[k + 1] = f1;
+            g[k + 1] = g1;
+            fprev = f1;
+            gprev = g1;
+        } else {
+            T yf = zf * F.r[k], yg = zg * F.r[k];
+            f[k] = yf;
+            g[k] = yg;
+            fprev = yf;
+            gprev = yg;
+        }
+    }
+#pragma unroll
+    for (int k = MI - 2; k >= 0; --k) {
+        if ((F.two >> k) & 1u) {
+            if (k + 2 < MI) {
+                f[k] = f[k] - F.mult[k] * f[k + 2];
+                g[k] = g[k] - F.mult[k] * g[k + 2];
+            }
+        } else {
+            f[k] = f[k] - F.mult[k] * f[k + 1];
+            g[k] = g[k] - F.mult[k] * g[k + 1];
+        }
+    }
+}
+
+// Pass 1 of a level: per partition (M rows, separator included), the spikes' and Y's top and
+// bottom entries. WT, WB, VT, VB: P entries; YT, YB: P x nrhs (leading dimension P). flags bit 0:
+// zero pivot.
+template <typename T, int M>
 __device__ void spike_reduce(long long n, const T *dl, const T *d, const T *du, const T *f, long long ldf, int nrhs,
-                             int m, long long P, T *WT, T *WB, T *VT, T *VB, T *YT, T *YB, int *flags) {
+                             long long P, T *WT, T *WB, T *VT, T *VB, T *YT, T *YB, int *flags) {
+    constexpr int MI = M - 1;
     extern __shared__ unsigned char smem_raw[];
     T *sa = reinterpret_cast<T *>(smem_raw);
-    int stride = blockDim.x * (m + 1);
+    int stride = blockDim.x * (M + 1);
     T *sb = sa + stride, *sc = sb + stride, *sf = sc + stride;
     long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    long long row0 = (long long)blockIdx.x * blockDim.x * m;
-    stage(sa, 0, dl, n, row0, m, ldf, 0);
-    stage(sb, 1, d, n, row0, m, ldf, 0);
-    stage(sc, 2, du, n, row0, m, ldf, 0);
+    long long row0 = (long long)blockIdx.x * blockDim.x * M;
+    stage<T, M>(sa, 0, dl, n, row0, ldf, 0);
+    stage<T, M>(sb, 1, d, n, row0, ldf, 0);
+    stage<T, M>(sc, 2, du, n, row0, ldf, 0);
     __syncthreads();
-    const T *a = sa + threadIdx.x * (m + 1), *b = sb + threadIdx.x * (m + 1), *c = sc + threadIdx.x * (m + 1);
-    int mi = m - 1;
-    T piv[MMAX], mult[MMAX], tmp[MMAX];
-    unsigned char first2[MMAX];
-    bool ok = dp_factor(a, b, c, mi, piv, mult, first2);
+    const T *a = sa + threadIdx.x * (M + 1), *b = sb + threadIdx.x * (M + 1), *c = sc + threadIdx.x * (M + 1);
+    RegFactor<T, MI> F;
+    bool ok = reg_factor<T, MI>(a, b, c, F);
     if (j < P && !ok) atomicOr(flags, 1);
-    for (int e = 0; e < mi; ++e) tmp[e] = T(0);
-    tmp[0] = a[0];
-    dp_solve(a, b, c, mi, piv, mult, first2, tmp);
-    T wt = tmp[0], wb = tmp[mi - 1];
-    for (int e = 0; e < mi; ++e) tmp[e] = T(0);
-    tmp[mi - 1] = c[mi - 1];
-    dp_solve(a, b, c, mi, piv, mult, first2, tmp);
+    T tmp[MI], tmp2[MI];
+#pragma unroll
+    for (int e = 0; e < MI; ++e) {
+        tmp[e] = e == 0 ? a[0] : T(0);
+        tmp2[e] = e == MI - 1 ? c[MI - 1] : T(0);
+    }
+    reg_solve2<T, MI>(a, b, c, F, tmp, tmp2);
     if (j < P) {
-        WT[j] = wt;
-        WB[j] = wb;
-        VT[j] = tmp[0];
-        VB[j] = tmp[mi - 1];
+        WT[j] = tmp[0];
+        WB[j] = tmp[MI - 1];
+        VT[j] = tmp2[0];
+        VB[j] = tmp2[MI - 1];
     }
     for (int col = 0; col < nrhs; ++col) {
         __syncthreads();
-        stage(sf, 3, f, n, row0, m, ldf, col);
+        stage<T, M>(sf, 3, f, n, row0, ldf, col);
         __syncthreads();
-        const T *fr = sf + threadIdx.x * (m + 1);
-        for (int e = 0; e < mi; ++e) tmp[e] = fr[e];
-        dp_solve(a, b, c, mi, piv, mult, first2, tmp);
+        const T *fr = sf + threadIdx.x * (M + 1);
+#pragma unroll
+        for (int e = 0; e < MI; ++e) tmp[e] = fr[e];
+        reg_solve<T, MI>(a, b, c, F, tmp);
         if (j < P) {
             YT[j + col * P] = tmp[0];
-            YB[j + col * P] = tmp[mi - 1];
+            YB[j + col * P] = tmp[MI - 1];
         }
     }
 }
@@ -188,47 +328,50 @@ __device__ void spike_build(long long n, const T *dl, const T *d, const T *du, c
 }
 
 // Pass 2 of a level: with the separators' solution XS (P x nrhs), each partition re-solves its
-// interior with the couplings moved to the right-hand side and writes X over F (in place: a CTA
-// reads its whole tile before writing it). With check != 0 it also accumulates, per column, the
+// interior with the couplings moved to the right-hand side and writes X (leading dimension ldx).
+// X may be F itself (x == f, ldx == ldf): a CTA reads its whole tile before writing it. With check != 0 it also accumulates, per column, the
 // interior rows' max |r_i|, max (|a x| + |d x| + |c x| + |f|) and max |f| into rmax, smax, bmax (flags bit 1:
 // a non-finite value).
-template <typename T>
-__device__ void spike_backsub(long long n, const T *dl, const T *d, const T *du, T *f, long long ldf, int nrhs, int m,
-                              long long P, const T *XS, int check, T *rmax, T *smax, T *bmax, int *flags) {
+template <typename T, int M>
+__device__ void spike_backsub(long long n, const T *dl, const T *d, const T *du, const T *f, long long ldf, T *x,
+                              long long ldx, int nrhs, long long P, const T *XS, int check, T *rmax, T *smax,
+                              T *bmax, int *flags) {
+    constexpr int MI = M - 1;
     extern __shared__ unsigned char smem_raw[];
     T *sa = reinterpret_cast<T *>(smem_raw);
-    int stride = blockDim.x * (m + 1);
+    int stride = blockDim.x * (M + 1);
     T *sb = sa + stride, *sc = sb + stride, *sf = sc + stride;
     long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    long long row0 = (long long)blockIdx.x * blockDim.x * m;
-    stage(sa, 0, dl, n, row0, m, ldf, 0);
-    stage(sb, 1, d, n, row0, m, ldf, 0);
-    stage(sc, 2, du, n, row0, m, ldf, 0);
+    long long row0 = (long long)blockIdx.x * blockDim.x * M;
+    stage<T, M>(sa, 0, dl, n, row0, ldf, 0);
+    stage<T, M>(sb, 1, d, n, row0, ldf, 0);
+    stage<T, M>(sc, 2, du, n, row0, ldf, 0);
     __syncthreads();
-    const T *a = sa + threadIdx.x * (m + 1), *b = sb + threadIdx.x * (m + 1), *c = sc + threadIdx.x * (m + 1);
-    int mi = m - 1;
-    T piv[MMAX], mult[MMAX], tmp[MMAX];
-    unsigned char first2[MMAX];
-    dp_factor(a, b, c, mi, piv, mult, first2);
-    long long my0 = row0 + (long long)threadIdx.x * m;
+    const T *a = sa + threadIdx.x * (M + 1), *b = sb + threadIdx.x * (M + 1), *c = sc + threadIdx.x * (M + 1);
+    RegFactor<T, MI> F;
+    reg_factor<T, MI>(a, b, c, F);
+    T tmp[MI];
+    long long my0 = row0 + (long long)threadIdx.x * M;
     for (int col = 0; col < nrhs; ++col) {
         __syncthreads();
-        stage(sf, 3, f, n, row0, m, ldf, col);
+        stage<T, M>(sf, 3, f, n, row0, ldf, col);
         __syncthreads();
-        T *fr = sf + threadIdx.x * (m + 1);
+        T *fr = sf + threadIdx.x * (M + 1);
         T xl = (j > 0 && j <= P) ? XS[j - 1 + col * P] : T(0);
         T xr = j < P ? XS[j + col * P] : T(0);
-        for (int e = 0; e < mi; ++e) tmp[e] = fr[e];
+#pragma unroll
+        for (int e = 0; e < MI; ++e) tmp[e] = fr[e];
         tmp[0] = tmp[0] - a[0] * xl;
-        tmp[mi - 1] = tmp[mi - 1] - c[mi - 1] * xr;
-        dp_solve(a, b, c, mi, piv, mult, first2, tmp);
+        tmp[MI - 1] = tmp[MI - 1] - c[MI - 1] * xr;
+        reg_solve<T, MI>(a, b, c, F, tmp);
         if (check) {
             T rm = T(0), sm = T(0), bm = T(0);
             bool finite = true;
-            for (int e = 0; e < mi; ++e) {
+#pragma unroll
+            for (int e = 0; e < MI; ++e) {
                 if (my0 + e >= n) break;
                 T xm = e > 0 ? tmp[e - 1] : xl;
-                T xp = e + 1 < mi ? tmp[e + 1] : xr;
+                T xp = e + 1 < MI ? tmp[e + 1] : xr;
                 T t0 = a[e] * xm, t1 = b[e] * tmp[e], t2 = c[e] * xp;
                 T ax = t1 + t0 + t2;
                 T r = fabs(fr[e] - ax);
@@ -250,13 +393,14 @@ __device__ void spike_backsub(long long n, const T *dl, const T *d, const T *du,
             }
             if (!finite) atomicOr(flags, 2);
         }
-        for (int e = 0; e < mi; ++e) fr[e] = tmp[e];
-        fr[mi] = xr;
+#pragma unroll
+        for (int e = 0; e < MI; ++e) fr[e] = tmp[e];
+        fr[MI] = xr;
         __syncthreads();
-        int count = blockDim.x * m;
+        int count = blockDim.x * M;
         for (int i = threadIdx.x; i < count; i += blockDim.x) {
             long long r = row0 + i;
-            if (r < n) f[r + col * ldf] = sf[(i / m) * (m + 1) + (i % m)];
+            if (r < n) x[r + col * ldx] = sf[(i / M) * (M + 1) + (i % M)];
         }
     }
 }
@@ -321,22 +465,98 @@ __device__ void base_solve(long long n, const T *dl, const T *d, const T *du, T 
     }
 }
 
+// a + b = s + e exactly (two-sum).
+__device__ __forceinline__ void two_sum(double a, double b, double &s, double &e) {
+    s = a + b;
+    double bb = s - a;
+    e = (a - (s - bb)) + (b - bb);
+}
+
+// f - (a*xm + b*x0 + c*xp) in double precision with exact products (fma) and a compensated sum:
+// the same evaluation as residual_accurate in src/gtsv/mod.rs.
+__device__ __forceinline__ double residual_acc(double f, double a, double xm, double b, double x0, double c,
+                                               double xp) {
+    double s = f, e = 0.0;
+    double as[3] = {b, a, c}, xs[3] = {x0, xm, xp};
+#pragma unroll
+    for (int k = 0; k < 3; ++k) {
+        double p = as[k] * xs[k];
+        double pl = fma(as[k], xs[k], -p);
+        double s2, e2;
+        two_sum(s, -p, s2, e2);
+        s = s2;
+        e += e2 - pl;
+    }
+    return s + e;
+}
+
+// Iterative refinement's residual: for each of ncols columns, r = f - A x accurately (stored in
+// r, leading dimension ldr, unless r is null), and the column's max |r_i|,
+// max (|a x| + |d x| + |c x| + |f|) and max |f| accumulated into rmax, smax, bmax (which start at
+// zero); flags bit 1 on a non-finite value. Grid-stride over rows; every thread of a warp runs
+// the same number of iterations (the shuffles need them all).
+template <typename T>
+__device__ void residual(long long n, const T *dl, const T *d, const T *du, const T *x, long long ldx, const T *f,
+                         long long ldf, int ncols, T *r, long long ldr, T *rmax, T *smax, T *bmax, int *flags) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (int col = 0; col < ncols; ++col) {
+        const T *xc = x + col * ldx;
+        const T *fc = f + col * ldf;
+        T rm = T(0), sm = T(0), bm = T(0);
+        bool finite = true;
+        for (long long base = (long long)blockIdx.x * blockDim.x; base < n; base += stride) {
+            long long i = base + threadIdx.x;
+            if (i < n) {
+                T a = load_a(dl, n, i), b = d[i], c = load_c(du, n, i);
+                T xm = i > 0 ? xc[i - 1] : T(0), x0 = xc[i], xp = i + 1 < n ? xc[i + 1] : T(0);
+                T fi = fc[i];
+                T ri = T(residual_acc(double(fi), double(a), double(xm), double(b), double(x0), double(c), double(xp)));
+                if (r) r[i + col * ldr] = ri;
+                T s = fabs(b * x0) + fabs(a * xm) + fabs(c * xp) + fabs(fi);
+                finite = finite && isfinite(x0) && isfinite(ri) && isfinite(s);
+                rm = fmax(rm, fabs(ri));
+                sm = fmax(sm, s);
+                bm = fmax(bm, fabs(fi));
+            }
+        }
+        for (int off = 16; off > 0; off >>= 1) {
+            rm = fmax(rm, __shfl_xor_sync(0xffffffffu, rm, off));
+            sm = fmax(sm, __shfl_xor_sync(0xffffffffu, sm, off));
+            bm = fmax(bm, __shfl_xor_sync(0xffffffffu, bm, off));
+        }
+        if ((threadIdx.x & 31) == 0) {
+            atomic_max_nonneg(rmax + col, rm);
+            atomic_max_nonneg(smax + col, sm);
+            atomic_max_nonneg(bmax + col, bm);
+        }
+        if (!finite) atomicOr(flags, 2);
+    }
+}
+
+// r := x + r over n rows of ncols columns (a refinement step's candidate x + delta).
+template <typename T> __device__ void add_into(long long n, int ncols, const T *x, long long ldx, T *r, long long ldr) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (int col = 0; col < ncols; ++col)
+        for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+            r[i + col * ldr] = x[i + col * ldx] + r[i + col * ldr];
+}
+
 #define STAMP_GTSV(T, sfx)                                                                                    \
-    extern "C" __global__ void gtsv_reduce_##sfx(long long n, const T *dl, const T *d, const T *du, const T *f, \
-                                                 long long ldf, int nrhs, int m, long long P, T *WT, T *WB,   \
-                                                 T *VT, T *VB, T *YT, T *YB, int *flags) {                    \
-        spike_reduce<T>(n, dl, d, du, f, ldf, nrhs, m, P, WT, WB, VT, VB, YT, YB, flags);                     \
-    }                                                                                                         \
     extern "C" __global__ void gtsv_build_##sfx(long long n, const T *dl, const T *d, const T *du, const T *f,  \
                                                 long long ldf, int nrhs, int m, long long P, const T *WT,      \
                                                 const T *WB, const T *VT, const T *VB, const T *YT,            \
                                                 const T *YB, T *rdl, T *rd, T *rdu, T *rf, T *FS) {            \
         spike_build<T>(n, dl, d, du, f, ldf, nrhs, m, P, WT, WB, VT, VB, YT, YB, rdl, rd, rdu, rf, FS);       \
     }                                                                                                         \
-    extern "C" __global__ void gtsv_backsub_##sfx(long long n, const T *dl, const T *d, const T *du, T *f,      \
-                                                  long long ldf, int nrhs, int m, long long P, const T *XS,    \
-                                                  int check, T *rmax, T *smax, T *bmax, int *flags) {          \
-        spike_backsub<T>(n, dl, d, du, f, ldf, nrhs, m, P, XS, check, rmax, smax, bmax, flags);               \
+    extern "C" __global__ void gtsv_residual_##sfx(long long n, const T *dl, const T *d, const T *du,           \
+                                                   const T *x, long long ldx, const T *f, long long ldf,       \
+                                                   int ncols, T *r, long long ldr, T *rmax, T *smax, T *bmax,  \
+                                                   int *flags) {                                               \
+        residual<T>(n, dl, d, du, x, ldx, f, ldf, ncols, r, ldr, rmax, smax, bmax, flags);                    \
+    }                                                                                                         \
+    extern "C" __global__ void gtsv_add_##sfx(long long n, int ncols, const T *x, long long ldx, T *r,          \
+                                              long long ldr) {                                                 \
+        add_into<T>(n, ncols, x, ldx, r, ldr);                                                               \
     }                                                                                                         \
     extern "C" __global__ void gtsv_sep_check_##sfx(long long n, const T *dl, const T *d, const T *du,          \
                                                     const T *x, long long ldx, int nrhs, int m, long long P,   \
@@ -348,5 +568,25 @@ __device__ void base_solve(long long n, const T *dl, const T *d, const T *du, T 
         base_solve<T>(n, dl, d, du, f, ldf, nrhs, flags);                                                     \
     }
 
+// The partition kernels, one per partition size M (rows, separator included).
+#define STAMP_GTSV_M(T, sfx, M)                                                                               \
+    extern "C" __global__ void gtsv_reduce_##sfx##_m##M(long long n, const T *dl, const T *d, const T *du,      \
+                                                        const T *f, long long ldf, int nrhs, long long P,      \
+                                                        T *WT, T *WB, T *VT, T *VB, T *YT, T *YB, int *flags) { \
+        spike_reduce<T, M>(n, dl, d, du, f, ldf, nrhs, P, WT, WB, VT, VB, YT, YB, flags);                     \
+    }                                                                                                         \
+    extern "C" __global__ void gtsv_backsub_##sfx##_m##M(long long n, const T *dl, const T *d, const T *du,     \
+                                                         const T *f, long long ldf, T *x, long long ldx,       \
+                                                         int nrhs, long long P, const T *XS, int check,        \
+                                                         T *rmax, T *smax, T *bmax, int *flags) {              \
+        spike_backsub<T, M>(n, dl, d, du, f, ldf, x, ldx, nrhs, P, XS, check, rmax, smax, bmax, flags);       \
+    }
+
 STAMP_GTSV(float, s)
 STAMP_GTSV(double, d)
+STAMP_GTSV_M(float, s, 8)
+STAMP_GTSV_M(float, s, 16)
+STAMP_GTSV_M(float, s, 32)
+STAMP_GTSV_M(double, d, 8)
+STAMP_GTSV_M(double, d, 16)
+STAMP_GTSV_M(double, d, 32)

@@ -60,12 +60,13 @@ pub struct MinN {
 impl Default for MinN {
     fn default() -> Self {
         // Below these sizes the system LAPACK on a host CPU wins (transfer and launch costs).
-        // gtsv: the SPIKE GPU path with host pointers does not yet beat LAPACK dgtsv at any size
-        // measured (2^20: 35 ms vs 21 ms; 2^24: 449 ms vs 360 ms, H200 host), so `auto` never
-        // sends it to the GPU; HYLAPACK_DEVICE=gpu or a smaller min_n.gtsv still does.
+        // gtsv: the SPIKE GPU path with host pointers (transfers included) beat LAPACK dgtsv
+        // from n = 2^16 (0.74 ms vs 1.73 ms random, 0.84 vs 1.45 ms diagonally dominant; 2^23:
+        // 19 ms vs 225 ms) and lost at 2^14 with one right-hand side (0.50 vs 0.42 ms); H100
+        // host, 2026-11-22, docs/bench/2026-11-22-h100-gtsv.txt.
         MinN {
             stebz: 256,
-            gtsv: usize::MAX,
+            gtsv: 1 << 16,
             syrdb: 2048,
             interval: 512,
         }

@@ -277,6 +277,16 @@ fn large_sizes_default_options() {
 
 /// Singular systems: INFO and B exactly LAPACK's.
 fn singular_case<T: Lapack>(n: usize, zero_row: usize, nrhs: usize, rng: &mut Rng) {
+    singular_case_with::<T>(n, zero_row, nrhs, rng, &spike_everywhere())
+}
+
+fn singular_case_with<T: Lapack>(
+    n: usize,
+    zero_row: usize,
+    nrhs: usize,
+    rng: &mut Rng,
+    opts: &Options,
+) {
     let mut a = matrices::diagonally_dominant(n, rng);
     // Row zero_row entirely zero: U(zero_row, zero_row) is exactly zero in partial pivoting.
     a.d[zero_row] = 0.0;
@@ -288,7 +298,7 @@ fn singular_case<T: Lapack>(n: usize, zero_row: usize, nrhs: usize, rng: &mut Rn
     }
     let ldb = n + 1;
     let b = rhs(n, ldb, nrhs, rng);
-    let got = ours::<T>(&a, &b, ldb, nrhs, &spike_everywhere());
+    let got = ours::<T>(&a, &b, ldb, nrhs, opts);
     let want = lapack::<T>(&a, &b, ldb, nrhs);
     assert!(want.info > 0, "the test matrix must be singular for LAPACK");
     assert_eq!(
@@ -598,4 +608,614 @@ fn table3_stress_many_seeds() {
             worst[t], fails[t]
         );
     }
+}
+
+// ---- The device-pointer entry (`xgtsv_spike_device`) ----
+
+/// Device copies of a system and its right-hand sides, on the library's GPU; `None` without one.
+struct OnDevice<T: cudarc::driver::DeviceRepr> {
+    stream: std::sync::Arc<cudarc::driver::CudaStream>,
+    dl: cudarc::driver::CudaSlice<T>,
+    d: cudarc::driver::CudaSlice<T>,
+    du: cudarc::driver::CudaSlice<T>,
+    b: cudarc::driver::CudaSlice<T>,
+}
+
+impl<T: Real + cudarc::driver::DeviceRepr> OnDevice<T> {
+    fn new(a: &Tridiag, b: &[f64]) -> Option<Self> {
+        let gpu = hylapack::device::gpu().ok()?;
+        let stream = gpu.ctx.default_stream();
+        // One element at least: a zero-length allocation has no address to pass.
+        let put = |v: &[f64]| {
+            let mut h = convert::<T>(v);
+            if h.is_empty() {
+                h.push(T::ZERO);
+            }
+            stream.clone_htod(&h).expect("upload")
+        };
+        Some(OnDevice {
+            dl: put(&a.dl),
+            d: put(&a.d),
+            du: put(&a.du),
+            b: put(b),
+            stream,
+        })
+    }
+
+    fn ptr(&self, s: &cudarc::driver::CudaSlice<T>) -> u64 {
+        use cudarc::driver::DevicePtr;
+        s.device_ptr(&self.stream).0
+    }
+
+    fn get(&self, s: &cudarc::driver::CudaSlice<T>) -> Vec<T> {
+        self.stream.clone_dtoh(s).expect("download")
+    }
+}
+
+/// `xgtsv_spike_device` through the C entry (default tuning) or the Rust one with `opts`.
+fn ours_device<T: Lapack + cudarc::driver::DeviceRepr>(
+    a: &Tridiag,
+    b: &[f64],
+    ldb: usize,
+    nrhs: usize,
+    opts: Option<&Options>,
+) -> Option<Solved<T>> {
+    use hylapack::gtsv::gpu::{DevCols, DevMatrix};
+    let dev = OnDevice::<T>::new(a, b)?;
+    let n = a.n();
+    let info = match opts {
+        None => unsafe {
+            let p = |s| dev.ptr(s) as *mut T;
+            if T::PREFIX == 'd' {
+                hylapack::api::gtsv::dgtsv_spike_device(
+                    n as i32,
+                    nrhs as i32,
+                    p(&dev.dl) as *const f64,
+                    p(&dev.d) as *const f64,
+                    p(&dev.du) as *const f64,
+                    p(&dev.b) as *mut f64,
+                    ldb as i32,
+                    std::ptr::null_mut(),
+                )
+            } else {
+                hylapack::api::gtsv::sgtsv_spike_device(
+                    n as i32,
+                    nrhs as i32,
+                    p(&dev.dl) as *const f32,
+                    p(&dev.d) as *const f32,
+                    p(&dev.du) as *const f32,
+                    p(&dev.b) as *mut f32,
+                    ldb as i32,
+                    dev.stream.cu_stream() as *mut std::ffi::c_void,
+                )
+            }
+        },
+        Some(o) => {
+            let m = DevMatrix {
+                n,
+                dl: dev.ptr(&dev.dl),
+                d: dev.ptr(&dev.d),
+                du: dev.ptr(&dev.du),
+            };
+            let bc = DevCols {
+                ptr: dev.ptr(&dev.b),
+                ld: ldb,
+            };
+            gtsv::gtsv_device::<T>(o, m, bc, nrhs, None)
+                .expect("GPU present")
+                .info
+        }
+    };
+    // The matrix on the device is never modified.
+    let same = |s: &cudarc::driver::CudaSlice<T>, v: &[f64]| {
+        dev.get(s)
+            .iter()
+            .zip(convert::<T>(v))
+            .all(|(p, q)| p.to_f64().to_bits() == q.to_f64().to_bits())
+    };
+    assert!(
+        same(&dev.dl, &a.dl) && same(&dev.d, &a.d) && same(&dev.du, &a.du),
+        "the device matrix was modified"
+    );
+    Some(Solved {
+        x: dev.get(&dev.b),
+        info,
+        report: None,
+    })
+}
+
+/// The GPU is required here (HYLAPACK_REQUIRE_GPU=1) or the test may skip.
+fn have_gpu_or_skip() -> bool {
+    let ok = hylapack::device::gpu().is_ok();
+    assert!(ok || !require_gpu(), "HYLAPACK_REQUIRE_GPU=1 but no GPU");
+    ok
+}
+
+fn check_device_sizes<T: Lapack + cudarc::driver::DeviceRepr>(
+    sizes: &[usize],
+    nrhss: &[usize],
+    opts: Option<&Options>,
+) {
+    let seed = seed_from_time();
+    let mut rng = Rng::new(seed);
+    for &n in sizes {
+        for &nrhs in nrhss {
+            for dominant in [true, false] {
+                let a = if dominant {
+                    matrices::diagonally_dominant(n, &mut rng)
+                } else {
+                    matrices::random(n, &mut rng)
+                };
+                let ldb = n + 2;
+                let b = rhs(n, ldb, nrhs, &mut rng);
+                let b_t: Vec<f64> = convert::<T>(&b).iter().map(|v| v.to_f64()).collect();
+                let got = ours_device::<T>(&a, &b, ldb, nrhs, opts).expect("GPU present");
+                let want = lapack::<T>(&a, &b, ldb, nrhs);
+                let what = format!(
+                    "device {}: n {n} nrhs {nrhs} dominant {dominant} seed {seed}",
+                    T::PREFIX
+                );
+                assert_eq!(got.info, want.info, "{what}: INFO");
+                for c in 0..nrhs {
+                    for i in n..ldb {
+                        assert_eq!(got.x[i + c * ldb].to_f64(), 777.0, "{what}: padding");
+                    }
+                    if want.info == 0 {
+                        let be = backward_error(&a, &got.x, &b_t, ldb, c);
+                        assert!(
+                            be <= 64.0 * T::EPS.to_f64(),
+                            "{what}: column {c} backward error {be:e}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn device_entry_against_lapack() {
+    if !have_gpu_or_skip() {
+        eprintln!("skipped: no GPU");
+        return;
+    }
+    // Default tuning through the C entries: one CTA up to 1024 rows, recursion above.
+    check_device_sizes::<f64>(
+        &[1, 2, 3, 31, 32, 33, 1000, 1025, 4097, 100_003],
+        &[1, 3],
+        None,
+    );
+    check_device_sizes::<f32>(&[1, 2, 3, 1000, 65_537], &[1, 2], None);
+    // Small partitions: several levels at small n, sizes not multiples of the partition.
+    let o = spike_everywhere();
+    check_device_sizes::<f64>(&[4, 7, 8, 9, 17, 63, 65, 513, 4097], &[1, 16], Some(&o));
+}
+
+#[test]
+fn device_entry_singular_ends_as_lapack() {
+    if !have_gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng::new(seed_from_time());
+    for &(n, row) in &[
+        (1, 0),
+        (2, 1),
+        (100, 37),
+        (5000, 0),
+        (5000, 2500),
+        (5000, 4999),
+    ] {
+        let mut a = matrices::diagonally_dominant(n, &mut rng);
+        a.d[row] = 0.0;
+        if row > 0 {
+            a.dl[row - 1] = 0.0;
+        }
+        if row + 1 < n {
+            a.du[row] = 0.0;
+        }
+        let b = rhs(n, n, 2, &mut rng);
+        // NRHS = 0 still factors: LAPACK's INFO (through the C entry that takes a stream).
+        let got = ours_device::<f32>(&a, &b, n, 0, None).unwrap();
+        assert_eq!(
+            got.info,
+            lapack::<f32>(&a, &b, n, 0).info,
+            "n {n} row {row}, NRHS = 0"
+        );
+        for opts in [None, Some(&spike_everywhere())] {
+            let got = ours_device::<f64>(&a, &b, n, 2, opts).unwrap();
+            let want = lapack::<f64>(&a, &b, n, 2);
+            assert!(want.info > 0);
+            assert_eq!(got.info, want.info, "n {n} row {row}");
+            assert!(
+                got.x
+                    .iter()
+                    .zip(&want.x)
+                    .all(|(p, q)| p.to_bits() == q.to_bits()),
+                "n {n} row {row}: B differs from LAPACK's"
+            );
+        }
+    }
+}
+
+#[test]
+fn device_entry_bad_arguments_and_no_gpu() {
+    use hylapack::api::gtsv::{dgtsv_spike_device, sgtsv_spike_device};
+    use hylapack::api::HYLAPACK_INFO_NO_GPU;
+    use std::ptr::{null, null_mut};
+    let (dl, d, du, mut b) = (vec![1.0; 4], vec![4.0; 5], vec![1.0; 4], vec![1.0; 10]);
+    unsafe {
+        let (pdl, pd, pdu, pb) = (dl.as_ptr(), d.as_ptr(), du.as_ptr(), b.as_mut_ptr());
+        let none = null_mut();
+        assert_eq!(dgtsv_spike_device(-1, 1, pdl, pd, pdu, pb, 5, none), -1);
+        assert_eq!(dgtsv_spike_device(5, -1, pdl, pd, pdu, pb, 5, none), -2);
+        assert_eq!(dgtsv_spike_device(5, 1, pdl, pd, pdu, pb, 4, none), -7);
+        assert_eq!(dgtsv_spike_device(5, 1, null(), pd, pdu, pb, 5, none), -3);
+        assert_eq!(dgtsv_spike_device(5, 1, pdl, null(), pdu, pb, 5, none), -4);
+        assert_eq!(dgtsv_spike_device(5, 1, pdl, pd, null(), pb, 5, none), -5);
+        assert_eq!(
+            dgtsv_spike_device(5, 1, pdl, pd, pdu, null_mut(), 5, none),
+            -6
+        );
+        assert_eq!(
+            sgtsv_spike_device(0, 1, null(), null(), null(), null_mut(), 0, none),
+            -7
+        );
+        // Nothing referenced: a quick return, GPU or not.
+        assert_eq!(
+            dgtsv_spike_device(0, 3, null(), null(), null(), null_mut(), 1, none),
+            0
+        );
+        // Host memory where device memory is needed: without a GPU, the documented error;
+        // with one, an illegal value of the first such argument.
+        let want = if hylapack::device::gpu().is_ok() {
+            -3
+        } else {
+            HYLAPACK_INFO_NO_GPU
+        };
+        assert_eq!(dgtsv_spike_device(5, 2, pdl, pd, pdu, pb, 5, none), want);
+    }
+    // B is untouched by every refused call.
+    assert!(b.iter().all(|&v| v == 1.0) && d.iter().all(|&v| v == 4.0));
+}
+
+// ---- The strided-batch entry (`xgtsv_spike_strided_batch`) ----
+
+/// `count` systems of order `n` in strided storage (padding between systems = 555, which must
+/// survive), solved by the batch entry and, one by one, by LAPACK.
+fn check_batch<T: Lapack>(
+    n: usize,
+    nrhs: usize,
+    count: usize,
+    dominant: bool,
+    singular: Option<usize>,
+    rng: &mut Rng,
+) {
+    check_batch_scaled::<T>(n, nrhs, count, dominant, singular, 1.0, rng)
+}
+
+/// [`check_batch`] with every odd-numbered system (matrix and right-hand sides) scaled by
+/// `odd_scale`: each system must meet its own backward-error bound, whatever its neighbours'
+/// magnitudes.
+fn check_batch_scaled<T: Lapack>(
+    n: usize,
+    nrhs: usize,
+    count: usize,
+    dominant: bool,
+    singular: Option<usize>,
+    odd_scale: f64,
+    rng: &mut Rng,
+) {
+    let (sa, ldb) = (n + 3, n + 1);
+    let sb = ldb * nrhs + 2;
+    let systems: Vec<Tridiag> = (0..count)
+        .map(|k| {
+            let mut a = if dominant {
+                matrices::diagonally_dominant(n, rng)
+            } else {
+                matrices::random(n, rng)
+            };
+            if k % 2 == 1 {
+                for v in a.dl.iter_mut().chain(a.d.iter_mut()).chain(a.du.iter_mut()) {
+                    *v *= odd_scale;
+                }
+            }
+            if singular == Some(k) {
+                // Row n/2 zero: U(n/2, n/2) is exactly zero.
+                let r = n / 2;
+                a.d[r] = 0.0;
+                if r > 0 {
+                    a.dl[r - 1] = 0.0;
+                }
+                if r + 1 < n {
+                    a.du[r] = 0.0;
+                }
+            }
+            a
+        })
+        .collect();
+    let bs: Vec<Vec<f64>> = (0..count)
+        .map(|k| {
+            let mut b = rhs(n, ldb, nrhs, rng);
+            if k % 2 == 1 {
+                for c in 0..nrhs {
+                    for v in &mut b[c * ldb..c * ldb + n] {
+                        *v *= odd_scale;
+                    }
+                }
+            }
+            b
+        })
+        .collect();
+    let pad = 555.0;
+    let (mut dl, mut d, mut du) = (
+        vec![T::from_f64(pad); sa * count],
+        vec![T::from_f64(pad); sa * count],
+        vec![T::from_f64(pad); sa * count],
+    );
+    let mut b = vec![T::from_f64(pad); sb * count];
+    for (k, a) in systems.iter().enumerate() {
+        for i in 0..n {
+            d[k * sa + i] = T::from_f64(a.d[i]);
+            if i + 1 < n {
+                dl[k * sa + i] = T::from_f64(a.dl[i]);
+                du[k * sa + i] = T::from_f64(a.du[i]);
+            }
+        }
+        for (i, &v) in bs[k].iter().enumerate() {
+            b[k * sb + i] = T::from_f64(v);
+        }
+    }
+    let mut info = vec![-99; count];
+    let report = gtsv::gtsv_strided_batch(
+        &Options::default(),
+        n,
+        nrhs,
+        &mut dl,
+        &mut d,
+        &mut du,
+        sa,
+        &mut b,
+        ldb,
+        sb,
+        count,
+        &mut info,
+        backend(),
+    );
+    let what = format!(
+        "batch {}: n {n} nrhs {nrhs} count {count} dominant {dominant} singular {singular:?}",
+        T::PREFIX
+    );
+    if backend() == Backend::Gpu && require_gpu() && dominant && singular.is_none() {
+        assert_eq!(report.backend, Backend::Gpu, "{what}: {:?}", report.note);
+    }
+    for k in 0..count {
+        let want = lapack::<T>(&systems[k], &bs[k], ldb, nrhs);
+        let got = &b[k * sb..k * sb + ldb * nrhs];
+        assert_eq!(info[k], want.info, "{what}: system {k} INFO");
+        assert!(
+            b[k * sb + ldb * nrhs..(k + 1) * sb]
+                .iter()
+                .all(|v| v.to_f64() == pad),
+            "{what}: padding after system {k}"
+        );
+        if want.info != 0 {
+            assert!(
+                got.iter()
+                    .zip(&want.x)
+                    .all(|(p, q)| p.to_f64().to_bits() == q.to_f64().to_bits()),
+                "{what}: singular system {k}: B differs from LAPACK's"
+            );
+            continue;
+        }
+        let b_t: Vec<f64> = convert::<T>(&bs[k]).iter().map(|v| v.to_f64()).collect();
+        for c in 0..nrhs {
+            for i in n..ldb {
+                assert_eq!(got[i + c * ldb].to_f64(), 777.0, "{what}: row padding");
+            }
+            let be = backward_error(&systems[k], got, &b_t, ldb, c);
+            assert!(
+                be <= 64.0 * T::EPS.to_f64(),
+                "{what}: system {k} column {c} backward error {be:e}"
+            );
+        }
+    }
+    if singular.is_none() {
+        assert!(info.iter().all(|&i| i == 0));
+    }
+}
+
+#[test]
+fn strided_batch_against_lapack() {
+    let mut rng = Rng::new(seed_from_time());
+    for &n in &[1, 2, 3, 17, 100, 1000] {
+        for &(nrhs, count) in &[(1, 1), (1, 5), (3, 33), (16, 7)] {
+            for dominant in [true, false] {
+                check_batch::<f64>(n, nrhs, count, dominant, None, &mut rng);
+            }
+        }
+        check_batch::<f32>(n, 2, 9, true, None, &mut rng);
+    }
+    // Many small systems (the batch's purpose).
+    check_batch::<f64>(64, 1, 20_000, true, None, &mut rng);
+    // Neighbours of very different magnitudes.
+    for dominant in [true, false] {
+        check_batch_scaled::<f64>(500, 2, 16, dominant, None, 1e-10, &mut rng);
+    }
+    // One singular system among many: its INFO and B as LAPACK's, the others solved.
+    check_batch::<f64>(50, 2, 40, true, Some(17), &mut rng);
+    check_batch::<f32>(3, 1, 10, true, Some(0), &mut rng);
+}
+
+#[test]
+fn strided_batch_c_entry_and_bad_arguments() {
+    use hylapack::api::gtsv::{dgtsv_spike_strided_batch, sgtsv_spike_strided_batch};
+    use std::ptr::null_mut;
+    let mut rng = Rng::new(seed_from_time());
+    let (n, count) = (40usize, 6usize);
+    let mut dl = vec![0.0; n * count];
+    let mut d = vec![0.0; n * count];
+    let mut du = vec![0.0; n * count];
+    let mut b = vec![0.0; n * count];
+    let mut systems = Vec::new();
+    for k in 0..count {
+        let mut a = matrices::random(n, &mut rng);
+        if k == 4 {
+            a.d[7] = 0.0;
+            a.dl[6] = 0.0;
+            a.du[7] = 0.0;
+        }
+        d[k * n..k * n + n].copy_from_slice(&a.d);
+        dl[k * n..k * n + n - 1].copy_from_slice(&a.dl);
+        du[k * n..k * n + n - 1].copy_from_slice(&a.du);
+        let bk = rhs(n, n, 1, &mut rng);
+        b[k * n..k * n + n].copy_from_slice(&bk);
+        systems.push((a, bk));
+    }
+    let mut info = vec![0; count];
+    let (ni, ci) = (n as i32, count as i32);
+    let ret = unsafe {
+        dgtsv_spike_strided_batch(
+            ni,
+            1,
+            dl.as_mut_ptr(),
+            d.as_mut_ptr(),
+            du.as_mut_ptr(),
+            ni,
+            b.as_mut_ptr(),
+            ni,
+            ni,
+            ci,
+            info.as_mut_ptr(),
+        )
+    };
+    assert_eq!(ret, 1, "one singular system");
+    for (k, (a, bk)) in systems.iter().enumerate() {
+        let want = lapack::<f64>(a, bk, n, 1);
+        assert_eq!(info[k], want.info);
+        if want.info == 0 {
+            assert!(backward_error(a, &b[k * n..], bk, n, 0) <= 64.0 * f64::EPSILON);
+        }
+    }
+    assert!(info[4] > 0);
+
+    // Argument checks, in order.
+    let (mut x, mut y, mut z, mut w) = (
+        vec![1.0f64; 40],
+        vec![4.0f64; 40],
+        vec![1.0f64; 40],
+        vec![1.0f64; 40],
+    );
+    let mut inf = vec![0; 8];
+    let call = |n: i32,
+                nrhs: i32,
+                dl: *mut f64,
+                d: *mut f64,
+                du: *mut f64,
+                sa: i32,
+                b: *mut f64,
+                ldb: i32,
+                sb: i32,
+                cnt: i32,
+                info: *mut i32| unsafe {
+        dgtsv_spike_strided_batch(n, nrhs, dl, d, du, sa, b, ldb, sb, cnt, info)
+    };
+    let (px, py, pz, pw, pi) = (
+        x.as_mut_ptr(),
+        y.as_mut_ptr(),
+        z.as_mut_ptr(),
+        w.as_mut_ptr(),
+        inf.as_mut_ptr(),
+    );
+    assert_eq!(call(-1, 1, px, py, pz, 5, pw, 5, 5, 4, pi), -1);
+    assert_eq!(call(5, -1, px, py, pz, 5, pw, 5, 5, 4, pi), -2);
+    assert_eq!(call(5, 1, null_mut(), py, pz, 5, pw, 5, 5, 4, pi), -3);
+    assert_eq!(call(5, 1, px, null_mut(), pz, 5, pw, 5, 5, 4, pi), -4);
+    assert_eq!(call(5, 1, px, py, null_mut(), 5, pw, 5, 5, 4, pi), -5);
+    assert_eq!(call(5, 1, px, py, pz, 4, pw, 5, 5, 4, pi), -6);
+    assert_eq!(call(5, 1, px, py, pz, 5, null_mut(), 5, 5, 4, pi), -7);
+    assert_eq!(call(5, 1, px, py, pz, 5, pw, 4, 5, 4, pi), -8);
+    assert_eq!(call(5, 2, px, py, pz, 5, pw, 5, 9, 4, pi), -9);
+    assert_eq!(call(5, 1, px, py, pz, 5, pw, 5, 5, -1, pi), -10);
+    assert_eq!(call(5, 1, px, py, pz, 5, pw, 5, 5, 4, null_mut()), -11);
+    // Nothing referenced: legal.
+    assert_eq!(
+        call(
+            5,
+            1,
+            null_mut(),
+            null_mut(),
+            null_mut(),
+            5,
+            null_mut(),
+            5,
+            5,
+            0,
+            null_mut()
+        ),
+        0
+    );
+    assert_eq!(
+        call(
+            0,
+            1,
+            null_mut(),
+            null_mut(),
+            null_mut(),
+            0,
+            null_mut(),
+            1,
+            1,
+            3,
+            pi
+        ),
+        0
+    );
+    assert_eq!(
+        unsafe {
+            sgtsv_spike_strided_batch(
+                5,
+                1,
+                null_mut(),
+                null_mut(),
+                null_mut(),
+                5,
+                null_mut(),
+                5,
+                5,
+                -2,
+                null_mut(),
+            )
+        },
+        -10
+    );
+    // Refused calls leave the data alone.
+    assert!(y.iter().all(|&v| v == 4.0) && w.iter().all(|&v| v == 1.0));
+}
+
+#[test]
+fn chunked_above_the_memory_limit() {
+    // A memory limit of ~1.5 MB makes the GPU path cut the systems into chunks of ~20k rows.
+    if backend() != Backend::Gpu || !have_gpu_or_skip() {
+        eprintln!("skipped: chunking is a GPU-path feature (HYLAPACK_DEVICE=gpu)");
+        return;
+    }
+    let limit = 1_500_000u64;
+    let o = Options {
+        gpu: GpuOptions {
+            memory_limit: Some(limit),
+            ..GpuOptions::default()
+        },
+        ..Options::default()
+    };
+    let c = hylapack::gtsv::gpu::chunk_rows::<f64>(1 << 30, 1, &o.gpu, limit).unwrap();
+    assert!(c > 1000 && c < 100_000, "chunk of {c} rows");
+    // Chunk boundaries: exactly two chunks, a last chunk of one row, and many chunks.
+    let sizes = [2 * (c + 1), 3 * (c + 1) + 1, 3 * (c + 1) - 1, 10 * c + 7];
+    check_sizes::<f64>(&sizes, &[1], &o);
+    assert!(hylapack::gtsv::gpu::last_phases().chunks >= 10);
+    check_sizes::<f64>(&[5 * c + 3], &[3], &o);
+    check_sizes::<f32>(&[4 * c], &[1], &o);
+    // A singular system: LAPACK's INFO and B.
+    let mut rng = Rng::new(seed_from_time());
+    singular_case_with::<f64>(4 * c + 9, 2 * c + 5, 2, &mut rng, &o);
 }

@@ -27,15 +27,20 @@ fn header_is_up_to_date() {
 }
 
 #[test]
-fn header_constant_matches_the_library() {
-    let define = format!(
-        "#define HYLAPACK_INFO_INTERNAL_ERROR {}",
-        hylapack::api::HYLAPACK_INFO_INTERNAL_ERROR
-    );
-    assert!(
-        hylapack::build_info::GENERATED_HEADER.contains(&define),
-        "cbindgen.toml must say: {define}"
-    );
+fn header_constants_match_the_library() {
+    for (name, value) in [
+        (
+            "HYLAPACK_INFO_INTERNAL_ERROR",
+            hylapack::api::HYLAPACK_INFO_INTERNAL_ERROR,
+        ),
+        ("HYLAPACK_INFO_NO_GPU", hylapack::api::HYLAPACK_INFO_NO_GPU),
+    ] {
+        let define = format!("#define {name} {value}");
+        assert!(
+            hylapack::build_info::GENERATED_HEADER.contains(&define),
+            "cbindgen.toml must say: {define}"
+        );
+    }
 }
 
 fn compiles(compiler: &str, args: &[&str], source: &str, file: &str) {

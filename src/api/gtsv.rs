@@ -1,12 +1,18 @@
 //! `sgtsv_spike` / `dgtsv_spike`: the general tridiagonal solve with LAPACK xGTSV's contract,
 //! by SPIKE with diagonal pivoting (GPU or CPU threads), falling back to the system LAPACK's
-//! xGTSV whenever the SPIKE answer is not certified by its residual check.
+//! xGTSV whenever the SPIKE answer is not certified by its residual check. Beyond LAPACK: the
+//! same solve for data already in GPU memory (`xgtsv_spike_device`) and for many systems of one
+//! size at once (`xgtsv_spike_strided_batch`).
 
-use super::{ffi_boundary, output, report_illegal_argument, scalar, HYLAPACK_INFO_INTERNAL_ERROR};
-use crate::dispatch::{self, Family};
-use crate::gtsv;
+use super::{
+    ffi_boundary, output, report_illegal_argument, scalar, HYLAPACK_INFO_INTERNAL_ERROR,
+    HYLAPACK_INFO_NO_GPU,
+};
+use crate::device;
+use crate::dispatch::{self, Backend, Family};
+use crate::gtsv::{self, gpu::DevCols, gpu::DevMatrix, Options, Solver};
 use crate::lapack::Lapack;
-use std::ffi::c_int;
+use std::ffi::{c_int, c_void};
 use std::time::Instant;
 
 /// Checks pointers and arguments in LAPACK's order, runs the routine and logs the call.
@@ -166,4 +172,318 @@ pub unsafe extern "C" fn sgtsv_spike_(
     info: *mut c_int,
 ) {
     fortran("SGTSV_SPIKE", n, nrhs, dl, d, du, b, ldb, info)
+}
+
+/// Checks and runs a device-pointer call (see `dgtsv_spike_device`).
+#[allow(clippy::too_many_arguments)]
+unsafe fn run_device<T: Lapack>(
+    routine: &str,
+    n: c_int,
+    nrhs: c_int,
+    dl: *const T,
+    d: *const T,
+    du: *const T,
+    b: *mut T,
+    ldb: c_int,
+    stream: *mut c_void,
+) -> c_int {
+    let mut info = gtsv::check_args(n, nrhs, ldb);
+    if info == 0 {
+        let (len, k) = (n as usize, nrhs as usize);
+        let ptrs = [dl as u64, d as u64, du as u64, b as u64];
+        let used = [len > 1, len > 0, len > 1, len > 0 && k > 0];
+        if let Some(i) = (0..4).find(|&i| used[i] && ptrs[i] == 0) {
+            info = -(3 + i as c_int);
+        } else if len == 0 {
+            return 0;
+        } else {
+            let started = Instant::now();
+            let no_gpu = |why: String| {
+                let note = format!("{why}; INFO = {HYLAPACK_INFO_NO_GPU}");
+                dispatch::finish_call(routine, len, Backend::Cpu, started.elapsed(), Some(&note));
+                HYLAPACK_INFO_NO_GPU
+            };
+            let gpu = match device::gpu() {
+                Ok(g) => g,
+                Err(e) => return no_gpu(format!("no GPU: {e}")),
+            };
+            // A host pointer here would fault inside a kernel and poison the context for the
+            // whole process: refuse it as an illegal value instead.
+            if let Some(i) =
+                (0..4).find(|&i| used[i] && !device::is_device_accessible(gpu, ptrs[i]))
+            {
+                info = -(3 + i as c_int);
+            } else {
+                let a = DevMatrix {
+                    n: len,
+                    dl: ptrs[0],
+                    d: ptrs[1],
+                    du: ptrs[2],
+                };
+                let bc = DevCols {
+                    ptr: ptrs[3],
+                    ld: ldb as usize,
+                };
+                let after = (!stream.is_null()).then_some(stream as cudarc::driver::sys::CUstream);
+                return match gtsv::gtsv_device::<T>(&Options::default(), a, bc, k, after) {
+                    Ok(r) => {
+                        let backend = match r.solver {
+                            Solver::Spike => Backend::Gpu,
+                            Solver::Lapack => Backend::Cpu,
+                        };
+                        dispatch::finish_call(
+                            routine,
+                            len,
+                            backend,
+                            started.elapsed(),
+                            r.note.as_deref(),
+                        );
+                        r.info
+                    }
+                    Err(e) => no_gpu(format!("GPU failure: {e}")),
+                };
+            }
+        }
+    }
+    report_illegal_argument(routine, info);
+    info
+}
+
+/// Solves `A X = B` for a general tridiagonal `A` of order `n` whose arrays are **already in
+/// GPU memory**, in double precision, with DGTSV's INFO (C convention). The GPU must be
+/// present: this routine has no CPU path.
+///
+/// - `dl` (n − 1), `d` (n), `du` (n − 1): device pointers (e.g. from `cudaMalloc`, in the
+///   primary context of device 0, which the CUDA runtime uses). **Not modified.**
+/// - `b` (ldb × nrhs, column-major): device pointer; on exit, with INFO = 0, the solution.
+/// - `ldb` ≥ max(1, n).
+/// - `stream`: a `CUstream` / `cudaStream_t` of the caller's, or NULL. Work queued on it before
+///   the call is waited for. The call is synchronous: it returns when `b` holds the answer.
+///
+/// SPIKE with diagonal pivoting runs on the GPU; its answer is returned only if no pivot was
+/// zero, it is finite and its residual passes a backward-error check of a few ulps (up to two
+/// refinement steps run on the GPU first when the residual is above LAPACK's level). Otherwise
+/// the matrix and B are copied to the host, the system LAPACK's DGTSV solves there, and its B
+/// is copied back: singular systems end with DGTSV's INFO and B as DGTSV leaves it. B is written
+/// only once an answer is known.
+///
+/// Returns INFO: 0 on success; −i if the i-th argument had an illegal value (N = 1, NRHS = 2,
+/// DL … B = 3 … 6 when NULL but referenced or not memory the GPU can address, LDB = 7),
+/// reported through `xerbla_`; i > 0 if U(i,i) of DGTSV's factorization is exactly zero;
+/// `HYLAPACK_INFO_NO_GPU` (−1001) when no usable GPU is present, the GPU failed, or the work
+/// memory (about 1.25·n·nrhs + 0.5·n elements) does not fit `HYLAPACK_GPU_MEMORY_LIMIT` or the
+/// free memory (B is then unchanged, unless the failure came while the answer was being copied
+/// into it); −1000 for an internal error. N = 0 returns 0 without touching the GPU.
+#[no_mangle]
+pub unsafe extern "C" fn dgtsv_spike_device(
+    n: c_int,
+    nrhs: c_int,
+    dl: *const f64,
+    d: *const f64,
+    du: *const f64,
+    b: *mut f64,
+    ldb: c_int,
+    stream: *mut c_void,
+) -> c_int {
+    ffi_boundary!("DGTSV_SPIKE_DEVICE", HYLAPACK_INFO_INTERNAL_ERROR, {
+        run_device("DGTSV_SPIKE_DEVICE", n, nrhs, dl, d, du, b, ldb, stream)
+    })
+}
+
+/// Single-precision `dgtsv_spike_device` (SGTSV's INFO).
+#[no_mangle]
+pub unsafe extern "C" fn sgtsv_spike_device(
+    n: c_int,
+    nrhs: c_int,
+    dl: *const f32,
+    d: *const f32,
+    du: *const f32,
+    b: *mut f32,
+    ldb: c_int,
+    stream: *mut c_void,
+) -> c_int {
+    ffi_boundary!("SGTSV_SPIKE_DEVICE", HYLAPACK_INFO_INTERNAL_ERROR, {
+        run_device("SGTSV_SPIKE_DEVICE", n, nrhs, dl, d, du, b, ldb, stream)
+    })
+}
+
+/// Checks and runs a batched call (see `dgtsv_spike_strided_batch`).
+#[allow(clippy::too_many_arguments)]
+unsafe fn run_batch<T: Lapack>(
+    routine: &str,
+    n: c_int,
+    nrhs: c_int,
+    dl: *mut T,
+    d: *mut T,
+    du: *mut T,
+    stride_a: c_int,
+    b: *mut T,
+    ldb: c_int,
+    stride_b: c_int,
+    count: c_int,
+    info_out: *mut c_int,
+) -> c_int {
+    let (len, k, cnt) = (
+        n.max(0) as usize,
+        nrhs.max(0) as usize,
+        count.max(0) as usize,
+    );
+    let last = |stride: c_int, span: usize| {
+        if cnt == 0 || span == 0 {
+            0
+        } else {
+            (cnt - 1) * stride.max(0) as usize + span
+        }
+    };
+    let m1 = len.saturating_sub(1);
+    let blen = if k == 0 || len == 0 {
+        0
+    } else {
+        ldb.max(0) as usize * (k - 1) + len
+    };
+    let info = if n < 0 {
+        -1
+    } else if nrhs < 0 {
+        -2
+    } else if last(stride_a, m1) > 0 && dl.is_null() {
+        -3
+    } else if last(stride_a, len) > 0 && d.is_null() {
+        -4
+    } else if last(stride_a, m1) > 0 && du.is_null() {
+        -5
+    } else if stride_a < n {
+        -6
+    } else if last(stride_b, blen) > 0 && b.is_null() {
+        -7
+    } else if ldb < n.max(1) {
+        -8
+    } else if (stride_b as i64) < ldb as i64 * nrhs as i64 {
+        -9
+    } else if count < 0 {
+        -10
+    } else if count > 0 && info_out.is_null() {
+        -11
+    } else {
+        0
+    };
+    if info != 0 {
+        report_illegal_argument(routine, info);
+        return info;
+    }
+    let dl = output(dl, last(stride_a, m1)).unwrap_or_default();
+    let d = output(d, last(stride_a, len)).unwrap_or_default();
+    let du = output(du, last(stride_a, m1)).unwrap_or_default();
+    let b = output(b, last(stride_b, blen)).unwrap_or_default();
+    let infos = output(info_out, cnt).unwrap_or_default();
+    let started = Instant::now();
+    let decision = dispatch::decide(Family::Gtsv, len * cnt);
+    let report = gtsv::gtsv_strided_batch(
+        &Options::default(),
+        len,
+        k,
+        dl,
+        d,
+        du,
+        stride_a as usize,
+        b,
+        ldb as usize,
+        stride_b as usize,
+        cnt,
+        infos,
+        decision.backend,
+    );
+    let note = report.note.or(decision.why_not_gpu);
+    dispatch::finish_call(
+        routine,
+        len * cnt,
+        report.backend,
+        started.elapsed(),
+        note.as_deref(),
+    );
+    infos.iter().filter(|&&i| i > 0).count() as c_int
+}
+
+/// Solves `count` independent tridiagonal systems of order `n`, each `A_k X_k = B_k` with
+/// DGTSV's contract, in double precision (host pointers; as cuSPARSE's gtsv2StridedBatch, but
+/// in LAPACK's layout and with pivoting and several right-hand sides).
+///
+/// - System k: `dl + k·stride_a` (n − 1 entries), `d + k·stride_a` (n), `du + k·stride_a`
+///   (n − 1), and `b + k·stride_b` (ldb × nrhs, column-major). `stride_a` ≥ n,
+///   `stride_b` ≥ ldb·nrhs, `ldb` ≥ max(1, n).
+/// - On exit `B_k` holds `X_k` when `info[k]` = 0; `info[k]` = i > 0 if U(i,i) of DGTSV's
+///   factorization of system k is exactly zero (B_k then as DGTSV leaves it). DL, D, DU are
+///   unspecified on exit, as for `dgtsv_spike`.
+/// - `info`: `count` entries (may be NULL when count = 0).
+///
+/// On the GPU all systems are solved in one SPIKE call (stacked block-diagonally); if that answer
+/// is not certified, each system is solved by DGTSV on the CPU from its untouched data. On the
+/// CPU, DGTSV runs on each system, spread over the host's threads.
+///
+/// Returns 0 when every system was solved; k > 0, the number of singular systems (those with
+/// info > 0); or −i if the i-th argument had an illegal value (N = 1, NRHS = 2, DL, D, DU = 3, 4,
+/// 5 when NULL but referenced, STRIDE_A = 6, B = 7, LDB = 8, STRIDE_B = 9, COUNT = 10, INFO =
+/// 11), reported through `xerbla_`; −1000 for an internal error.
+#[no_mangle]
+pub unsafe extern "C" fn dgtsv_spike_strided_batch(
+    n: c_int,
+    nrhs: c_int,
+    dl: *mut f64,
+    d: *mut f64,
+    du: *mut f64,
+    stride_a: c_int,
+    b: *mut f64,
+    ldb: c_int,
+    stride_b: c_int,
+    count: c_int,
+    info: *mut c_int,
+) -> c_int {
+    ffi_boundary!("DGTSV_SPIKE_STRIDED_BATCH", HYLAPACK_INFO_INTERNAL_ERROR, {
+        run_batch(
+            "DGTSV_SPIKE_STRIDED_BATCH",
+            n,
+            nrhs,
+            dl,
+            d,
+            du,
+            stride_a,
+            b,
+            ldb,
+            stride_b,
+            count,
+            info,
+        )
+    })
+}
+
+/// Single-precision `dgtsv_spike_strided_batch` (SGTSV's contract per system).
+#[no_mangle]
+pub unsafe extern "C" fn sgtsv_spike_strided_batch(
+    n: c_int,
+    nrhs: c_int,
+    dl: *mut f32,
+    d: *mut f32,
+    du: *mut f32,
+    stride_a: c_int,
+    b: *mut f32,
+    ldb: c_int,
+    stride_b: c_int,
+    count: c_int,
+    info: *mut c_int,
+) -> c_int {
+    ffi_boundary!("SGTSV_SPIKE_STRIDED_BATCH", HYLAPACK_INFO_INTERNAL_ERROR, {
+        run_batch(
+            "SGTSV_SPIKE_STRIDED_BATCH",
+            n,
+            nrhs,
+            dl,
+            d,
+            du,
+            stride_a,
+            b,
+            ldb,
+            stride_b,
+            count,
+            info,
+        )
+    })
 }

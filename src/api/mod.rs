@@ -18,6 +18,10 @@ use std::ffi::{c_char, c_int};
 /// The message is printed on stderr. Distinct from every LAPACK INFO value.
 pub const HYLAPACK_INFO_INTERNAL_ERROR: c_int = -1000;
 
+/// INFO returned by a routine that takes device pointers when no usable GPU is present or the
+/// GPU failed (the reason is logged). Distinct from every LAPACK INFO value.
+pub const HYLAPACK_INFO_NO_GPU: c_int = -1001;
+
 extern "C" {
     // LAPACK's error reporter. The definition comes from the system LAPACK, unless the program
     // defines its own, which then wins at link time as with LAPACK itself.

@@ -285,3 +285,51 @@ impl Gpu {
         format!("drv{}-nvrtc{major}.{minor}", self.info.driver_version)
     }
 }
+
+/// Makes `stream` wait for the work queued so far on `foreign`, a stream of the caller's in the
+/// process's primary context (where the CUDA runtime works too).
+///
+/// # Safety
+/// `foreign` is a live stream of that context (or the null stream).
+pub unsafe fn wait_for_stream(
+    stream: &CudaStream,
+    foreign: cudarc::driver::sys::CUstream,
+) -> Result<(), DeviceError> {
+    use cudarc::driver::sys;
+    stream.context().bind_to_thread()?;
+    let mut event: sys::CUevent = std::ptr::null_mut();
+    // SAFETY: the event is created, recorded on the caller's stream, waited for by ours (the
+    // wait is captured at enqueue time) and destroyed; the context is current.
+    unsafe {
+        sys::cuEventCreate(
+            &mut event,
+            sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32,
+        )
+        .result()?;
+        let queued = sys::cuEventRecord(event, foreign)
+            .result()
+            .and_then(|_| sys::cuStreamWaitEvent(stream.cu_stream(), event, 0).result());
+        let _ = sys::cuEventDestroy_v2(event);
+        queued?;
+    }
+    Ok(())
+}
+
+/// Whether `ptr` is memory the GPU can address (device, managed or registered host memory),
+/// as the driver knows it. False for plain host memory and for unknown addresses.
+pub fn is_device_accessible(gpu: &Gpu, ptr: u64) -> bool {
+    use cudarc::driver::sys;
+    if gpu.ctx.bind_to_thread().is_err() {
+        return false;
+    }
+    let mut kind: u32 = 0;
+    // SAFETY: the attribute is a 32-bit memory type written into `kind`; the context is current.
+    let r = unsafe {
+        sys::cuPointerGetAttribute(
+            &mut kind as *mut u32 as *mut std::ffi::c_void,
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            ptr,
+        )
+    };
+    r == sys::CUresult::CUDA_SUCCESS && kind != 0
+}

@@ -33,6 +33,12 @@
 //!
 //! **DL, D, DU on exit** are unspecified: unchanged when SPIKE's answer was accepted, LAPACK
 //! xGTSV's factors (as xGTSV documents) when LAPACK ran (small `n`, NRHS = 0, or a fallback).
+//!
+//! **Entries.** [`gtsv`] takes host arrays (the LAPACK interface; on the GPU, a system above
+//! the memory budget is solved in chunks, see [`gpu::solve_chunked`]); [`gtsv_device`] takes
+//! arrays already in GPU memory (its fallback copies them to the host for LAPACK);
+//! [`gtsv_strided_batch`] solves many systems of one size (on the GPU stacked into one
+//! block-diagonal system, each system then judged on its own).
 
 pub mod cpu;
 pub mod gpu;
@@ -247,6 +253,236 @@ pub fn gtsv_with<T: Lapack>(
     report
 }
 
+/// What a device-pointer call ([`gtsv_device`]) did.
+#[derive(Clone, Debug)]
+pub struct DeviceReport {
+    /// LAPACK's INFO: 0, or i > 0 when U(i,i) of LAPACK's factorization is exactly zero.
+    pub info: i32,
+    pub solver: Solver,
+    /// Why SPIKE's answer was rejected (LAPACK xGTSV then ran on a host copy).
+    pub note: Option<String>,
+}
+
+/// Solves `A X = B` for a matrix and right-hand sides already in GPU memory, with xGTSV's
+/// INFO: `a` is only read; `b` (`n × nrhs` at leading dimension `b.ld ≥ n`) holds `X` on
+/// return when INFO = 0. When SPIKE's answer is rejected (see the module comment), the matrix
+/// and `B` are copied to the host, LAPACK xGTSV runs there and its `B` is copied back (so a
+/// singular system ends with LAPACK's INFO and `B` as LAPACK leaves it; the device matrix is
+/// unchanged). Work queued on `after` before the call is waited for; the call returns when the
+/// answer is in `b`.
+///
+/// `Err`: no usable GPU, or a GPU failure. `B` is then unchanged, unless the failure came while
+/// the accepted answer (or LAPACK's) was being copied into it.
+pub fn gtsv_device<T: Lapack>(
+    opts: &Options,
+    a: gpu::DevMatrix,
+    b: gpu::DevCols,
+    nrhs: usize,
+    after: Option<cudarc::driver::sys::CUstream>,
+) -> Result<DeviceReport, crate::device::DeviceError> {
+    let n = a.n;
+    assert!(b.ld >= n.max(1), "ldb < max(1, n)");
+    let mut report = DeviceReport {
+        info: 0,
+        solver: Solver::Spike,
+        note: None,
+    };
+    if n == 0 {
+        return Ok(report);
+    }
+    let verdict = if nrhs == 0 {
+        // LAPACK still factors (and reports singularity): do that on the host, once the
+        // caller's queued work is done.
+        if let Some(s) = after {
+            gpu::wait_for_caller(s)?;
+        }
+        Err(None)
+    } else {
+        gpu::solve_device::<T>(&opts.gpu, a, b, nrhs, after)?.map_err(Some)
+    };
+    if let Err(reject) = verdict {
+        report.solver = Solver::Lapack;
+        report.note = reject.map(|r| format!("{r}; LAPACK xGTSV ran on a host copy"));
+        let mut dl = gpu::download::<T>(a.dl, n - 1)?;
+        let mut d = gpu::download::<T>(a.d, n)?;
+        let mut du = gpu::download::<T>(a.du, n - 1)?;
+        let col = |c: usize| b.ptr + (c * b.ld * std::mem::size_of::<T>()) as u64;
+        let mut x = Vec::with_capacity(n * nrhs);
+        for c in 0..nrhs {
+            x.extend(gpu::download::<T>(col(c), n)?);
+        }
+        let mut dummy = [T::ZERO];
+        let bx: &mut [T] = if nrhs == 0 { &mut dummy } else { &mut x };
+        report.info = T::gtsv(&mut dl, &mut d, &mut du, bx, n, nrhs);
+        for c in 0..nrhs {
+            gpu::upload::<T>(&x[c * n..(c + 1) * n], col(c))?;
+        }
+    }
+    Ok(report)
+}
+
+/// What a batched call ([`gtsv_strided_batch`]) did.
+#[derive(Clone, Debug)]
+pub struct BatchReport {
+    pub backend: Backend,
+    pub solver: Solver,
+    pub note: Option<String>,
+}
+
+/// `count` equal-length pieces of `s`, piece `k` starting at `k · stride` (`stride ≥ len`).
+fn split_strided<T>(s: &mut [T], stride: usize, len: usize, count: usize) -> Vec<&mut [T]> {
+    let mut out = Vec::with_capacity(count);
+    let mut rest = s;
+    for k in 0..count {
+        if len == 0 {
+            out.push(&mut [][..]);
+            continue;
+        }
+        let take = if k + 1 < count { stride } else { len };
+        let (head, tail) = rest.split_at_mut(take);
+        out.push(&mut head[..len]);
+        rest = tail;
+    }
+    out
+}
+
+/// Solves `count` independent systems of order `n`, each with LAPACK xGTSV's contract:
+/// system `k` is `dl[k·sa ..]` (n − 1), `d[k·sa ..]` (n), `du[k·sa ..]` (n − 1) with right-hand
+/// sides `b[k·sb ..]` (`ldb × nrhs`); its INFO goes to `info[k]`.
+///
+/// On the GPU the systems are stacked into one block-diagonal tridiagonal system (zero
+/// couplings between neighbours) and solved by SPIKE in one call; if that answer is rejected
+/// (some system singular or badly conditioned) every system is solved by LAPACK xGTSV on the
+/// CPU from its untouched data. On the CPU, LAPACK xGTSV runs on each system, spread over host
+/// threads. `dl`, `d`, `du` are unspecified on exit, as for [`gtsv`].
+#[allow(clippy::too_many_arguments)]
+pub fn gtsv_strided_batch<T: Lapack>(
+    opts: &Options,
+    n: usize,
+    nrhs: usize,
+    dl: &mut [T],
+    d: &mut [T],
+    du: &mut [T],
+    sa: usize,
+    b: &mut [T],
+    ldb: usize,
+    sb: usize,
+    count: usize,
+    info: &mut [i32],
+    backend: Backend,
+) -> BatchReport {
+    assert!(sa >= n && ldb >= n.max(1) && sb >= ldb * nrhs && info.len() >= count);
+    let mut report = BatchReport {
+        backend: Backend::Cpu,
+        solver: Solver::Lapack,
+        note: None,
+    };
+    info[..count].fill(0);
+    if n == 0 || count == 0 {
+        return report;
+    }
+    let m1 = n - 1;
+    let blen = if nrhs == 0 { 0 } else { ldb * (nrhs - 1) + n };
+    let mut dls = split_strided(dl, sa, m1, count);
+    let mut ds = split_strided(d, sa, n, count);
+    let mut dus = split_strided(du, sa, m1, count);
+    let mut bs = split_strided(b, sb, blen, count);
+    // Systems whose answer is already in B.
+    let mut done = vec![false; count];
+    if backend == Backend::Gpu && nrhs > 0 {
+        // The block-diagonal stack: N = n·count rows, B packed to leading dimension N.
+        let big = n * count;
+        let (mut sdl, mut sd, mut sdu) = (
+            vec![T::ZERO; big - 1],
+            vec![T::ZERO; big],
+            vec![T::ZERO; big - 1],
+        );
+        let mut sbx = vec![T::ZERO; big * nrhs];
+        for k in 0..count {
+            let r = k * n;
+            sd[r..r + n].copy_from_slice(ds[k]);
+            sdl[r..r + m1].copy_from_slice(dls[k]);
+            sdu[r..r + m1].copy_from_slice(dus[k]);
+            for c in 0..nrhs {
+                sbx[c * big + r..c * big + r + n].copy_from_slice(&bs[k][c * ldb..c * ldb + n]);
+            }
+        }
+        match gpu::solve(&opts.gpu, &sdl, &sd, &sdu, &mut sbx, big, nrhs) {
+            Ok(Ok(())) => {
+                // The stack's check is normwise over all systems, which could hide a poor
+                // answer of a system with small entries: each system is judged on its own, and
+                // one that fails goes to LAPACK below.
+                let mut rejected = 0;
+                for k in 0..count {
+                    let r = k * n;
+                    let checks = (0..nrhs).map(|c| {
+                        let x = &sbx[c * big + r..c * big + r + n];
+                        residual_rows(dls[k], ds[k], dus[k], x, &bs[k][c * ldb..], 0..n)
+                    });
+                    if judge(checks.collect::<Vec<_>>()).is_ok() {
+                        for c in 0..nrhs {
+                            bs[k][c * ldb..c * ldb + n]
+                                .copy_from_slice(&sbx[c * big + r..c * big + r + n]);
+                        }
+                        done[k] = true;
+                    } else {
+                        rejected += 1;
+                    }
+                }
+                report.backend = Backend::Gpu;
+                report.solver = Solver::Spike;
+                if rejected == 0 {
+                    return report;
+                }
+                report.note = Some(format!(
+                    "{rejected} of {count} systems failed their own check; LAPACK xGTSV ran on them"
+                ));
+            }
+            Ok(Err(reject)) => {
+                report.note = Some(format!("{reject}; LAPACK xGTSV ran on every system"))
+            }
+            Err(e) => report.note = Some(format!("GPU path unavailable ({e}); CPU path ran")),
+        }
+    }
+    // LAPACK on each system, systems spread over threads.
+    let threads = std::thread::available_parallelism()
+        .map(|t| t.get())
+        .unwrap_or(1)
+        .min(count.div_ceil(4).max(1));
+    let per = count.div_ceil(threads).max(1);
+    let mut jobs: Vec<_> = dls
+        .drain(..)
+        .zip(ds.drain(..))
+        .zip(dus.drain(..))
+        .zip(bs.drain(..))
+        .zip(info[..count].iter_mut())
+        .zip(&done)
+        .filter(|(_, &done)| !done)
+        .map(|(job, _)| job)
+        .collect();
+    type Job<'a, T> = (
+        (((&'a mut [T], &'a mut [T]), &'a mut [T]), &'a mut [T]),
+        &'a mut i32,
+    );
+    let one = |job: &mut Job<'_, T>| {
+        let ((((dl, d), du), b), info) = job;
+        let mut dummy = [T::ZERO];
+        let bx: &mut [T] = if nrhs == 0 { &mut dummy } else { b };
+        **info = T::gtsv(dl, d, du, bx, if nrhs == 0 { n } else { ldb }, nrhs);
+    };
+    if threads == 1 {
+        jobs.iter_mut().for_each(one);
+    } else {
+        std::thread::scope(|s| {
+            for part in jobs.chunks_mut(per) {
+                let one = &one;
+                s.spawn(move || part.iter_mut().for_each(one));
+            }
+        });
+    }
+    report
+}
+
 /// One right-hand side's residual summary: `max|r_i|`, `max scale_i`, `max|b_i|`, all finite.
 pub type Residual<T> = (T, T, T, bool);
 
@@ -383,7 +619,7 @@ pub fn judge<T: Real>(per_rhs: impl IntoIterator<Item = Residual<T>>) -> Result<
 /// (`max|r| > REFINE_TOL_EPS · ε · max(|A||x| + |b|)`): the level LAPACK's partial pivoting
 /// reaches, so that SPIKE's residuals end close to LAPACK's and not merely within the acceptance
 /// tolerance ([`RESIDUAL_TOL_EPS`]).
-pub const REFINE_TOL_EPS: f64 = 0.25;
+pub const REFINE_TOL_EPS: f64 = 2.0;
 
 /// At most this many steps of iterative refinement per call.
 pub const MAX_REFINE_STEPS: usize = 2;
@@ -415,15 +651,6 @@ pub(crate) fn split_rows<'a, T>(
         }
     }
     out
-}
-
-/// The threads used by the host-side residual passes.
-pub(crate) fn host_threads(n: usize) -> usize {
-    let t = std::thread::available_parallelism()
-        .map(|t| t.get())
-        .unwrap_or(1);
-    // Below ~64K rows per thread the spawn costs more than the work.
-    t.min(n.div_ceil(1 << 16)).max(1)
 }
 
 /// The residual summaries of columns `xcols[k]` of `x` (leading dimension `ldx`) against

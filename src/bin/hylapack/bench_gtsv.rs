@@ -2,9 +2,10 @@
 //! against the system LAPACK's dgtsv and cuSPARSE's gtsv2 / gtsv2_nopivot, in one run.
 //!
 //! Times: the LAPACK interface (host arrays in, host answer out, every transfer included) for
-//! hylapack and LAPACK; device-resident (data already on the GPU, kernel time only) for cuSPARSE.
-//! hylapack's GPU module has no device-pointer entry point yet, so its device-resident time is
-//! not measured. GB/s is against the memory floor: DL, D, DU and B read once, X written once.
+//! hylapack and LAPACK; device-resident (data already on the GPU, the call plus a synchronize)
+//! for hylapack's device-pointer entry and cuSPARSE. GB/s counts the memory floor's bytes (DL,
+//! D, DU and B read once, X written once) over the time; "x floor" is the time over the floor's
+//! time at the device-to-device copy bandwidth measured at the start of the run.
 
 use crate::table::{time, Table};
 use hylapack::dispatch::Backend;
@@ -17,6 +18,10 @@ struct Options {
     /// log2 of the orders.
     sizes: Vec<u32>,
     csv: Option<String>,
+    /// Time the device-pointer path over GPU tunings instead (at the largest size).
+    tune: bool,
+    /// Only this library's host-pointer GPU path and LAPACK (for very large n).
+    lapack_only: bool,
 }
 
 /// NRHS = 16 runs only up to this order (memory and time).
@@ -28,6 +33,8 @@ fn parse(args: &[String]) -> Result<Options, String> {
     let mut o = Options {
         sizes: vec![16, 20, 23, 24],
         csv: None,
+        tune: false,
+        lapack_only: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -44,6 +51,8 @@ fn parse(args: &[String]) -> Result<Options, String> {
             }
             "--csv" => o.csv = Some(it.next().ok_or("--csv needs a file")?.clone()),
             "--quick" => o.sizes = vec![12, 16],
+            "--tune" => o.tune = true,
+            "--lapack-only" => o.lapack_only = true,
             other => return Err(format!("unknown option {other}")),
         }
     }
@@ -57,7 +66,7 @@ pub fn bench_gtsv(args: &[String]) -> i32 {
         Err(e) => {
             eprintln!("hylapack bench gtsv: {e}");
             eprintln!(
-                "usage: hylapack bench gtsv [--sizes 16,20,23,24 (log2 n)] [--csv FILE] [--quick]"
+                "usage: hylapack bench gtsv [--sizes 16,20,23,24 (log2 n)] [--csv FILE] [--quick] [--tune] [--lapack-only]"
             );
             2
         }
@@ -95,7 +104,15 @@ fn rel_residual(a: &Tridiag, x: &[f64], b: &[f64], nrhs: usize) -> f64 {
 }
 
 /// hylapack's `gtsv` on `backend`, inputs copied fresh for every repetition (outside the timer).
-fn hylapack_run(a: &Tridiag, b: &[f64], nrhs: usize, reps: usize, backend: Backend) -> Run {
+/// GPU runs note the phases of the last repetition (upload, solve, download, refinement steps).
+fn hylapack_run(
+    a: &Tridiag,
+    b: &[f64],
+    nrhs: usize,
+    reps: usize,
+    backend: Backend,
+    opts: &gtsv::Options,
+) -> Run {
     let n = a.n();
     let mut times = Vec::with_capacity(reps);
     let mut x = Vec::new();
@@ -104,9 +121,19 @@ fn hylapack_run(a: &Tridiag, b: &[f64], nrhs: usize, reps: usize, backend: Backe
         let (mut dl, mut d, mut du) = (a.dl.clone(), a.d.clone(), a.du.clone());
         x = b.to_vec();
         let t0 = Instant::now();
-        let r = gtsv::gtsv(&mut dl, &mut d, &mut du, &mut x, n, nrhs, backend);
+        let r = gtsv::gtsv_with(opts, &mut dl, &mut d, &mut du, &mut x, n, nrhs, backend);
         times.push(t0.elapsed().as_secs_f64());
         note = match (r.backend, r.solver) {
+            (Backend::Gpu, Solver::Spike) if backend == Backend::Gpu => {
+                let p = gtsv::gpu::last_phases();
+                format!(
+                    "up {:.1} + solve {:.1} + down {:.1} ms, {} refine",
+                    p.upload * 1e3,
+                    p.solve * 1e3,
+                    p.download * 1e3,
+                    p.refine_steps
+                )
+            }
             (got, Solver::Spike) if got == backend => String::new(),
             (got, solver) => format!(
                 "ran {:?} on {}{}",
@@ -147,6 +174,84 @@ fn lapack_run(a: &Tridiag, b: &[f64], nrhs: usize, reps: usize) -> Run {
             String::new()
         },
     }
+}
+
+/// hylapack's device-pointer entry ([`gtsv::gtsv_device`]), device-resident like cuSPARSE:
+/// the matrix and B are on the GPU before the timer starts; the time is the call (which
+/// synchronizes). B is re-uploaded (untimed) before every repetition.
+fn hylapack_device_run(
+    a: &Tridiag,
+    b: &[f64],
+    nrhs: usize,
+    reps: usize,
+    opts: &gtsv::Options,
+) -> Result<Run, String> {
+    use cudarc::driver::{CudaStream, DevicePtr};
+    use gtsv::gpu::{DevCols, DevMatrix};
+    use std::sync::Arc;
+    let n = a.n();
+    let gpu = hylapack::device::gpu().map_err(|e| e.to_string())?;
+    let pooled = gpu.stream().map_err(|e| e.to_string())?;
+    let stream: Arc<CudaStream> = (*pooled).clone();
+    let de = |e: cudarc::driver::DriverError| e.to_string();
+    let one = |v: &[f64]| if v.is_empty() { vec![0.0] } else { v.to_vec() };
+    let dl_d = stream.clone_htod(&one(&a.dl)).map_err(de)?;
+    let d_d = stream.clone_htod(&a.d).map_err(de)?;
+    let du_d = stream.clone_htod(&one(&a.du)).map_err(de)?;
+    let mut b_d = stream.clone_htod(b).map_err(de)?;
+    let m = DevMatrix {
+        n,
+        dl: dl_d.device_ptr(&stream).0,
+        d: d_d.device_ptr(&stream).0,
+        du: du_d.device_ptr(&stream).0,
+    };
+    let bc = DevCols {
+        ptr: b_d.device_ptr(&stream).0,
+        ld: n,
+    };
+    let mut times = Vec::with_capacity(reps);
+    let mut note = String::new();
+    for rep in 0..reps {
+        if rep > 0 {
+            stream.memcpy_htod(b, &mut b_d).map_err(de)?;
+        }
+        stream.synchronize().map_err(de)?;
+        let t0 = Instant::now();
+        let r = gtsv::gtsv_device::<f64>(opts, m, bc, nrhs, None).map_err(|e| e.to_string())?;
+        times.push(t0.elapsed().as_secs_f64());
+        note = match r.solver {
+            Solver::Spike => format!("{} refine", gtsv::gpu::last_phases().refine_steps),
+            Solver::Lapack => format!("ran LAPACK: {}", r.note.unwrap_or_default()),
+        };
+        if r.info != 0 {
+            note = format!("INFO = {}; {note}", r.info);
+        }
+    }
+    let x = stream.clone_dtoh(&b_d).map_err(de)?;
+    Ok(Run {
+        seconds: median(times),
+        x,
+        note,
+    })
+}
+
+/// Device-to-device copy bandwidth (bytes read + written per second) of a 1 GiB copy.
+fn copy_bandwidth() -> Result<f64, String> {
+    let gpu = hylapack::device::gpu().map_err(|e| e.to_string())?;
+    let stream = gpu.ctx.default_stream();
+    let de = |e: cudarc::driver::DriverError| e.to_string();
+    let len = 1usize << 26; // f64 elements: 512 MiB each way
+    let src = stream.alloc_zeros::<f64>(len).map_err(de)?;
+    let mut dst = stream.alloc_zeros::<f64>(len).map_err(de)?;
+    let mut best = f64::INFINITY;
+    for _ in 0..5 {
+        stream.synchronize().map_err(de)?;
+        let t0 = Instant::now();
+        stream.memcpy_dtod(&src, &mut dst).map_err(de)?;
+        stream.synchronize().map_err(de)?;
+        best = best.min(t0.elapsed().as_secs_f64());
+    }
+    Ok(2.0 * 8.0 * len as f64 / best)
 }
 
 /// cuSPARSE `cusparseDgtsv2` (partial pivoting) or `cusparseDgtsv2_nopivot`, device-resident:
@@ -272,7 +377,63 @@ fn cusparse_run(
     })
 }
 
+/// Device-pointer time over partition sizes, CTA sizes and bottom sizes, random matrix, NRHS = 1.
+fn tune(k: u32) -> i32 {
+    let n = 1usize << k;
+    let mut rng = Rng::new(20_120_001);
+    let a = gtsv::matrices::random(n, &mut rng);
+    let b: Vec<f64> = (0..n).map(|_| rng.range(-1.0, 1.0)).collect();
+    let mut table = Table::new(&[
+        "n",
+        "m",
+        "threads",
+        "base_n",
+        "time",
+        "rel.residual",
+        "note",
+    ]);
+    for m in [8usize, 16, 32] {
+        for threads in [32u32, 64, 128] {
+            // Dynamic shared memory above 48 KB needs an opt-in the kernels do not make.
+            if 4 * threads as usize * (m + 1) * 8 > 48 << 10 {
+                continue;
+            }
+            for base_n in [32usize, 128, 1024] {
+                let opts = gtsv::Options {
+                    gpu: gtsv::gpu::GpuOptions {
+                        m,
+                        threads,
+                        base_n,
+                        ..gtsv::gpu::GpuOptions::default()
+                    },
+                    ..gtsv::Options::default()
+                };
+                let mut row = vec![
+                    format!("2^{k}"),
+                    m.to_string(),
+                    threads.to_string(),
+                    base_n.to_string(),
+                ];
+                match hylapack_device_run(&a, &b, 1, 7, &opts) {
+                    Ok(r) => row.extend([
+                        time(r.seconds),
+                        format!("{:.2e}", rel_residual(&a, &r.x, &b, 1)),
+                        r.note,
+                    ]),
+                    Err(e) => row.extend(["-".into(), "-".into(), e]),
+                }
+                table.row(row);
+            }
+        }
+    }
+    table.print();
+    0
+}
+
 fn run(o: &Options) -> i32 {
+    if o.tune {
+        return tune(*o.sizes.iter().max().unwrap_or(&23));
+    }
     let gpu = hylapack::device::gpu();
     let gpu_ok = gpu.is_ok();
     if let Err(e) = &gpu {
@@ -282,7 +443,25 @@ fn run(o: &Options) -> i32 {
     if gpu_ok && !cusparse_ok {
         println!("cuSPARSE not found: its rows are skipped");
     }
-    println!("hylapack: GPU rows use host pointers (transfers included); hylapack's device-resident time is not measured (no device-pointer entry point yet)");
+    let bandwidth = if gpu_ok { copy_bandwidth().ok() } else { None };
+    if let Some(bw) = bandwidth {
+        println!(
+            "device-to-device copy: {:.0} GB/s (read + write): the memory floor's rate",
+            bw / 1e9
+        );
+        // Compile or load the kernels now, outside every timer.
+        let mut rng = Rng::new(1);
+        let a = gtsv::matrices::diagonally_dominant(5000, &mut rng);
+        let _ = hylapack_run(
+            &a,
+            &vec![1.0; 5000],
+            1,
+            1,
+            Backend::Gpu,
+            &gtsv::Options::default(),
+        );
+    }
+    println!("hylapack GPU (host ptrs): the LAPACK interface, transfers included; (device ptrs): data already on the GPU, as cuSPARSE");
     let mut table = Table::new(&[
         "n",
         "matrix",
@@ -290,9 +469,14 @@ fn run(o: &Options) -> i32 {
         "method",
         "time",
         "rel.residual",
-        "GB/s (floor)",
+        "GB/s",
+        "x floor",
         "note",
     ]);
+    let cpu_spike = gtsv::Options {
+        cpu_min_n: 0,
+        ..gtsv::Options::default()
+    };
     let mut rng = Rng::new(20_120_000);
     let started = Instant::now();
     for &k in &o.sizes {
@@ -317,9 +501,12 @@ fn run(o: &Options) -> i32 {
                             time(r.seconds),
                             format!("{:.2e}", rel_residual(&a, &r.x, &b, nrhs)),
                             format!("{:.1}", bytes / r.seconds / 1e9),
+                            bandwidth
+                                .map(|bw| format!("{:.1}", r.seconds / (bytes / bw)))
+                                .unwrap_or_else(|| "-".into()),
                             r.note,
                         ],
-                        Err(e) => vec!["-".into(), "-".into(), "-".into(), e],
+                        Err(e) => vec!["-".into(), "-".into(), "-".into(), "-".into(), e],
                     };
                     let mut row = vec![
                         format!("2^{k}"),
@@ -330,22 +517,40 @@ fn run(o: &Options) -> i32 {
                     row.extend(cells);
                     table.row(row);
                 };
+                let defaults = gtsv::Options::default();
+                if o.lapack_only {
+                    if gpu_ok {
+                        add(
+                            "hylapack GPU (host ptrs)",
+                            Ok(hylapack_run(&a, &b, nrhs, reps, Backend::Gpu, &defaults)),
+                        );
+                    }
+                    add("LAPACK dgtsv", Ok(lapack_run(&a, &b, nrhs, reps)));
+                    continue;
+                }
                 if gpu_ok {
                     add(
                         "hylapack GPU (host ptrs)",
-                        Ok(hylapack_run(&a, &b, nrhs, reps, Backend::Gpu)),
+                        Ok(hylapack_run(&a, &b, nrhs, reps, Backend::Gpu, &defaults)),
+                    );
+                    add(
+                        "hylapack GPU (device ptrs)",
+                        hylapack_device_run(&a, &b, nrhs, reps.max(5), &defaults),
                     );
                 }
                 add(
-                    "hylapack CPU",
-                    Ok(hylapack_run(&a, &b, nrhs, reps, Backend::Cpu)),
+                    "hylapack CPU (SPIKE threads)",
+                    Ok(hylapack_run(&a, &b, nrhs, reps, Backend::Cpu, &cpu_spike)),
                 );
                 add("LAPACK dgtsv", Ok(lapack_run(&a, &b, nrhs, reps)));
                 if cusparse_ok {
-                    add("cuSPARSE gtsv2", cusparse_run(&a, &b, nrhs, reps, false));
+                    add(
+                        "cuSPARSE gtsv2",
+                        cusparse_run(&a, &b, nrhs, reps.max(5), false),
+                    );
                     add(
                         "cuSPARSE gtsv2_nopivot",
-                        cusparse_run(&a, &b, nrhs, reps, true),
+                        cusparse_run(&a, &b, nrhs, reps.max(5), true),
                     );
                 }
                 eprintln!(
