@@ -104,14 +104,18 @@ macro_rules! forward {
     }};
 }
 
-/// Whether dispatch sends `family` at order `n` to the GPU; if not, logs that the intercepted
-/// call `routine` is forwarded, and why (HYLAPACK_LOG=info).
-fn gpu_decided(routine: &str, family: dispatch::Family, n: usize) -> bool {
+/// `Ok` if dispatch sends `family` at order `n` to the GPU, else why not.
+fn gpu_decided(family: dispatch::Family, n: usize) -> Result<(), String> {
     let decision = dispatch::decide(family, n);
-    if decision.backend == dispatch::Backend::Gpu {
-        return true;
+    match decision.backend {
+        dispatch::Backend::Gpu => Ok(()),
+        dispatch::Backend::Cpu => Err(decision.why_not_gpu.unwrap_or_default()),
     }
-    let why = decision.why_not_gpu.unwrap_or_default();
+}
+
+/// The log line (HYLAPACK_LOG=info) of an intercepted call that is forwarded, and why.
+unsafe fn log_forward(routine: &str, n: *const c_int, why: &str) {
+    let n = n.as_ref().map_or(0, |&n| n.max(0) as usize);
     dispatch::finish_call(
         routine,
         n,
@@ -119,8 +123,10 @@ fn gpu_decided(routine: &str, family: dispatch::Family, n: usize) -> bool {
         std::time::Duration::ZERO,
         Some(&format!("forwarded to the system LAPACK: {why}")),
     );
-    false
 }
+
+/// Why a call is forwarded when hylapack's own code made it.
+const FROM_INSIDE: &str = "a call from inside hylapack";
 
 type StebzFn<T> = unsafe extern "C" fn(
     *const c_char,
@@ -171,19 +177,23 @@ macro_rules! interpose_stebz {
             range_len: usize,
             order_len: usize,
         ) {
-            if let Some(_inside) = Inside::enter() {
-                let ran = hylapack::api::stebz::interposed::<$t>(
-                    $routine, range, order, n, vl, vu, il, iu, abstol, d, e, m, nsplit, w, iblock,
-                    isplit,
-                );
-                if let Some(result) = ran {
-                    if !info.is_null() {
-                        *info = result;
+            let why = match Inside::enter() {
+                None => FROM_INSIDE,
+                Some(_inside) => {
+                    let ran = hylapack::api::stebz::interposed::<$t>(
+                        $routine, range, order, n, vl, vu, il, iu, abstol, d, e, m, nsplit, w,
+                        iblock, isplit,
+                    );
+                    if let Some(result) = ran {
+                        if !info.is_null() {
+                            *info = result;
+                        }
+                        return;
                     }
-                    return;
+                    "an illegal argument, which LAPACK reports"
                 }
-            }
-            dispatch::debug(|| format!("{}: forwarded to the system LAPACK", stringify!($name)));
+            };
+            log_forward($routine, n, why);
             forward!(
                 $name,
                 StebzFn<$t>,
@@ -207,14 +217,14 @@ type GtsvFn<T> =
 /// the GPU. Otherwise (the CPU path would be the system LAPACK anyway, and LAPACK's DL/D/DU
 /// outputs are its LU factors, which hylapack's SPIKE factors are not) it is forwarded. Illegal
 /// arguments are forwarded too, so LAPACK reports them as usual.
-unsafe fn gtsv_runs_here(routine: &str, n: *const c_int, nrhs: *const c_int, ldb: *const c_int) -> bool {
+unsafe fn gtsv_runs_here(n: *const c_int, nrhs: *const c_int, ldb: *const c_int) -> Result<(), String> {
     let (Some(n), Some(nrhs), Some(ldb)) = (n.as_ref(), nrhs.as_ref(), ldb.as_ref()) else {
-        return false;
+        return Err("a NULL argument, which LAPACK reports".into());
     };
     if hylapack::gtsv::check_args(*n, *nrhs, *ldb) != 0 {
-        return false;
+        return Err("an illegal argument, which LAPACK reports".into());
     }
-    gpu_decided(routine, dispatch::Family::Gtsv, *n as usize)
+    gpu_decided(dispatch::Family::Gtsv, *n as usize)
 }
 
 macro_rules! interpose_gtsv {
@@ -232,11 +242,14 @@ macro_rules! interpose_gtsv {
             ldb: *const c_int,
             info: *mut c_int,
         ) {
-            if let Some(_inside) = Inside::enter() {
-                if gtsv_runs_here($routine, n, nrhs, ldb) {
-                    return $spike(n, nrhs, dl, d, du, b, ldb, info);
-                }
-            }
+            let why = match Inside::enter() {
+                None => FROM_INSIDE.to_string(),
+                Some(_inside) => match gtsv_runs_here(n, nrhs, ldb) {
+                    Ok(()) => return $spike(n, nrhs, dl, d, du, b, ldb, info),
+                    Err(why) => why,
+                },
+            };
+            log_forward($routine, n, &why);
             forward!($name, GtsvFn<$t>, info, (n, nrhs, dl, d, du, b, ldb, info))
         }
     };
@@ -246,6 +259,13 @@ interpose_gtsv!(dgtsv_, f64, "DGTSV", hylapack::api::gtsv::dgtsv_spike_);
 interpose_gtsv!(sgtsv_, f32, "SGTSV", hylapack::api::gtsv::sgtsv_spike_);
 
 // ---- Dense symmetric eigenvalues (JOBZ = 'N'): the band-reduction path ---------------------
+
+/// Stores INFO unless its pointer is NULL.
+unsafe fn set_info(info: *mut c_int, value: c_int) {
+    if !info.is_null() {
+        *info = value;
+    }
+}
 
 /// The first character of a CHARACTER argument (never its hidden length), or a blank.
 unsafe fn first_char(p: *const c_char) -> u8 {
@@ -286,8 +306,22 @@ fn run_logged(routine: &str, n: usize, f: impl FnOnce() -> EigReport) -> c_int {
     }
 }
 
-/// xSYEV / xSYEVD / xSYEV_2STAGE (all eigenvalues): `Some(INFO)` if it ran here: JOBZ = 'N',
-/// not a query, legal arguments, and dispatch sends the band reduction to the GPU.
+const NULL_ARG: &str = "a NULL argument, which LAPACK reports";
+const ILLEGAL_OR_EMPTY: &str = "an illegal argument (which LAPACK reports) or N = 0";
+
+/// `Err(why)` for calls hylapack never takes: eigenvectors, and workspace queries.
+fn ordinary_call(jobz: u8, query: bool) -> Result<(), String> {
+    if !jobz.eq_ignore_ascii_case(&b'N') {
+        return Err("JOBZ = 'V' (eigenvectors are LAPACK's)".into());
+    }
+    if query {
+        return Err("a workspace query".into());
+    }
+    Ok(())
+}
+
+/// xSYEV / xSYEVD / xSYEV_2STAGE (all eigenvalues): `Ok(INFO)` if it ran here: JOBZ = 'N',
+/// not a query, legal arguments, and dispatch sends the band reduction to the GPU; else why not.
 #[allow(clippy::too_many_arguments)]
 unsafe fn syev_here<T: Real + Dense + CublasReal>(
     routine: &str,
@@ -298,21 +332,20 @@ unsafe fn syev_here<T: Real + Dense + CublasReal>(
     lda: *const c_int,
     w: *mut T,
     query: bool,
-) -> Option<c_int> {
+) -> Result<c_int, String> {
     let (Some(&n), Some(&lda)) = (n.as_ref(), lda.as_ref()) else {
-        return None;
+        return Err(NULL_ARG.into());
     };
     let (jobz, uplo) = (first_char(jobz), first_char(uplo));
-    if query || n <= 0 || a.is_null() || w.is_null() || syev::syev_check(jobz, uplo, n, lda, c_int::MAX) != 0 {
-        return None;
+    ordinary_call(jobz, query)?;
+    if n <= 0 || a.is_null() || w.is_null() || syev::syev_check(jobz, uplo, n, lda, c_int::MAX) != 0 {
+        return Err(ILLEGAL_OR_EMPTY.into());
     }
     let (n, lda) = (n as usize, lda as usize);
-    if !gpu_decided(routine, dispatch::Family::Syrdb, n) {
-        return None;
-    }
+    gpu_decided(dispatch::Family::Syrdb, n)?;
     let a = std::slice::from_raw_parts_mut(a, span(n, n, lda));
     let w = std::slice::from_raw_parts_mut(w, n);
-    Some(run_logged(routine, n, || syev::syev::<T>(uplo, n, a, lda, w, Path::Gpu { budget: None })))
+    Ok(run_logged(routine, n, || syev::syev::<T>(uplo, n, a, lda, w, Path::Gpu { budget: None })))
 }
 
 /// xSYEVX / xSYEVR with JOBZ = 'N' (RANGE 'A', 'V' or 'I'): as [`syev_here`].
@@ -334,34 +367,33 @@ unsafe fn syevx_here<T: Real + Dense + CublasReal>(
     w: *mut T,
     ldz: *const c_int,
     query: bool,
-) -> Option<c_int> {
+) -> Result<c_int, String> {
     let (jobz, range, uplo) = (first_char(jobz), first_char(range), first_char(uplo));
     let needs_v = range.eq_ignore_ascii_case(&b'V');
     let needs_i = range.eq_ignore_ascii_case(&b'I');
     let scalars = (n.as_ref(), lda.as_ref(), ldz.as_ref(), abstol.as_ref());
     let (Some(&n), Some(&lda), Some(&ldz), Some(&abstol)) = scalars else {
-        return None;
+        return Err(NULL_ARG.into());
     };
     let (vl, vu) = match (vl.as_ref(), vu.as_ref()) {
         (Some(l), Some(u)) => (*l, *u),
         _ if !needs_v => (T::ZERO, T::ZERO),
-        _ => return None,
+        _ => return Err(NULL_ARG.into()),
     };
     let (il, iu) = match (il.as_ref(), iu.as_ref()) {
         (Some(l), Some(u)) => (*l, *u),
         _ if !needs_i => (0, 0),
-        _ => return None,
+        _ => return Err(NULL_ARG.into()),
     };
-    if query || n <= 0 || a.is_null() || w.is_null() || m.is_null() {
-        return None;
+    ordinary_call(jobz, query)?;
+    if n <= 0 || a.is_null() || w.is_null() || m.is_null() {
+        return Err(ILLEGAL_OR_EMPTY.into());
     }
     if syev::syevx_check(jobz, range, uplo, n, lda, vl, vu, il, iu, ldz, c_int::MAX) != 0 {
-        return None;
+        return Err(ILLEGAL_OR_EMPTY.into());
     }
     let (n, lda) = (n as usize, lda as usize);
-    if !gpu_decided(routine, dispatch::Family::Syrdb, n) {
-        return None;
-    }
+    gpu_decided(dispatch::Family::Syrdb, n)?;
     let a = std::slice::from_raw_parts_mut(a, span(n, n, lda));
     let w = std::slice::from_raw_parts_mut(w, n);
     let mut found = 0;
@@ -371,7 +403,7 @@ unsafe fn syevx_here<T: Real + Dense + CublasReal>(
         r
     });
     *m = found;
-    Some(info)
+    Ok(info)
 }
 
 type SyevFn<T> = unsafe extern "C" fn(
@@ -411,14 +443,14 @@ macro_rules! interpose_syev {
             jobz_len: usize,
             uplo_len: usize,
         ) {
-            if let Some(_inside) = Inside::enter() {
-                if let Some(r) = syev_here::<$t>($routine, jobz, uplo, n, a, lda, w, is_query(&[lwork])) {
-                    if !info.is_null() {
-                        *info = r;
-                    }
-                    return;
-                }
-            }
+            let why = match Inside::enter() {
+                None => FROM_INSIDE.to_string(),
+                Some(_inside) => match syev_here::<$t>($routine, jobz, uplo, n, a, lda, w, is_query(&[lwork])) {
+                    Ok(r) => return set_info(info, r),
+                    Err(why) => why,
+                },
+            };
+            log_forward($routine, n, &why);
             forward!($name, SyevFn<$t>, info, (jobz, uplo, n, a, lda, w, work, lwork, info, jobz_len, uplo_len))
         }
     };
@@ -446,14 +478,14 @@ pub unsafe extern "C" fn dsyevd_(
     jobz_len: usize,
     uplo_len: usize,
 ) {
-    if let Some(_inside) = Inside::enter() {
-        if let Some(r) = syev_here::<f64>("DSYEVD", jobz, uplo, n, a, lda, w, is_query(&[lwork, liwork])) {
-            if !info.is_null() {
-                *info = r;
-            }
-            return;
-        }
-    }
+    let why = match Inside::enter() {
+        None => FROM_INSIDE.to_string(),
+        Some(_inside) => match syev_here::<f64>("DSYEVD", jobz, uplo, n, a, lda, w, is_query(&[lwork, liwork])) {
+            Ok(r) => return set_info(info, r),
+            Err(why) => why,
+        },
+    };
+    log_forward("DSYEVD", n, &why);
     forward!(
         dsyevd_,
         SyevdFn<f64>,
@@ -490,17 +522,16 @@ pub unsafe extern "C" fn dsyevx_(
     range_len: usize,
     uplo_len: usize,
 ) {
-    if let Some(_inside) = Inside::enter() {
-        let here = syevx_here::<f64>(
+    let why = match Inside::enter() {
+        None => FROM_INSIDE.to_string(),
+        Some(_inside) => match syevx_here::<f64>(
             "DSYEVX", jobz, range, uplo, n, a, lda, vl, vu, il, iu, abstol, m, w, ldz, is_query(&[lwork]),
-        );
-        if let Some(r) = here {
-            if !info.is_null() {
-                *info = r;
-            }
-            return;
-        }
-    }
+        ) {
+            Ok(r) => return set_info(info, r),
+            Err(why) => why,
+        },
+    };
+    log_forward("DSYEVX", n, &why);
     forward!(
         dsyevx_,
         SyevxFn<f64>,
@@ -541,18 +572,17 @@ pub unsafe extern "C" fn dsyevr_(
     range_len: usize,
     uplo_len: usize,
 ) {
-    if let Some(_inside) = Inside::enter() {
-        let here = syevx_here::<f64>(
+    let why = match Inside::enter() {
+        None => FROM_INSIDE.to_string(),
+        Some(_inside) => match syevx_here::<f64>(
             "DSYEVR", jobz, range, uplo, n, a, lda, vl, vu, il, iu, abstol, m, w, ldz,
             is_query(&[lwork, liwork]),
-        );
-        if let Some(r) = here {
-            if !info.is_null() {
-                *info = r;
-            }
-            return;
-        }
-    }
+        ) {
+            Ok(r) => return set_info(info, r),
+            Err(why) => why,
+        },
+    };
+    log_forward("DSYEVR", n, &why);
     forward!(
         dsyevr_,
         SyevrFn<f64>,
