@@ -3,8 +3,8 @@
 //! clustered, graded, rank-deficient).
 //!
 //! A reduction must satisfy, with ε the precision's ulp and ‖A‖ = max |λ(A)|:
-//! - the band matrix B has the eigenvalues of A (LAPACK xSYEV on both) within 2 n ε ‖A‖
-//!   (each of the two computed spectra within n ε ‖A‖ of the exact one);
+//! - the band matrix B has the eigenvalues of A (LAPACK xSYEV on both) within 4 n ε ‖A‖
+//!   (each of the two computed spectra within 2 n ε ‖A‖ of the exact one: see `agreement`);
 //! - Q = H(1) ⋯ H(n−kd), built from the vectors left in A and TAU as xSYTRD_SY2SB documents
 //!   them, is orthogonal (|QᵀQ − I| ≤ n ε entrywise) and |QᵀAQ − B| ≤ n ε ‖A‖ entrywise;
 //! - the triangle of A that is not referenced is not written (it holds NaN and must still).
@@ -12,7 +12,7 @@
 //! The out-of-core tiling runs on the CPU executor with byte budgets that force block columns
 //! of 1, 7 and 64 columns as well as the resident mode, so CI exercises it without a GPU.
 //!
-//! The drivers' eigenvalues must agree with LAPACK xSYEV / xSYEVX within 2 n ε ‖A‖ (plus
+//! The drivers' eigenvalues must agree with LAPACK xSYEV / xSYEVX within 4 n ε ‖A‖ (plus
 //! ABSTOL when it is given), M exactly (RANGE = 'V' bounds are placed in gaps wider than the
 //! error bound), including matrices scaled beyond LAPACK's safe range.
 //! `HYLAPACK_DEVICE=gpu` adds the GPU path (with a memory limit from
@@ -82,6 +82,15 @@ fn one_triangle<T: Real>(a: &[T], n: usize, upper: bool) -> Vec<T> {
         }
     }
     out
+}
+
+/// How far two computations of the eigenvalues of one matrix may differ: each backward-stable
+/// result lies within about 2nε‖A‖ of the exact eigenvalues (Weyl's inequality), so the two lie
+/// within twice that of each other. A bound of 2nε‖A‖ between them failed for n = 3 (seed
+/// 3273582557156156205, a rank-1 matrix: LAPACK's λ₁ was 3.7 ulps from the exact value, the
+/// trace, and this path's 4.1 ulps on the other side, 7.8 apart against a bound of 6).
+fn agreement<T: Real>(n: usize, norm: f64) -> f64 {
+    2.0 * (2.0 * n as f64 * T::ULP.to_f64() * norm)
 }
 
 /// Eigenvalues (ascending, in f64) of the symmetric `a` by LAPACK xSYEV.
@@ -181,7 +190,7 @@ fn check_reduction<T: Real + Dense + CublasReal>(
     let mu = eigenvalues(&bt, n, b'L');
     let err = max_diff(&lam, &mu);
     assert!(
-        err <= 2.0 * nf * eps * norm,
+        err <= agreement::<T>(n, norm),
         "{what}: eigenvalues of the band differ by {err:e} (n ε ‖A‖ = {:e}) [{}]",
         nf * eps * norm,
         report.note.as_deref().unwrap_or("")
@@ -400,7 +409,7 @@ fn syev_suite<T: Real + Dense + CublasReal>() {
                     let info = sbr::syev::syev(uplo, n, &mut a, n.max(1), &mut w_ref, Path::Lapack);
                     assert_eq!(info.info, 0);
                     let lam: Vec<f64> = w_ref.iter().map(|x| x.to_f64()).collect();
-                    let tol = 2.0 * (n as f64) * T::ULP.to_f64() * norm_of(&lam);
+                    let tol = agreement::<T>(n, norm_of(&lam));
                     for path in driver_paths::<T>(n) {
                         let what = format!(
                             "{}syev {} n={n} scale={scale:e} uplo={} {path:?} seed={seed}",
@@ -422,7 +431,7 @@ fn syev_suite<T: Real + Dense + CublasReal>() {
                         let err = max_diff(&got, &lam);
                         assert!(
                             err <= tol,
-                            "{what}: eigenvalues off by {err:e} > 2 n ε ‖A‖ = {tol:e}"
+                            "{what}: eigenvalues off by {err:e} > 4 n ε ‖A‖ = {tol:e}"
                         );
                         for j in 0..n {
                             for i in 0..n {
@@ -491,7 +500,7 @@ fn syevx_suite<T: Real + Dense + CublasReal>() {
             let full = testmat::dense_symmetric::<T>(family, n, &mut rng);
             let lam = eigenvalues(&full, n, b'L');
             let norm = norm_of(&lam);
-            let ntol = 2.0 * n as f64 * T::ULP.to_f64() * norm;
+            let ntol = agreement::<T>(n, norm);
             // VL, VU in the middle of gaps wider than the error bound, so M is well defined.
             let gaps: Vec<f64> = (1..n)
                 .filter(|&i| lam[i] - lam[i - 1] > 8.0 * ntol)
@@ -638,7 +647,7 @@ fn driver_argument_checks_in_lapack_order() {
 }
 
 /// The threaded bulge chasing (`sbr::sb2st`) against LAPACK xSYTRD_SB2ST: the tridiagonal
-/// matrices have the same eigenvalues (xSTERF on both) within 2 n ε ‖B‖, for both UPLO and
+/// matrices have the same eigenvalues (xSTERF on both) within 4 n ε ‖B‖, for both UPLO and
 /// 1, 3 and 8 threads (the pipeline's waits run even on a machine with fewer cores).
 fn sb2st_suite<T: Real + Dense>() {
     let seed = seed();
@@ -677,7 +686,7 @@ fn sb2st_suite<T: Real + Dense>() {
         );
         assert_eq!(T::sterf(&mut d_ref, &mut e_ref), 0);
         let lam: Vec<f64> = d_ref.iter().map(|x| x.to_f64()).collect();
-        let tol = 2.0 * n as f64 * T::ULP.to_f64() * norm_of(&lam);
+        let tol = agreement::<T>(n, norm_of(&lam));
         for (uplo, band) in [(b'L', &ab), (b'U', &ab_upper)] {
             for threads in [1, 3, 8] {
                 let (mut d, mut e) = sbr::sb2st::tridiagonalize(uplo, n, kd, band, ldab, threads);
