@@ -5,6 +5,7 @@
 use crate::table::{time, Table};
 use hylapack::api::gtsv::dgtsv_spike;
 use hylapack::api::interval::{dgemm_rounded, dgesv_verified};
+use hylapack::api::syev::dsyev_ooc;
 use hylapack::api::stebz::{dstebz_gpu, sstebz_gpu};
 use hylapack::dispatch;
 use hylapack::lapack::Lapack;
@@ -229,6 +230,39 @@ fn run_verified(n: usize, rng: &mut Rng, table: &mut Table) -> bool {
     ok
 }
 
+/// `dsyev_ooc` (all eigenvalues through the band reduction) against LAPACK's DSYEV on a random
+/// dense symmetric matrix: within 4 n ε ‖A‖ (both results' errors).
+fn run_syev(n: usize, rng: &mut Rng, table: &mut Table) -> bool {
+    use hylapack::lapack::Dense;
+    let a = testmat::dense_symmetric::<f64>(testmat::DenseFamily::Random, n, rng);
+    let (mut work, mut w) = (a.clone(), vec![0.0; n]);
+    let started = Instant::now();
+    // SAFETY: A is n × n with leading dimension n, w holds n entries.
+    let info = unsafe { dsyev_ooc(b'N' as std::ffi::c_char, b'L' as std::ffi::c_char, n as i32, work.as_mut_ptr(), n as i32, w.as_mut_ptr()) };
+    let ours = started.elapsed().as_secs_f64();
+    let backend = dispatch::last_backend().map_or("?", |b| b.name());
+    let (mut work, mut w_ref) = (a, vec![0.0; n]);
+    let started = Instant::now();
+    let info_ref = f64::syev_values(b'L', n, &mut work, n, &mut w_ref);
+    let lapack = started.elapsed().as_secs_f64();
+    let norm = w_ref.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    let diff = w.iter().zip(&w_ref).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+    let ok = info == 0 && info_ref == 0 && diff <= 4.0 * n as f64 * f64::EPSILON * norm;
+    table.row(vec![
+        "dsyev_ooc".into(),
+        "all, random dense".into(),
+        n.to_string(),
+        n.to_string(),
+        backend.into(),
+        time(ours),
+        time(lapack),
+        format!("{:.1}x", lapack / ours),
+        format!("{:.1e}", diff / norm.max(f64::MIN_POSITIVE)),
+        if ok { "ok".into() } else { "FAILED".into() },
+    ]);
+    ok
+}
+
 /// `dgemm_rounded` up and down bracket LAPACK's DGEMM result.
 fn run_rounded(n: usize, rng: &mut Rng, table: &mut Table) -> bool {
     let (a, b): (Vec<f64>, Vec<f64>) = (0..n * n).map(|_| (rng.range(-1.0, 1.0), rng.range(-1.0, 1.0))).unzip();
@@ -322,10 +356,11 @@ pub fn run() -> i32 {
     let rounded_n = if hylapack::device::gpu().is_ok() { 2048 } else { 256 };
     results.push(run_rounded(rounded_n, &mut rng, &mut table));
     results.push(run_verified(1000, &mut rng, &mut table));
+    results.push(run_syev(if hylapack::device::gpu().is_ok() { 4096 } else { 1000 }, &mut rng, &mut table));
     table.print();
     let passed = results.iter().filter(|&&ok| ok).count();
     println!(
-        "{passed} of {} checks passed (stebz: M, NSPLIT, IBLOCK, ISPLIT equal to LAPACK's, eigenvalues within 4 ulp * max|T|; gtsv: residual within 10x of LAPACK's, solutions within 1e3 eps; dgemm_rounded: D <= U, gap within the rounding bound; dgesv_verified: verified, x* inside, width <= 1e-12)",
+        "{passed} of {} checks passed (stebz: M, NSPLIT, IBLOCK, ISPLIT equal to LAPACK's, eigenvalues within 4 ulp * max|T|; gtsv: residual within 10x of LAPACK's, solutions within 1e3 eps; dgemm_rounded: D <= U, gap within the rounding bound; dgesv_verified: verified, x* inside, width <= 1e-12; dsyev_ooc: within 4 n eps |A| of LAPACK dsyev)",
         results.len()
     );
     (results.len() - passed) as i32
