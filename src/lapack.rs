@@ -1183,7 +1183,19 @@ pub fn dgemm(
         return;
     }
     let t = |x: bool| if x { b'T' } else { b'N' };
-    <f64 as Dense>::gemm(t(trans_a), t(trans_b), m, n, k, alpha, (a, lda), (b, ldb), beta, c, ldc);
+    <f64 as Dense>::gemm(
+        t(trans_a),
+        t(trans_b),
+        m,
+        n,
+        k,
+        alpha,
+        (a, lda),
+        (b, ldb),
+        beta,
+        c,
+        ldc,
+    );
 }
 
 /// LAPACK DGETRF on the n×n matrix `a` (leading dimension `lda`). Returns INFO.
@@ -1201,7 +1213,15 @@ pub fn dgetrf(n: usize, a: &mut [f64], lda: usize, ipiv: &mut [i32]) -> i32 {
 
 /// LAPACK DGETRS ('N') with the factors of [`dgetrf`]: overwrites the n×nrhs `b` with the
 /// solution. Returns INFO.
-pub fn dgetrs(n: usize, nrhs: usize, lu: &[f64], lda: usize, ipiv: &[i32], b: &mut [f64], ldb: usize) -> i32 {
+pub fn dgetrs(
+    n: usize,
+    nrhs: usize,
+    lu: &[f64],
+    lda: usize,
+    ipiv: &[i32],
+    b: &mut [f64],
+    ldb: usize,
+) -> i32 {
     if n == 0 || nrhs == 0 {
         return 0;
     }
@@ -1209,10 +1229,22 @@ pub fn dgetrs(n: usize, nrhs: usize, lu: &[f64], lda: usize, ipiv: &[i32], b: &m
     let ipiv = ptr_for(ipiv, n);
     let b = mut_ptr_for(b, ldb * (nrhs - 1) + n);
     let trans = b'N';
-    let (n, nrhs, lda, ldb, mut info) = (blas_int(n), blas_int(nrhs), blas_int(lda), blas_int(ldb), 0);
+    let (n, nrhs, lda, ldb, mut info) =
+        (blas_int(n), blas_int(nrhs), blas_int(lda), blas_int(ldb), 0);
     // SAFETY: sizes checked above; one CHARACTER of length 1.
     unsafe {
-        dgetrs_(&trans as *const u8 as *const c_char, &n, &nrhs, lu, &lda, ipiv, b, &ldb, &mut info, 1)
+        dgetrs_(
+            &trans as *const u8 as *const c_char,
+            &n,
+            &nrhs,
+            lu,
+            &lda,
+            ipiv,
+            b,
+            &ldb,
+            &mut info,
+            1,
+        )
     };
     info
 }

@@ -71,7 +71,9 @@ fn next_definition(name: &CStr) -> Option<*mut c_void> {
 /// e.g. when HYLAPACK_CPU_LAPACK names this library).
 fn forward_target(name: &[u8], own: usize) -> Option<usize> {
     let name = CStr::from_bytes_with_nul(name).ok()?;
-    next_definition(name).map(|p| p as usize).filter(|&p| p != own)
+    next_definition(name)
+        .map(|p| p as usize)
+        .filter(|&p| p != own)
 }
 
 fn no_next_definition(name: &str, info: *mut c_int) {
@@ -210,14 +212,26 @@ macro_rules! interpose_stebz {
 interpose_stebz!(dstebz_, f64, "DSTEBZ");
 interpose_stebz!(sstebz_, f32, "SSTEBZ");
 
-type GtsvFn<T> =
-    unsafe extern "C" fn(*const c_int, *const c_int, *mut T, *mut T, *mut T, *mut T, *const c_int, *mut c_int);
+type GtsvFn<T> = unsafe extern "C" fn(
+    *const c_int,
+    *const c_int,
+    *mut T,
+    *mut T,
+    *mut T,
+    *mut T,
+    *const c_int,
+    *mut c_int,
+);
 
 /// Whether an intercepted xGTSV runs hylapack's path: only when the dispatch policy sends it to
 /// the GPU. Otherwise (the CPU path would be the system LAPACK anyway, and LAPACK's DL/D/DU
 /// outputs are its LU factors, which hylapack's SPIKE factors are not) it is forwarded. Illegal
 /// arguments are forwarded too, so LAPACK reports them as usual.
-unsafe fn gtsv_runs_here(n: *const c_int, nrhs: *const c_int, ldb: *const c_int) -> Result<(), String> {
+unsafe fn gtsv_runs_here(
+    n: *const c_int,
+    nrhs: *const c_int,
+    ldb: *const c_int,
+) -> Result<(), String> {
     let (Some(n), Some(nrhs), Some(ldb)) = (n.as_ref(), nrhs.as_ref(), ldb.as_ref()) else {
         return Err("a NULL argument, which LAPACK reports".into());
     };
@@ -296,7 +310,13 @@ fn run_logged(routine: &str, n: usize, f: impl FnOnce() -> EigReport) -> c_int {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(report) => {
             let note = report.reduction.as_ref().and_then(|r| r.note.clone());
-            dispatch::finish_call(routine, n, report.backend(), started.elapsed(), note.as_deref());
+            dispatch::finish_call(
+                routine,
+                n,
+                report.backend(),
+                started.elapsed(),
+                note.as_deref(),
+            );
             report.info
         }
         Err(_) => {
@@ -338,14 +358,17 @@ unsafe fn syev_here<T: Real + Dense + CublasReal>(
     };
     let (jobz, uplo) = (first_char(jobz), first_char(uplo));
     ordinary_call(jobz, query)?;
-    if n <= 0 || a.is_null() || w.is_null() || syev::syev_check(jobz, uplo, n, lda, c_int::MAX) != 0 {
+    if n <= 0 || a.is_null() || w.is_null() || syev::syev_check(jobz, uplo, n, lda, c_int::MAX) != 0
+    {
         return Err(ILLEGAL_OR_EMPTY.into());
     }
     let (n, lda) = (n as usize, lda as usize);
     gpu_decided(dispatch::Family::Syrdb, n)?;
     let a = std::slice::from_raw_parts_mut(a, span(n, n, lda));
     let w = std::slice::from_raw_parts_mut(w, n);
-    Ok(run_logged(routine, n, || syev::syev::<T>(uplo, n, a, lda, w, Path::Gpu { budget: None })))
+    Ok(run_logged(routine, n, || {
+        syev::syev::<T>(uplo, n, a, lda, w, Path::Gpu { budget: None })
+    }))
 }
 
 /// xSYEVX / xSYEVR with JOBZ = 'N' (RANGE 'A', 'V' or 'I'): as [`syev_here`].
@@ -398,7 +421,20 @@ unsafe fn syevx_here<T: Real + Dense + CublasReal>(
     let w = std::slice::from_raw_parts_mut(w, n);
     let mut found = 0;
     let info = run_logged(routine, n, || {
-        let r = syev::syevx::<T>(range, uplo, n, a, lda, vl, vu, il, iu, abstol, w, Path::Gpu { budget: None });
+        let r = syev::syevx::<T>(
+            range,
+            uplo,
+            n,
+            a,
+            lda,
+            vl,
+            vu,
+            il,
+            iu,
+            abstol,
+            w,
+            Path::Gpu { budget: None },
+        );
         found = r.m;
         r
     });
@@ -407,22 +443,83 @@ unsafe fn syevx_here<T: Real + Dense + CublasReal>(
 }
 
 type SyevFn<T> = unsafe extern "C" fn(
-    *const c_char, *const c_char, *const c_int, *mut T, *const c_int, *mut T, *mut T,
-    *const c_int, *mut c_int, usize, usize,
+    *const c_char,
+    *const c_char,
+    *const c_int,
+    *mut T,
+    *const c_int,
+    *mut T,
+    *mut T,
+    *const c_int,
+    *mut c_int,
+    usize,
+    usize,
 );
 type SyevdFn<T> = unsafe extern "C" fn(
-    *const c_char, *const c_char, *const c_int, *mut T, *const c_int, *mut T, *mut T,
-    *const c_int, *mut c_int, *const c_int, *mut c_int, usize, usize,
+    *const c_char,
+    *const c_char,
+    *const c_int,
+    *mut T,
+    *const c_int,
+    *mut T,
+    *mut T,
+    *const c_int,
+    *mut c_int,
+    *const c_int,
+    *mut c_int,
+    usize,
+    usize,
 );
 type SyevxFn<T> = unsafe extern "C" fn(
-    *const c_char, *const c_char, *const c_char, *const c_int, *mut T, *const c_int, *const T,
-    *const T, *const c_int, *const c_int, *const T, *mut c_int, *mut T, *mut T, *const c_int,
-    *mut T, *const c_int, *mut c_int, *mut c_int, *mut c_int, usize, usize, usize,
+    *const c_char,
+    *const c_char,
+    *const c_char,
+    *const c_int,
+    *mut T,
+    *const c_int,
+    *const T,
+    *const T,
+    *const c_int,
+    *const c_int,
+    *const T,
+    *mut c_int,
+    *mut T,
+    *mut T,
+    *const c_int,
+    *mut T,
+    *const c_int,
+    *mut c_int,
+    *mut c_int,
+    *mut c_int,
+    usize,
+    usize,
+    usize,
 );
 type SyevrFn<T> = unsafe extern "C" fn(
-    *const c_char, *const c_char, *const c_char, *const c_int, *mut T, *const c_int, *const T,
-    *const T, *const c_int, *const c_int, *const T, *mut c_int, *mut T, *mut T, *const c_int,
-    *mut c_int, *mut T, *const c_int, *mut c_int, *const c_int, *mut c_int, usize, usize, usize,
+    *const c_char,
+    *const c_char,
+    *const c_char,
+    *const c_int,
+    *mut T,
+    *const c_int,
+    *const T,
+    *const T,
+    *const c_int,
+    *const c_int,
+    *const T,
+    *mut c_int,
+    *mut T,
+    *mut T,
+    *const c_int,
+    *mut c_int,
+    *mut T,
+    *const c_int,
+    *mut c_int,
+    *const c_int,
+    *mut c_int,
+    usize,
+    usize,
+    usize,
 );
 
 macro_rules! interpose_syev {
@@ -445,13 +542,20 @@ macro_rules! interpose_syev {
         ) {
             let why = match Inside::enter() {
                 None => FROM_INSIDE.to_string(),
-                Some(_inside) => match syev_here::<$t>($routine, jobz, uplo, n, a, lda, w, is_query(&[lwork])) {
-                    Ok(r) => return set_info(info, r),
-                    Err(why) => why,
-                },
+                Some(_inside) => {
+                    match syev_here::<$t>($routine, jobz, uplo, n, a, lda, w, is_query(&[lwork])) {
+                        Ok(r) => return set_info(info, r),
+                        Err(why) => why,
+                    }
+                }
             };
             log_forward($routine, n, &why);
-            forward!($name, SyevFn<$t>, info, (jobz, uplo, n, a, lda, w, work, lwork, info, jobz_len, uplo_len))
+            forward!(
+                $name,
+                SyevFn<$t>,
+                info,
+                (jobz, uplo, n, a, lda, w, work, lwork, info, jobz_len, uplo_len)
+            )
         }
     };
 }
@@ -480,7 +584,16 @@ pub unsafe extern "C" fn dsyevd_(
 ) {
     let why = match Inside::enter() {
         None => FROM_INSIDE.to_string(),
-        Some(_inside) => match syev_here::<f64>("DSYEVD", jobz, uplo, n, a, lda, w, is_query(&[lwork, liwork])) {
+        Some(_inside) => match syev_here::<f64>(
+            "DSYEVD",
+            jobz,
+            uplo,
+            n,
+            a,
+            lda,
+            w,
+            is_query(&[lwork, liwork]),
+        ) {
             Ok(r) => return set_info(info, r),
             Err(why) => why,
         },
@@ -525,7 +638,22 @@ pub unsafe extern "C" fn dsyevx_(
     let why = match Inside::enter() {
         None => FROM_INSIDE.to_string(),
         Some(_inside) => match syevx_here::<f64>(
-            "DSYEVX", jobz, range, uplo, n, a, lda, vl, vu, il, iu, abstol, m, w, ldz, is_query(&[lwork]),
+            "DSYEVX",
+            jobz,
+            range,
+            uplo,
+            n,
+            a,
+            lda,
+            vl,
+            vu,
+            il,
+            iu,
+            abstol,
+            m,
+            w,
+            ldz,
+            is_query(&[lwork]),
         ) {
             Ok(r) => return set_info(info, r),
             Err(why) => why,
@@ -575,7 +703,21 @@ pub unsafe extern "C" fn dsyevr_(
     let why = match Inside::enter() {
         None => FROM_INSIDE.to_string(),
         Some(_inside) => match syevx_here::<f64>(
-            "DSYEVR", jobz, range, uplo, n, a, lda, vl, vu, il, iu, abstol, m, w, ldz,
+            "DSYEVR",
+            jobz,
+            range,
+            uplo,
+            n,
+            a,
+            lda,
+            vl,
+            vu,
+            il,
+            iu,
+            abstol,
+            m,
+            w,
+            ldz,
             is_query(&[lwork, liwork]),
         ) {
             Ok(r) => return set_info(info, r),
@@ -588,8 +730,8 @@ pub unsafe extern "C" fn dsyevr_(
         SyevrFn<f64>,
         info,
         (
-            jobz, range, uplo, n, a, lda, vl, vu, il, iu, abstol, m, w, z, ldz, isuppz, work, lwork,
-            iwork, liwork, info, jobz_len, range_len, uplo_len
+            jobz, range, uplo, n, a, lda, vl, vu, il, iu, abstol, m, w, z, ldz, isuppz, work,
+            lwork, iwork, liwork, info, jobz_len, range_len, uplo_len
         )
     )
 }

@@ -37,7 +37,11 @@ fn overlap(a: (*const f64, usize), b: (*const f64, usize)) -> bool {
 
 /// The first failing check, as INFO (negative) or 0.
 fn first_failure(checks: &[(bool, c_int)]) -> c_int {
-    checks.iter().find(|(bad, _)| *bad).map(|(_, i)| -*i).unwrap_or(0)
+    checks
+        .iter()
+        .find(|(bad, _)| *bad)
+        .map(|(_, i)| -*i)
+        .unwrap_or(0)
 }
 
 /// Shapes of a BLAS product's operands: stored (rows) of op(A) (m × k) and op(B) (k × n).
@@ -100,7 +104,10 @@ unsafe fn gemm_rounded_run(
         (alen > 0 && a.is_null(), 8),
         (blen > 0 && b.is_null(), 10),
         (clen > 0 && c.is_null(), 13),
-        (overlap((c, clen), (a, alen)) || overlap((c, clen), (b, blen)), 13),
+        (
+            overlap((c, clen), (a, alen)) || overlap((c, clen), (b, blen)),
+            13,
+        ),
     ]);
     if info != 0 {
         return info;
@@ -112,9 +119,28 @@ unsafe fn gemm_rounded_run(
     let (Some(a), Some(b), Some(c)) = (input(a, alen), input(b, blen), output(c, clen)) else {
         return HYLAPACK_INFO_INTERNAL_ERROR;
     };
-    let a = Operand { data: a, ld: lda, trans: ta };
-    let b = Operand { data: b, ld: ldb, trans: tb };
-    interval::gemm_rounded(dir, mu, nu, if uses_product { ku } else { 0 }, alpha, a, b, beta, c, ldc);
+    let a = Operand {
+        data: a,
+        ld: lda,
+        trans: ta,
+    };
+    let b = Operand {
+        data: b,
+        ld: ldb,
+        trans: tb,
+    };
+    interval::gemm_rounded(
+        dir,
+        mu,
+        nu,
+        if uses_product { ku } else { 0 },
+        alpha,
+        a,
+        b,
+        beta,
+        c,
+        ldc,
+    );
     0
 }
 
@@ -150,7 +176,20 @@ pub unsafe extern "C" fn dgemm_rounded(
 ) -> c_int {
     ffi_boundary!("dgemm_rounded", HYLAPACK_INFO_INTERNAL_ERROR, {
         let info = gemm_rounded_run(
-            rnd as u8, transa as u8, transb as u8, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+            rnd as u8,
+            transa as u8,
+            transb as u8,
+            m,
+            n,
+            k,
+            alpha,
+            a,
+            lda,
+            b,
+            ldb,
+            beta,
+            c,
+            ldc,
         );
         if info < 0 && info != HYLAPACK_INFO_INTERNAL_ERROR {
             report_illegal_argument("DGEMM_ROUNDED", info);
@@ -263,7 +302,10 @@ unsafe fn igemm_run(
         (clen > 0 && c_inf.is_null(), 12),
         (outs_overlap_ins(c_inf), 12),
         (clen > 0 && c_sup.is_null(), 13),
-        (outs_overlap_ins(c_sup) || overlap((c_inf, clen), (c_sup, clen)), 13),
+        (
+            outs_overlap_ins(c_sup) || overlap((c_inf, clen), (c_sup, clen)),
+            13,
+        ),
     ]);
     if info != 0 {
         return info;
@@ -279,8 +321,14 @@ unsafe fn igemm_run(
         return HYLAPACK_INFO_INTERNAL_ERROR;
     };
     let op = |data, ld, trans| Operand { data, ld, trans };
-    let a = IntervalOperand { inf: op(ai, lda, ta), sup: op(asup, lda, ta) };
-    let b = IntervalOperand { inf: op(bi, ldb, tb), sup: op(bsup, ldb, tb) };
+    let a = IntervalOperand {
+        inf: op(ai, lda, ta),
+        sup: op(asup, lda, ta),
+    };
+    let b = IntervalOperand {
+        inf: op(bi, ldb, tb),
+        sup: op(bsup, ldb, tb),
+    };
     let a_finite = match interval::check_interval(&a, ar, ac) {
         Ok(f) => f,
         Err(_) => return -7,
@@ -329,8 +377,20 @@ pub unsafe extern "C" fn digemm(
 ) -> c_int {
     ffi_boundary!("digemm", HYLAPACK_INFO_INTERNAL_ERROR, {
         let info = igemm_run(
-            transa as u8, transb as u8, m, n, k, a_inf, a_sup, lda, b_inf, b_sup, ldb, c_inf,
-            c_sup, ldc,
+            transa as u8,
+            transb as u8,
+            m,
+            n,
+            k,
+            a_inf,
+            a_sup,
+            lda,
+            b_inf,
+            b_sup,
+            ldb,
+            c_inf,
+            c_sup,
+            ldc,
         );
         if info < 0 && info != HYLAPACK_INFO_INTERNAL_ERROR {
             report_illegal_argument("DIGEMM", info);
@@ -409,14 +469,18 @@ unsafe fn gesv_verified_run(
     }
     let (lda, ldb, ldx) = (lda as usize, ldb as usize, ldx as usize);
     let (alen, blen, xlen) = (span(nu, nu, lda), span(nu, ku, ldb), span(nu, ku, ldx));
-    let ins_overlap = |x: *const f64| overlap((x, xlen), (a, alen)) || overlap((x, xlen), (b, blen));
+    let ins_overlap =
+        |x: *const f64| overlap((x, xlen), (a, alen)) || overlap((x, xlen), (b, blen));
     let info = first_failure(&[
         (alen > 0 && a.is_null(), 3),
         (blen > 0 && b.is_null(), 5),
         (xlen > 0 && x_inf.is_null(), 7),
         (ins_overlap(x_inf), 7),
         (xlen > 0 && x_sup.is_null(), 8),
-        (ins_overlap(x_sup) || overlap((x_inf, xlen), (x_sup, xlen)), 8),
+        (
+            ins_overlap(x_sup) || overlap((x_inf, xlen), (x_sup, xlen)),
+            8,
+        ),
     ]);
     if info != 0 {
         return info;
@@ -424,12 +488,17 @@ unsafe fn gesv_verified_run(
     if nu == 0 || ku == 0 {
         return 0;
     }
-    let (Some(a), Some(b), Some(xi), Some(xs)) =
-        (input(a, alen), input(b, blen), output(x_inf, xlen), output(x_sup, xlen))
-    else {
+    let (Some(a), Some(b), Some(xi), Some(xs)) = (
+        input(a, alen),
+        input(b, blen),
+        output(x_inf, xlen),
+        output(x_sup, xlen),
+    ) else {
         return HYLAPACK_INFO_INTERNAL_ERROR;
     };
-    interval::gesv_verified(nu, ku, a, lda, b, ldb, xi, xs, ldx).0.info
+    interval::gesv_verified(nu, ku, a, lda, b, ldb, xi, xs, ldx)
+        .0
+        .info
 }
 
 /// Verified enclosure of the solution of `A X = B` (A n×n, B n×nrhs; neither is changed):
@@ -484,8 +553,17 @@ pub unsafe extern "C" fn dgesv_verified_(
 ) {
     let result = ffi_boundary!("dgesv_verified_", HYLAPACK_INFO_INTERNAL_ERROR, {
         let int = |p: *const c_int| scalar(p).unwrap_or(-1);
-        let result =
-            gesv_verified_run(int(n), int(nrhs), a, int(lda), b, int(ldb), x_inf, x_sup, int(ldx));
+        let result = gesv_verified_run(
+            int(n),
+            int(nrhs),
+            a,
+            int(lda),
+            b,
+            int(ldb),
+            x_inf,
+            x_sup,
+            int(ldx),
+        );
         if result < 0 && result != HYLAPACK_INFO_INTERNAL_ERROR {
             report_illegal_argument("DGESV_VERIFIED", result);
         }

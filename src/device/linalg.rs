@@ -72,6 +72,10 @@ impl Gpu {
         let stream = self.ctx.new_stream()?;
         let blas = CudaBlas::new(stream.clone())
             .map_err(|e| DeviceError::Driver(format!("cublasCreate: {e:?}")))?;
-        Ok(PooledLinalg(Some(Linalg { stream, blas, solver: None })))
+        Ok(PooledLinalg(Some(Linalg {
+            stream,
+            blas,
+            solver: None,
+        })))
     }
 }

@@ -9,7 +9,9 @@ use crate::lapack;
 
 /// Threads for `work` multiply–adds: one per ~4M, at most the cores.
 fn threads_for(work: f64) -> usize {
-    let cores = std::thread::available_parallelism().map(|t| t.get()).unwrap_or(1);
+    let cores = std::thread::available_parallelism()
+        .map(|t| t.get())
+        .unwrap_or(1);
     cores.min((work / 4.0e6) as usize).max(1)
 }
 
@@ -25,7 +27,11 @@ where
         let mut j0 = 0;
         while j0 < n {
             let cols = per.min(n - j0);
-            let take = if j0 + cols == n { rest.len() } else { cols * ldc };
+            let take = if j0 + cols == n {
+                rest.len()
+            } else {
+                cols * ldc
+            };
             let (chunk, tail) = rest.split_at_mut(take.min(rest.len()));
             rest = tail;
             let f = &f;
@@ -75,7 +81,11 @@ fn dot_directed(x: &[f64], y: &[f64], dir: Dir) -> f64 {
     for (xv, yv) in xr.iter().zip(yr) {
         acc[0] = round::add(acc[0], round::mul(*xv, *yv, dir), dir);
     }
-    round::add(round::add(acc[0], acc[1], dir), round::add(acc[2], acc[3], dir), dir)
+    round::add(
+        round::add(acc[0], acc[1], dir),
+        round::add(acc[2], acc[3], dir),
+        dir,
+    )
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -98,7 +108,11 @@ fn dot_directed_best(x: &[f64], y: &[f64], dir: Dir) -> f64 {
 /// The epilogue of a directed GEMM: `alpha·acc + beta·c` rounded `dir`; `c` unread if beta = 0.
 #[inline(always)]
 pub fn epilogue(dir: Dir, alpha: f64, acc: f64, beta: f64, c: f64) -> f64 {
-    let t = if alpha == 0.0 { 0.0 } else { round::mul(alpha, acc, dir) };
+    let t = if alpha == 0.0 {
+        0.0
+    } else {
+        round::mul(alpha, acc, dir)
+    };
     if beta == 0.0 {
         t
     } else {
@@ -228,7 +242,11 @@ pub struct MidRadParts {
 /// Splits `rows × cols` stored entries into midpoints and radii.
 pub fn split_mid_rad(x: &IntervalOperand, rows: usize, cols: usize) -> MidRadParts {
     let len = rows * cols;
-    let (mut mid, mut abs, mut rad) = (Vec::with_capacity(len), Vec::with_capacity(len), Vec::with_capacity(len));
+    let (mut mid, mut abs, mut rad) = (
+        Vec::with_capacity(len),
+        Vec::with_capacity(len),
+        Vec::with_capacity(len),
+    );
     let mut point = true;
     for j in 0..cols {
         for i in 0..rows {
@@ -239,7 +257,12 @@ pub fn split_mid_rad(x: &IntervalOperand, rows: usize, cols: usize) -> MidRadPar
             rad.push(r);
         }
     }
-    MidRadParts { mid, abs, rad, point }
+    MidRadParts {
+        mid,
+        abs,
+        rad,
+        point,
+    }
 }
 
 /// `RU(x + g·y)`: a radius plus the rounding allowance `g·|mid|`.
@@ -266,16 +289,28 @@ pub fn radius_terms(a: MidRadParts, b: MidRadParts, k: usize) -> RadiusTerms {
     if b.point {
         // (γ|mA| + rA)·|mB|
         let left = map2(&a.rad, &a.abs, &|r, m| add_scaled_up(r, g, m));
-        return RadiusTerms { left, right: b.abs, second: None };
+        return RadiusTerms {
+            left,
+            right: b.abs,
+            second: None,
+        };
     }
     // |mA|·(rB + γ|mB|)
     let right = map2(&b.rad, &b.abs, &|r, m| add_scaled_up(r, g, m));
     if a.point {
-        return RadiusTerms { left: a.abs, right, second: None };
+        return RadiusTerms {
+            left: a.abs,
+            right,
+            second: None,
+        };
     }
     // + rA·(|mB| + rB)
     let right2 = map2(&b.abs, &b.rad, &|m, r| round::add(m, r, Dir::Up));
-    RadiusTerms { left: a.abs, right, second: Some((a.rad, right2)) }
+    RadiusTerms {
+        left: a.abs,
+        right,
+        second: Some((a.rad, right2)),
+    }
 }
 
 /// The final step of the midpoint–radius product: from `P = fl(mA·mB)` and
@@ -283,7 +318,11 @@ pub fn radius_terms(a: MidRadParts, b: MidRadParts, k: usize) -> RadiusTerms {
 /// `T`'s own rounding is covered by `(T + terms·η)(1 + 2γ_terms)`, `P`'s underflow by `k·η`.
 #[inline(always)]
 pub fn midrad_bounds(p: f64, t: f64, inflate: f64, t_eta: f64, p_eta: f64) -> (f64, f64) {
-    let r = round::add(round::mul(round::add(t, t_eta, Dir::Up), inflate, Dir::Up), p_eta, Dir::Up);
+    let r = round::add(
+        round::mul(round::add(t, t_eta, Dir::Up), inflate, Dir::Up),
+        p_eta,
+        Dir::Up,
+    );
     if !p.is_finite() || r.is_nan() {
         return (f64::NEG_INFINITY, f64::INFINITY);
     }
@@ -294,7 +333,11 @@ pub fn midrad_bounds(p: f64, t: f64, inflate: f64, t_eta: f64, p_eta: f64) -> (f
 /// product sums `terms` products: (inflate, t_eta, p_eta).
 pub fn midrad_constants(k: usize, terms: usize) -> (f64, f64, f64) {
     let inflate = round::add(1.0, round::mul(2.0, round::gamma(terms), Dir::Up), Dir::Up);
-    (inflate, round::mul(terms as f64, ETA, Dir::Up), round::mul(k as f64, ETA, Dir::Up))
+    (
+        inflate,
+        round::mul(terms as f64, ETA, Dir::Up),
+        round::mul(k as f64, ETA, Dir::Up),
+    )
 }
 
 /// CPU midpoint–radius interval product on the system BLAS (bounds must be finite).
@@ -315,15 +358,57 @@ pub fn igemm_midrad(
     let (pa, pb) = (split_mid_rad(&a, ar, ac), split_mid_rad(&b, br, bc));
     let mut p = vec![0.0f64; m * n];
     if k > 0 {
-        lapack::dgemm(ta, tb, m, n, k, 1.0, &pa.mid, ar.max(1), &pb.mid, br.max(1), 0.0, &mut p, m);
+        lapack::dgemm(
+            ta,
+            tb,
+            m,
+            n,
+            k,
+            1.0,
+            &pa.mid,
+            ar.max(1),
+            &pb.mid,
+            br.max(1),
+            0.0,
+            &mut p,
+            m,
+        );
     }
     let terms = radius_terms(pa, pb, k);
     let mut t = vec![0.0f64; m * n];
     let mut summed = k;
     if k > 0 {
-        lapack::dgemm(ta, tb, m, n, k, 1.0, &terms.left, ar.max(1), &terms.right, br.max(1), 0.0, &mut t, m);
+        lapack::dgemm(
+            ta,
+            tb,
+            m,
+            n,
+            k,
+            1.0,
+            &terms.left,
+            ar.max(1),
+            &terms.right,
+            br.max(1),
+            0.0,
+            &mut t,
+            m,
+        );
         if let Some((l2, r2)) = &terms.second {
-            lapack::dgemm(ta, tb, m, n, k, 1.0, l2, ar.max(1), r2, br.max(1), 1.0, &mut t, m);
+            lapack::dgemm(
+                ta,
+                tb,
+                m,
+                n,
+                k,
+                1.0,
+                l2,
+                ar.max(1),
+                r2,
+                br.max(1),
+                1.0,
+                &mut t,
+                m,
+            );
             summed = 2 * k;
         }
     }

@@ -33,7 +33,13 @@ fn function(m: &Arc<CudaModule>, name: &str) -> Result<CudaFunction, DeviceError
 
 /// `rows × cols` entries of a column-major host array (leading dimension `ld`) on the device,
 /// packed to leading dimension `rows`.
-fn upload(stream: &Arc<CudaStream>, x: &[f64], rows: usize, cols: usize, ld: usize) -> Result<CudaSlice<f64>, DeviceError> {
+fn upload(
+    stream: &Arc<CudaStream>,
+    x: &[f64],
+    rows: usize,
+    cols: usize,
+    ld: usize,
+) -> Result<CudaSlice<f64>, DeviceError> {
     if rows * cols == 0 {
         return Ok(stream.alloc_zeros::<f64>(1)?);
     }
@@ -57,7 +63,11 @@ fn unpack(packed: &[f64], rows: usize, cols: usize, out: &mut [f64], ld: usize) 
 /// One thread per row, columns strided over the grid's y dimension.
 fn rows_cols(rows: usize, cols: usize) -> LaunchConfig {
     LaunchConfig {
-        grid_dim: (rows.div_ceil(256).max(1) as u32, cols.clamp(1, 65_535) as u32, 1),
+        grid_dim: (
+            rows.div_ceil(256).max(1) as u32,
+            cols.clamp(1, 65_535) as u32,
+            1,
+        ),
         block_dim: (256, 1, 1),
         shared_mem_bytes: 0,
     }
@@ -79,7 +89,8 @@ fn blas_err(e: cudarc::cublas::result::CublasError) -> DeviceError {
 fn check_emulation() -> Result<(), DeviceError> {
     match std::env::var("CUBLAS_EMULATE_DOUBLE_PRECISION").as_deref() {
         Ok(v) if !v.is_empty() && v != "0" => Err(DeviceError::Driver(
-            "CUBLAS_EMULATE_DOUBLE_PRECISION is set: cuBLAS DGEMM rounding cannot be bounded".into(),
+            "CUBLAS_EMULATE_DOUBLE_PRECISION is set: cuBLAS DGEMM rounding cannot be bounded"
+                .into(),
         )),
         _ => Ok(()),
     }
@@ -94,7 +105,9 @@ fn op(t: Trans) -> cublas_sys::cublasOperation_t {
 
 fn dims_fit(dims: &[usize]) -> Result<(), DeviceError> {
     if dims.iter().any(|&d| d > i32::MAX as usize) {
-        return Err(DeviceError::Driver("dimension exceeds the 32-bit GPU interfaces".into()));
+        return Err(DeviceError::Driver(
+            "dimension exceeds the 32-bit GPU interfaces".into(),
+        ));
     }
     Ok(())
 }
@@ -121,9 +134,15 @@ pub fn gemm_rounded(
     let stream = gpu.stream()?;
     let da = upload(&stream, a.data, ar, ac, a.ld)?;
     let db = upload(&stream, b.data, br, bc, b.ld)?;
-    let mut dc = if beta != 0.0 { upload(&stream, c, m, n, ldc)? } else { stream.alloc_zeros::<f64>((m * n).max(1))? };
+    let mut dc = if beta != 0.0 {
+        upload(&stream, c, m, n, ldc)?
+    } else {
+        stream.alloc_zeros::<f64>((m * n).max(1))?
+    };
     let ops = [(&da, ar, a.trans), (&db, br, b.trans)];
-    gemm_rounded_device(&stream, dir, m, n, k, alpha, ops[0], ops[1], beta, &mut dc, m)?;
+    gemm_rounded_device(
+        &stream, dir, m, n, k, alpha, ops[0], ops[1], beta, &mut dc, m,
+    )?;
     let result = stream.clone_dtoh(&dc)?;
     unpack(&result, m, n, c, ldc);
     Ok(())
@@ -201,8 +220,21 @@ fn launch_gemm(
         shared_mem_bytes: 0,
     };
     let mut launch = stream.launch_builder(&f);
-    launch.arg(&mi).arg(&ni).arg(&ki).arg(&alpha).arg(a.0).arg(&lda).arg(&ta);
-    launch.arg(b.0).arg(&ldb).arg(&tb).arg(&beta).arg(c).arg(&ldc);
+    launch
+        .arg(&mi)
+        .arg(&ni)
+        .arg(&ki)
+        .arg(&alpha)
+        .arg(a.0)
+        .arg(&lda)
+        .arg(&ta);
+    launch
+        .arg(b.0)
+        .arg(&ldb)
+        .arg(&tb)
+        .arg(&beta)
+        .arg(c)
+        .arg(&ldc);
     // SAFETY: the arguments match the kernel's signature; the arrays hold the operands their
     // leading dimensions describe and C's m × n entries.
     unsafe { launch.launch(cfg) }?;
@@ -225,12 +257,23 @@ pub fn igemm_infsup(
     let gpu = device::gpu()?;
     let (ar, ac) = a.inf.stored_shape(m, k);
     let (br, bc) = b.inf.stored_shape(k, n);
-    let _memory = gpu.budget.reserve(16 * (ar * ac + br * bc + m * n) as u64)?;
+    let _memory = gpu
+        .budget
+        .reserve(16 * (ar * ac + br * bc + m * n) as u64)?;
     let stream = gpu.stream()?;
     let da = DeviceInterval::upload(&stream, &a, ar, ac)?;
     let db = DeviceInterval::upload(&stream, &b, br, bc)?;
     let mut dc = DeviceInterval::zeros(&stream, m * n)?;
-    igemm_infsup_device(&stream, m, n, k, (&da, ar, a.inf.trans), (&db, br, b.inf.trans), &mut dc, m)?;
+    igemm_infsup_device(
+        &stream,
+        m,
+        n,
+        k,
+        (&da, ar, a.inf.trans),
+        (&db, br, b.inf.trans),
+        &mut dc,
+        m,
+    )?;
     dc.download(&stream, m, n, c_inf, c_sup, ldc)
 }
 
@@ -241,7 +284,12 @@ pub struct DeviceInterval {
 }
 
 impl DeviceInterval {
-    pub fn upload(stream: &Arc<CudaStream>, x: &IntervalOperand, rows: usize, cols: usize) -> Result<Self, DeviceError> {
+    pub fn upload(
+        stream: &Arc<CudaStream>,
+        x: &IntervalOperand,
+        rows: usize,
+        cols: usize,
+    ) -> Result<Self, DeviceError> {
         Ok(DeviceInterval {
             inf: upload(stream, x.inf.data, rows, cols, x.inf.ld)?,
             sup: upload(stream, x.sup.data, rows, cols, x.sup.ld)?,
@@ -249,11 +297,22 @@ impl DeviceInterval {
     }
 
     pub fn zeros(stream: &Arc<CudaStream>, len: usize) -> Result<Self, DeviceError> {
-        Ok(DeviceInterval { inf: stream.alloc_zeros::<f64>(len.max(1))?, sup: stream.alloc_zeros::<f64>(len.max(1))? })
+        Ok(DeviceInterval {
+            inf: stream.alloc_zeros::<f64>(len.max(1))?,
+            sup: stream.alloc_zeros::<f64>(len.max(1))?,
+        })
     }
 
     /// Copies the packed m × n bounds into host arrays of leading dimension `ld`.
-    fn download(&self, stream: &Arc<CudaStream>, m: usize, n: usize, inf: &mut [f64], sup: &mut [f64], ld: usize) -> Result<(), DeviceError> {
+    fn download(
+        &self,
+        stream: &Arc<CudaStream>,
+        m: usize,
+        n: usize,
+        inf: &mut [f64],
+        sup: &mut [f64],
+        ld: usize,
+    ) -> Result<(), DeviceError> {
         let (lo, hi) = (stream.clone_dtoh(&self.inf)?, stream.clone_dtoh(&self.sup)?);
         unpack(&lo, m, n, inf, ld);
         unpack(&hi, m, n, sup, ld);
@@ -290,8 +349,22 @@ pub fn igemm_infsup_device(
         shared_mem_bytes: 0,
     };
     let mut launch = stream.launch_builder(&f);
-    launch.arg(&mi).arg(&ni).arg(&ki).arg(&a.0.inf).arg(&a.0.sup).arg(&lda).arg(&ta);
-    launch.arg(&b.0.inf).arg(&b.0.sup).arg(&ldb).arg(&tb).arg(&mut c.inf).arg(&mut c.sup).arg(&ldc);
+    launch
+        .arg(&mi)
+        .arg(&ni)
+        .arg(&ki)
+        .arg(&a.0.inf)
+        .arg(&a.0.sup)
+        .arg(&lda)
+        .arg(&ta);
+    launch
+        .arg(&b.0.inf)
+        .arg(&b.0.sup)
+        .arg(&ldb)
+        .arg(&tb)
+        .arg(&mut c.inf)
+        .arg(&mut c.sup)
+        .arg(&ldc);
     // SAFETY: arguments match the kernel; arrays hold the operands and m × n outputs.
     unsafe { launch.launch(cfg) }?;
     Ok(())
@@ -347,14 +420,24 @@ fn split(
 ) -> Result<Split, DeviceError> {
     let len = (rows * cols).max(1);
     // SAFETY: every element is written by the kernel below before any read.
-    let mut s = unsafe { Split { mid: stream.alloc::<f64>(len)?, abs: stream.alloc::<f64>(len)?, rad: stream.alloc::<f64>(len)? } };
+    let mut s = unsafe {
+        Split {
+            mid: stream.alloc::<f64>(len)?,
+            abs: stream.alloc::<f64>(len)?,
+            rad: stream.alloc::<f64>(len)?,
+        }
+    };
     if rows * cols == 0 {
         return Ok(s);
     }
     let (r, c, ld) = (rows as i32, cols as i32, ld as i64);
     let mut launch = stream.launch_builder(f);
     launch.arg(&r).arg(&c).arg(&x.inf).arg(&x.sup).arg(&ld);
-    launch.arg(&mut s.mid).arg(&mut s.abs).arg(&mut s.rad).arg(flag);
+    launch
+        .arg(&mut s.mid)
+        .arg(&mut s.abs)
+        .arg(&mut s.rad)
+        .arg(flag);
     // SAFETY: arguments match midrad_split; the bounds hold rows × cols entries at ld.
     unsafe { launch.launch(rows_cols(rows, cols)) }?;
     Ok(s)
@@ -396,12 +479,23 @@ pub fn igemm_midrad(
     let (ar, ac) = a.inf.stored_shape(m, k);
     let (br, bc) = b.inf.stored_shape(k, n);
     // Peak: each operand's bounds and three split arrays, one more for B, and four m × n.
-    let _memory = gpu.budget.reserve(8 * (5 * ar * ac + 6 * br * bc + 4 * m * n) as u64)?;
+    let _memory = gpu
+        .budget
+        .reserve(8 * (5 * ar * ac + 6 * br * bc + 4 * m * n) as u64)?;
     let la = gpu.linalg()?;
     let da = DeviceInterval::upload(&la.stream, &a, ar, ac)?;
     let db = DeviceInterval::upload(&la.stream, &b, br, bc)?;
     let mut dc = DeviceInterval::zeros(&la.stream, m * n)?;
-    igemm_midrad_device(&la, m, n, k, (&da, ar, a.inf.trans), (&db, br, b.inf.trans), &mut dc, m)?;
+    igemm_midrad_device(
+        &la,
+        m,
+        n,
+        k,
+        (&da, ar, a.inf.trans),
+        (&db, br, b.inf.trans),
+        &mut dc,
+        m,
+    )?;
     dc.download(&la.stream, m, n, c_inf, c_sup, ldc)
 }
 
@@ -420,8 +514,11 @@ pub fn igemm_midrad_device(
     check_emulation()?;
     dims_fit(&[m, n, k])?;
     let module = module(device::gpu()?)?;
-    let (f_split, f_add, f_finish) =
-        (function(&module, "midrad_split")?, function(&module, "add_scaled_up")?, function(&module, "midrad_finish")?);
+    let (f_split, f_add, f_finish) = (
+        function(&module, "midrad_split")?,
+        function(&module, "add_scaled_up")?,
+        function(&module, "midrad_finish")?,
+    );
     let stream = la.stream.clone();
     let (ta, tb) = (a.2, b.2);
     let (ar, ac) = match ta {
@@ -433,8 +530,24 @@ pub fn igemm_midrad_device(
         Trans::Yes => (n, k),
     };
     let mut flags = stream.alloc_zeros::<i32>(2)?;
-    let sa = split(&stream, &f_split, a.0, ar, ac, a.1, &mut flags.slice_mut(0..1))?;
-    let mut sb = split(&stream, &f_split, b.0, br, bc, b.1, &mut flags.slice_mut(1..2))?;
+    let sa = split(
+        &stream,
+        &f_split,
+        a.0,
+        ar,
+        ac,
+        a.1,
+        &mut flags.slice_mut(0..1),
+    )?;
+    let mut sb = split(
+        &stream,
+        &f_split,
+        b.0,
+        br,
+        bc,
+        b.1,
+        &mut flags.slice_mut(1..2),
+    )?;
     let f = stream.clone_dtoh(&flags)?;
     let (a_point, b_point) = (f[0] == 0, f[1] == 0);
 
@@ -468,7 +581,14 @@ pub fn igemm_midrad_device(
     let (inflate, t_eta, p_eta) = midrad_constants(k, summed);
     let (mi, ni, ld) = (m as i32, n as i32, ldc.max(1) as i64);
     let mut launch = stream.launch_builder(&f_finish);
-    launch.arg(&mi).arg(&ni).arg(&p).arg(&t).arg(&inflate).arg(&t_eta).arg(&p_eta);
+    launch
+        .arg(&mi)
+        .arg(&ni)
+        .arg(&p)
+        .arg(&t)
+        .arg(&inflate)
+        .arg(&t_eta)
+        .arg(&p_eta);
     launch.arg(&mut c.inf).arg(&mut c.sup).arg(&ld);
     // SAFETY: arguments match midrad_finish; P and T hold m × n entries, C m × n at ldc.
     unsafe { launch.launch(rows_cols(m, n)) }?;
@@ -506,13 +626,21 @@ struct EngineFuncs {
 }
 
 impl Engine {
-    pub fn new(n: usize, a: &[f64], lda: usize, b: &[f64], ldb: usize) -> Result<Self, DeviceError> {
+    pub fn new(
+        n: usize,
+        a: &[f64],
+        lda: usize,
+        b: &[f64],
+        ldb: usize,
+    ) -> Result<Self, DeviceError> {
         check_emulation()?;
         dims_fit(&[n])?;
         let nrhs = if n == 0 { 0 } else { (b.len() + ldb - n) / ldb };
         let gpu = device::gpu()?;
         // A, the LU copy, R, [C] (two arrays), and B.
-        let memory = gpu.budget.reserve(8 * (5 * n * n + n * nrhs.max(1) + 8 * n) as u64)?;
+        let memory = gpu
+            .budget
+            .reserve(8 * (5 * n * n + n * nrhs.max(1) + 8 * n) as u64)?;
         let module = module(gpu)?;
         let funcs = EngineFuncs {
             residual: function(&module, "residual_dot2")?,
@@ -524,7 +652,18 @@ impl Engine {
         let stream = la.stream.clone();
         let a = upload(&stream, a, n, n, lda)?;
         let b = upload(&stream, b, n, nrhs, ldb)?;
-        Ok(Engine { la, funcs, n, a, b, ldb: n, r: None, c_mid: None, c_rad: None, _memory: memory })
+        Ok(Engine {
+            la,
+            funcs,
+            n,
+            a,
+            b,
+            ldb: n,
+            r: None,
+            c_mid: None,
+            c_rad: None,
+            _memory: memory,
+        })
     }
 
     fn stream(&self) -> Arc<CudaStream> {
@@ -533,7 +672,9 @@ impl Engine {
 
     fn rows_cfg(&self, nrhs: usize) -> Result<LaunchConfig, DeviceError> {
         if nrhs > 65_535 {
-            return Err(DeviceError::Driver("too many right-hand sides for one grid".into()));
+            return Err(DeviceError::Driver(
+                "too many right-hand sides for one grid".into(),
+            ));
         }
         Ok(LaunchConfig {
             grid_dim: (self.n.div_ceil(128) as u32, nrhs as u32, 1),
@@ -543,16 +684,30 @@ impl Engine {
     }
 
     /// `[lo, hi] ⊇ M·⟨vm, vr⟩` (+ `[−Mr, Mr]·⟨vm, vr⟩`).
-    fn enclose(&mut self, interval_c: bool, vm: &[f64], vr: &[f64], lo: &mut [f64], hi: &mut [f64]) -> Result<(), DeviceError> {
+    fn enclose(
+        &mut self,
+        interval_c: bool,
+        vm: &[f64],
+        vr: &[f64],
+        lo: &mut [f64],
+        hi: &mut [f64],
+    ) -> Result<(), DeviceError> {
         let stream = self.stream();
         let nrhs = vm.len() / self.n;
         let (dvm, dvr) = (stream.clone_htod(vm)?, stream.clone_htod(vr)?);
-        let (mut dlo, mut dhi) = (stream.alloc_zeros::<f64>(vm.len())?, stream.alloc_zeros::<f64>(vm.len())?);
+        let (mut dlo, mut dhi) = (
+            stream.alloc_zeros::<f64>(vm.len())?,
+            stream.alloc_zeros::<f64>(vm.len())?,
+        );
         let (ni, ki) = (self.n as i32, nrhs as i32);
         let cfg = self.rows_cfg(nrhs)?;
         let null: u64 = 0;
-        let m = if interval_c { self.c_mid.as_ref() } else { self.r.as_ref() }
-            .ok_or_else(|| DeviceError::Driver("enclosure before its matrix".into()))?;
+        let m = if interval_c {
+            self.c_mid.as_ref()
+        } else {
+            self.r.as_ref()
+        }
+        .ok_or_else(|| DeviceError::Driver("enclosure before its matrix".into()))?;
         let mut launch = stream.launch_builder(&self.funcs.enclose);
         launch.arg(&ni).arg(&ki).arg(m);
         match (interval_c, self.c_rad.as_ref()) {
@@ -596,7 +751,16 @@ impl verify::Engine for Engine {
             let (p_info, _s4) = info.device_ptr_mut(&stream);
             // SAFETY: sizes from the workspace query; all arrays live on this stream.
             solver_err("cusolverDnDgetrf", unsafe {
-                solver_sys::cusolverDnDgetrf(h, ni, ni, p_lu as *mut f64, ni, p_w as *mut f64, p_ipiv as *mut i32, p_info as *mut i32)
+                solver_sys::cusolverDnDgetrf(
+                    h,
+                    ni,
+                    ni,
+                    p_lu as *mut f64,
+                    ni,
+                    p_w as *mut f64,
+                    p_ipiv as *mut i32,
+                    p_info as *mut i32,
+                )
             })?;
         }
         let i = stream.clone_dtoh(&info)?[0];
@@ -642,24 +806,60 @@ impl verify::Engine for Engine {
         let nrhs = v.len() / self.n;
         let dv = stream.clone_htod(v)?;
         let mut dout = stream.alloc_zeros::<f64>(v.len())?;
-        let r = self.r.as_ref().ok_or_else(|| DeviceError::Driver("R not formed".into()))?;
-        dgemm(&self.la, Trans::No, Trans::No, self.n, nrhs, self.n, r, self.n, &dv, self.n, false, &mut dout)?;
+        let r = self
+            .r
+            .as_ref()
+            .ok_or_else(|| DeviceError::Driver("R not formed".into()))?;
+        dgemm(
+            &self.la,
+            Trans::No,
+            Trans::No,
+            self.n,
+            nrhs,
+            self.n,
+            r,
+            self.n,
+            &dv,
+            self.n,
+            false,
+            &mut dout,
+        )?;
         stream.memcpy_dtoh(&dout, out)?;
         Ok(())
     }
 
-    fn residual(&mut self, x: &[f64], d: &mut [f64], lo: &mut [f64], hi: &mut [f64]) -> Result<(), DeviceError> {
+    fn residual(
+        &mut self,
+        x: &[f64],
+        d: &mut [f64],
+        lo: &mut [f64],
+        hi: &mut [f64],
+    ) -> Result<(), DeviceError> {
         let stream = self.stream();
         let nrhs = x.len() / self.n;
         let dx = stream.clone_htod(x)?;
-        let (mut dd, mut dlo, mut dhi) =
-            (stream.alloc_zeros::<f64>(x.len())?, stream.alloc_zeros::<f64>(x.len())?, stream.alloc_zeros::<f64>(x.len())?);
+        let (mut dd, mut dlo, mut dhi) = (
+            stream.alloc_zeros::<f64>(x.len())?,
+            stream.alloc_zeros::<f64>(x.len())?,
+            stream.alloc_zeros::<f64>(x.len())?,
+        );
         let (ni, ki, lda, ldb) = (self.n as i32, nrhs as i32, self.n as i64, self.ldb as i64);
         let slack = round::mul(self.n as f64, round::ETA, Dir::Up);
         let cfg = self.rows_cfg(nrhs)?;
         let mut launch = stream.launch_builder(&self.funcs.residual);
-        launch.arg(&ni).arg(&ki).arg(&self.a).arg(&lda).arg(&self.b).arg(&ldb);
-        launch.arg(&dx).arg(&mut dd).arg(&mut dlo).arg(&mut dhi).arg(&slack);
+        launch
+            .arg(&ni)
+            .arg(&ki)
+            .arg(&self.a)
+            .arg(&lda)
+            .arg(&self.b)
+            .arg(&ldb);
+        launch
+            .arg(&dx)
+            .arg(&mut dd)
+            .arg(&mut dlo)
+            .arg(&mut dhi)
+            .arg(&slack);
         // SAFETY: arguments match residual_dot2; A n × n, B and the vectors n × nrhs.
         unsafe { launch.launch(cfg) }?;
         stream.memcpy_dtoh(&dd, d)?;
@@ -670,14 +870,39 @@ impl verify::Engine for Engine {
 
     fn build_c(&mut self) -> Result<bool, DeviceError> {
         let (n, stream) = (self.n, self.stream());
-        let r = self.r.as_ref().ok_or_else(|| DeviceError::Driver("R not formed".into()))?;
+        let r = self
+            .r
+            .as_ref()
+            .ok_or_else(|| DeviceError::Driver("R not formed".into()))?;
         let mut p = stream.alloc_zeros::<f64>(n * n)?;
-        dgemm(&self.la, Trans::No, Trans::No, n, n, n, r, n, &self.a, n, false, &mut p)?;
+        dgemm(
+            &self.la,
+            Trans::No,
+            Trans::No,
+            n,
+            n,
+            n,
+            r,
+            n,
+            &self.a,
+            n,
+            false,
+            &mut p,
+        )?;
         let mut norms = stream.alloc_zeros::<f64>(2 * n)?;
         let (ni, lda) = (n as i32, n as i64);
         let mut launch = stream.launch_builder(&self.funcs.norms);
-        launch.arg(&ni).arg(r).arg(&self.a).arg(&lda).arg(&mut norms);
-        let cfg = LaunchConfig { grid_dim: ((2 * n).div_ceil(128) as u32, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
+        launch
+            .arg(&ni)
+            .arg(r)
+            .arg(&self.a)
+            .arg(&lda)
+            .arg(&mut norms);
+        let cfg = LaunchConfig {
+            grid_dim: ((2 * n).div_ceil(128) as u32, 1, 1),
+            block_dim: (128, 1, 1),
+            shared_mem_bytes: 0,
+        };
         // SAFETY: arguments match norms_up; R and A are n × n, norms 2n.
         unsafe { launch.launch(cfg) }?;
         // SAFETY: written by build_c below before any read.
@@ -685,7 +910,14 @@ impl verify::Engine for Engine {
         let mut flags = stream.alloc_zeros::<i32>(1)?;
         let (gamma, n_eta) = (round::gamma(n), round::mul(n as f64, round::ETA, Dir::Up));
         let mut launch = stream.launch_builder(&self.funcs.build_c);
-        launch.arg(&ni).arg(&mut p).arg(&norms).arg(&gamma).arg(&n_eta).arg(&mut c_rad).arg(&mut flags);
+        launch
+            .arg(&ni)
+            .arg(&mut p)
+            .arg(&norms)
+            .arg(&gamma)
+            .arg(&n_eta)
+            .arg(&mut c_rad)
+            .arg(&mut flags);
         // SAFETY: arguments match build_c; P and Cr are n × n.
         unsafe { launch.launch(rows_cols(n, n)) }?;
         let bad = stream.clone_dtoh(&flags)?[0] != 0;
@@ -694,11 +926,23 @@ impl verify::Engine for Engine {
         Ok(!bad)
     }
 
-    fn enclose_r(&mut self, vm: &[f64], vr: &[f64], lo: &mut [f64], hi: &mut [f64]) -> Result<(), DeviceError> {
+    fn enclose_r(
+        &mut self,
+        vm: &[f64],
+        vr: &[f64],
+        lo: &mut [f64],
+        hi: &mut [f64],
+    ) -> Result<(), DeviceError> {
         self.enclose(false, vm, vr, lo, hi)
     }
 
-    fn enclose_c(&mut self, vm: &[f64], vr: &[f64], lo: &mut [f64], hi: &mut [f64]) -> Result<(), DeviceError> {
+    fn enclose_c(
+        &mut self,
+        vm: &[f64],
+        vr: &[f64],
+        lo: &mut [f64],
+        hi: &mut [f64],
+    ) -> Result<(), DeviceError> {
         self.enclose(true, vm, vr, lo, hi)
     }
 }

@@ -104,7 +104,13 @@ pub fn gemm_rounded(
     if backend == Backend::Cpu {
         cpu::gemm_rounded(dir, m, n, k, alpha, a, b, beta, c, ldc);
     }
-    dispatch::finish_call("dgemm_rounded", order, backend, start.elapsed(), note.as_deref());
+    dispatch::finish_call(
+        "dgemm_rounded",
+        order,
+        backend,
+        start.elapsed(),
+        note.as_deref(),
+    );
     backend
 }
 
@@ -234,6 +240,12 @@ pub fn gesv_verified(
         outcome.verify_steps,
         note.map(|s| format!("; {s}")).unwrap_or_default()
     );
-    dispatch::finish_call("dgesv_verified", n, backend, start.elapsed(), Some(&summary));
+    dispatch::finish_call(
+        "dgesv_verified",
+        n,
+        backend,
+        start.elapsed(),
+        Some(&summary),
+    );
     (outcome, backend)
 }

@@ -151,7 +151,10 @@ mod tests {
             let (s, e) = two_sum(a, b);
             let (up, dn) = (add(a, b, Dir::Up), add(a, b, Dir::Down));
             assert!(up >= s && dn <= s, "seed {seed}: {a} + {b}");
-            assert!(two_sum(up, -s).0 >= e && two_sum(dn, -s).0 <= e, "seed {seed}");
+            assert!(
+                two_sum(up, -s).0 >= e && two_sum(dn, -s).0 <= e,
+                "seed {seed}"
+            );
             assert!(up == dn || up == dn.next_up(), "seed {seed}: not adjacent");
             // Product: exact value p + e.
             let (p, e) = two_prod(a, b);

@@ -79,7 +79,12 @@ pub fn solve<E: Engine>(
     ldx: usize,
 ) -> Result<Outcome, E::Error> {
     let len = n * nrhs;
-    let mut outcome = Outcome { info: 0, verified: vec![false; nrhs], refine_steps: 0, verify_steps: 0 };
+    let mut outcome = Outcome {
+        info: 0,
+        verified: vec![false; nrhs],
+        refine_steps: 0,
+        verify_steps: 0,
+    };
     let unbounded = |x_inf: &mut [f64], x_sup: &mut [f64], cols: &[bool]| {
         for (c, _) in cols.iter().enumerate().filter(|(_, v)| !**v) {
             for i in 0..n {
@@ -101,7 +106,12 @@ pub fn solve<E: Engine>(
     }
     let mut x = vec![0.0; len];
     engine.apply_r(&bp, &mut x)?;
-    let (mut d, mut lo, mut hi, mut dx) = (vec![0.0; len], vec![0.0; len], vec![0.0; len], vec![0.0; len]);
+    let (mut d, mut lo, mut hi, mut dx) = (
+        vec![0.0; len],
+        vec![0.0; len],
+        vec![0.0; len],
+        vec![0.0; len],
+    );
     let mut last = f64::INFINITY;
     for _ in 0..MAX_REFINE {
         engine.residual(&x, &mut d, &mut lo, &mut hi)?;
@@ -110,8 +120,12 @@ pub fn solve<E: Engine>(
         // Largest correction relative to its column of x̃.
         let mut rel = 0.0f64;
         for c in 0..nrhs {
-            let xmax = x[c * n..(c + 1) * n].iter().fold(0.0f64, |a, v| a.max(v.abs()));
-            let dmax = dx[c * n..(c + 1) * n].iter().fold(0.0f64, |a, v| a.max(v.abs()));
+            let xmax = x[c * n..(c + 1) * n]
+                .iter()
+                .fold(0.0f64, |a, v| a.max(v.abs()));
+            let dmax = dx[c * n..(c + 1) * n]
+                .iter()
+                .fold(0.0f64, |a, v| a.max(v.abs()));
             rel = rel.max(if xmax > 0.0 { dmax / xmax } else { dmax });
         }
         if !rel.is_finite() || rel >= last {
@@ -214,17 +228,33 @@ pub fn dot2_finish(p: f64, s: f64, t_lo: f64, t_hi: f64, terms: usize) -> (f64, 
 /// of R and column norms of A: `|P − R·A| ≤ γ_n·|R|·|A| + n·η` and, by Cauchy–Schwarz,
 /// `(|R|·|A|)_ij ≤ ‖R_i,:‖₂·‖A_:,j‖₂`. Returns the midpoint and radius of `[C]_ij`.
 #[inline(always)]
-pub fn c_entry(p: f64, diagonal: bool, r_norm: f64, a_norm: f64, gamma: f64, n_eta: f64) -> (f64, f64) {
-    let e = round::add(round::mul(gamma, round::mul(r_norm, a_norm, Dir::Up), Dir::Up), n_eta, Dir::Up);
+pub fn c_entry(
+    p: f64,
+    diagonal: bool,
+    r_norm: f64,
+    a_norm: f64,
+    gamma: f64,
+    n_eta: f64,
+) -> (f64, f64) {
+    let e = round::add(
+        round::mul(gamma, round::mul(r_norm, a_norm, Dir::Up), Dir::Up),
+        n_eta,
+        Dir::Up,
+    );
     let delta = if diagonal { 1.0 } else { 0.0 };
-    let (lo, hi) = (round::sub(delta, p, Dir::Down), round::sub(delta, p, Dir::Up));
+    let (lo, hi) = (
+        round::sub(delta, p, Dir::Down),
+        round::sub(delta, p, Dir::Up),
+    );
     let (mid, rad) = super::mid_rad(lo, hi);
     (mid, round::add(rad, e, Dir::Up))
 }
 
 /// An upper bound of the 2-norm of `x`.
 pub fn norm2_up(x: impl Iterator<Item = f64>) -> f64 {
-    let ss = x.fold(0.0, |s, v| round::add(s, round::mul(v, v, Dir::Up), Dir::Up));
+    let ss = x.fold(0.0, |s, v| {
+        round::add(s, round::mul(v, v, Dir::Up), Dir::Up)
+    });
     round::sqrt(ss, Dir::Up)
 }
 
@@ -255,19 +285,31 @@ pub fn enclose_rows(
             }
         }
     }
-    (0..len).map(|k| (round::sub(s_lo[k], r[k], Dir::Down), round::add(s_hi[k], r[k], Dir::Up))).collect()
+    (0..len)
+        .map(|k| {
+            (
+                round::sub(s_lo[k], r[k], Dir::Down),
+                round::add(s_hi[k], r[k], Dir::Up),
+            )
+        })
+        .collect()
 }
 
 /// Runs `f` on blocks of the rows `0..n` on the host's threads and concatenates the results.
 fn par_rows<T: Send>(n: usize, f: impl Fn(std::ops::Range<usize>) -> Vec<T> + Sync) -> Vec<T> {
-    let cores = std::thread::available_parallelism().map(|t| t.get()).unwrap_or(1);
+    let cores = std::thread::available_parallelism()
+        .map(|t| t.get())
+        .unwrap_or(1);
     // About 64K matrix entries per block is where a thread pays for itself.
     let threads = cores.min((n * n) >> 16).max(1);
     let per = n.div_ceil(threads).max(1);
     let blocks: Vec<_> = (0..n).step_by(per).map(|s| s..(s + per).min(n)).collect();
     std::thread::scope(|sc| {
         let handles: Vec<_> = blocks.into_iter().map(|b| sc.spawn(|| f(b))).collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
     })
 }
 
@@ -285,7 +327,16 @@ pub struct CpuEngine<'a> {
 
 impl<'a> CpuEngine<'a> {
     pub fn new(n: usize, a: &'a [f64], lda: usize, b: &'a [f64], ldb: usize) -> Self {
-        CpuEngine { n, a, lda, b, ldb, r: Vec::new(), c_mid: Vec::new(), c_rad: Vec::new() }
+        CpuEngine {
+            n,
+            a,
+            lda,
+            b,
+            ldb,
+            r: Vec::new(),
+            c_mid: Vec::new(),
+            c_rad: Vec::new(),
+        }
     }
 }
 
@@ -334,7 +385,13 @@ impl Engine for CpuEngine<'_> {
         Ok(())
     }
 
-    fn residual(&mut self, x: &[f64], d: &mut [f64], lo: &mut [f64], hi: &mut [f64]) -> Result<(), Self::Error> {
+    fn residual(
+        &mut self,
+        x: &[f64],
+        d: &mut [f64],
+        lo: &mut [f64],
+        hi: &mut [f64],
+    ) -> Result<(), Self::Error> {
         let n = self.n;
         for c in 0..x.len() / n.max(1) {
             let xc = &x[c * n..(c + 1) * n];
@@ -348,10 +405,19 @@ impl Engine for CpuEngine<'_> {
                 for (l, xl) in xc.iter().enumerate() {
                     let col = &a[l * lda + rows.start..l * lda + rows.end];
                     for k in 0..len {
-                        dot2_step(col[k], *xl, &mut p[k], &mut s[k], &mut t_lo[k], &mut t_hi[k]);
+                        dot2_step(
+                            col[k],
+                            *xl,
+                            &mut p[k],
+                            &mut s[k],
+                            &mut t_lo[k],
+                            &mut t_hi[k],
+                        );
                     }
                 }
-                (0..len).map(|k| dot2_finish(p[k], s[k], t_lo[k], t_hi[k], n)).collect()
+                (0..len)
+                    .map(|k| dot2_finish(p[k], s[k], t_lo[k], t_hi[k], n))
+                    .collect()
             });
             for (i, (di, li, hi_)) in rows.into_iter().enumerate() {
                 (d[i + c * n], lo[i + c * n], hi[i + c * n]) = (di, li, hi_);
@@ -363,10 +429,15 @@ impl Engine for CpuEngine<'_> {
     fn build_c(&mut self) -> Result<bool, Self::Error> {
         let n = self.n;
         let mut p = vec![0.0; n * n];
-        crate::lapack::dgemm(false, false, n, n, n, 1.0, &self.r, n, self.a, self.lda, 0.0, &mut p, n);
-        let r_norms: Vec<f64> = (0..n).map(|i| norm2_up((0..n).map(|l| self.r[i + l * n]))).collect();
-        let a_norms: Vec<f64> =
-            (0..n).map(|j| norm2_up(self.a[j * self.lda..j * self.lda + n].iter().copied())).collect();
+        crate::lapack::dgemm(
+            false, false, n, n, n, 1.0, &self.r, n, self.a, self.lda, 0.0, &mut p, n,
+        );
+        let r_norms: Vec<f64> = (0..n)
+            .map(|i| norm2_up((0..n).map(|l| self.r[i + l * n])))
+            .collect();
+        let a_norms: Vec<f64> = (0..n)
+            .map(|j| norm2_up(self.a[j * self.lda..j * self.lda + n].iter().copied()))
+            .collect();
         let (gamma, n_eta) = (round::gamma(n), round::mul(n as f64, round::ETA, Dir::Up));
         self.c_mid = vec![0.0; n * n];
         self.c_rad = vec![0.0; n * n];
@@ -382,12 +453,24 @@ impl Engine for CpuEngine<'_> {
         Ok(finite)
     }
 
-    fn enclose_r(&mut self, vm: &[f64], vr: &[f64], lo: &mut [f64], hi: &mut [f64]) -> Result<(), Self::Error> {
+    fn enclose_r(
+        &mut self,
+        vm: &[f64],
+        vr: &[f64],
+        lo: &mut [f64],
+        hi: &mut [f64],
+    ) -> Result<(), Self::Error> {
         self.enclose(false, vm, vr, lo, hi);
         Ok(())
     }
 
-    fn enclose_c(&mut self, vm: &[f64], vr: &[f64], lo: &mut [f64], hi: &mut [f64]) -> Result<(), Self::Error> {
+    fn enclose_c(
+        &mut self,
+        vm: &[f64],
+        vr: &[f64],
+        lo: &mut [f64],
+        hi: &mut [f64],
+    ) -> Result<(), Self::Error> {
         self.enclose(true, vm, vr, lo, hi);
         Ok(())
     }
@@ -396,7 +479,11 @@ impl Engine for CpuEngine<'_> {
 impl CpuEngine<'_> {
     fn enclose(&self, interval_c: bool, vm: &[f64], vr: &[f64], lo: &mut [f64], hi: &mut [f64]) {
         let n = self.n;
-        let (m, mr) = if interval_c { (&self.c_mid, Some(&self.c_rad[..])) } else { (&self.r, None) };
+        let (m, mr) = if interval_c {
+            (&self.c_mid, Some(&self.c_rad[..]))
+        } else {
+            (&self.r, None)
+        };
         for c in 0..vm.len() / n.max(1) {
             let (x, xr) = (&vm[c * n..(c + 1) * n], &vr[c * n..(c + 1) * n]);
             let rows = par_rows(n, |rows| enclose_rows(m, mr, n, rows, x, xr));

@@ -57,7 +57,9 @@ pub fn run(args: &[String]) -> i32 {
         Some("syev") => crate::bench_syev::bench_syev(&args[1..]),
         Some("interval") => crate::bench_interval::bench_interval(&args[1..]),
         Some(other) => {
-            eprintln!("hylapack bench: no benchmark '{other}' (available: stebz, gtsv, syev, interval)");
+            eprintln!(
+                "hylapack bench: no benchmark '{other}' (available: stebz, gtsv, syev, interval)"
+            );
             2
         }
         None => {

@@ -33,7 +33,10 @@ const CPU_ROUNDED_MAX: usize = 1024;
 const CPU_SOLVE_MAX: usize = 4096;
 
 fn parse(args: &[String]) -> Result<Options, String> {
-    let mut o = Options { sizes: vec![1024, 2048, 4096, 8192, 16384], csv: None };
+    let mut o = Options {
+        sizes: vec![1024, 2048, 4096, 8192, 16384],
+        csv: None,
+    };
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -41,7 +44,11 @@ fn parse(args: &[String]) -> Result<Options, String> {
                 let v = it.next().ok_or("--sizes needs a list of orders")?;
                 o.sizes = v
                     .split(',')
-                    .map(|s| s.trim().parse::<usize>().map_err(|_| format!("bad size {s}")))
+                    .map(|s| {
+                        s.trim()
+                            .parse::<usize>()
+                            .map_err(|_| format!("bad size {s}"))
+                    })
                     .collect::<Result<_, _>>()?;
             }
             "--csv" => o.csv = Some(it.next().ok_or("--csv needs a file")?.clone()),
@@ -79,13 +86,31 @@ fn run(o: &Options) -> i32 {
         Err(e) => println!("GPU: none ({e}); GPU columns are empty"),
     }
     let mut products = Table::new(&[
-        "n", "cuBLAS DGEMM", "rounded (kernel)", "rounded/cuBLAS", "same kernel nearest", "midrad thick", "midrad/cuBLAS",
-        "midrad point×thick", "infsup (kernel)", "rounded host→host", "rounded CPU", "midrad CPU",
+        "n",
+        "cuBLAS DGEMM",
+        "rounded (kernel)",
+        "rounded/cuBLAS",
+        "same kernel nearest",
+        "midrad thick",
+        "midrad/cuBLAS",
+        "midrad point×thick",
+        "infsup (kernel)",
+        "rounded host→host",
+        "rounded CPU",
+        "midrad CPU",
         "width midrad/infsup",
     ]);
     let mut solver = Table::new(&[
-        "n", "verified GPU", "cuSOLVER LU", "GPU ratio", "verified CPU", "LAPACK LU", "INFO",
-        "steps", "max rel width", "x* inside",
+        "n",
+        "verified GPU",
+        "cuSOLVER LU",
+        "GPU ratio",
+        "verified CPU",
+        "LAPACK LU",
+        "INFO",
+        "steps",
+        "max rel width",
+        "x* inside",
     ]);
     let mut failures = 0;
     for &n in &o.sizes {
@@ -118,7 +143,10 @@ fn uniform_matrix(len: usize, rng: &mut Rng) -> Vec<f64> {
 
 fn rate(n: usize, t: Result<f64, DeviceError>) -> (String, Option<f64>) {
     match t {
-        Ok(s) => (format!("{:.2} ({})", tflops(n, s), time(s)), Some(tflops(n, s))),
+        Ok(s) => (
+            format!("{:.2} ({})", tflops(n, s), time(s)),
+            Some(tflops(n, s)),
+        ),
         Err(e) => (format!("error: {e}"), None),
     }
 }
@@ -127,7 +155,11 @@ fn product_row(n: usize, rng: &mut Rng, have_gpu: bool) -> Vec<String> {
     let len = n * n;
     let (a, b) = (uniform_matrix(len, rng), uniform_matrix(len, rng));
     // Thick intervals: radius 1e-8 relative to the midpoint.
-    let widen = |x: &[f64]| -> (Vec<f64>, Vec<f64>) { x.iter().map(|v| (v - v.abs() * 1e-8, v + v.abs() * 1e-8)).unzip() };
+    let widen = |x: &[f64]| -> (Vec<f64>, Vec<f64>) {
+        x.iter()
+            .map(|v| (v - v.abs() * 1e-8, v + v.abs() * 1e-8))
+            .unzip()
+    };
     let ((ai, asup), (bi, bsup)) = (widen(&a), widen(&b));
     let mut cells = vec![n.to_string()];
     let mut gpu_cells = vec!["-".to_string(); 8];
@@ -162,8 +194,16 @@ fn product_row(n: usize, rng: &mut Rng, have_gpu: bool) -> Vec<String> {
     let host = if have_gpu {
         let mut c = vec![0.0; len];
         let t = timings(2, || {
-            let oa = Operand { data: &a, ld: n, trans: Trans::No };
-            let ob = Operand { data: &b, ld: n, trans: Trans::No };
+            let oa = Operand {
+                data: &a,
+                ld: n,
+                trans: Trans::No,
+            };
+            let ob = Operand {
+                data: &b,
+                ld: n,
+                trans: Trans::No,
+            };
             if let Err(e) = igpu::gemm_rounded(Dir::Up, n, n, n, 1.0, oa, ob, 0.0, &mut c, n) {
                 eprintln!("dgemm_rounded GPU: {e}");
             }
@@ -173,18 +213,38 @@ fn product_row(n: usize, rng: &mut Rng, have_gpu: bool) -> Vec<String> {
         "-".into()
     };
     cells.push(host);
-    let op = |d| Operand { data: d, ld: n, trans: Trans::No };
+    let op = |d| Operand {
+        data: d,
+        ld: n,
+        trans: Trans::No,
+    };
     cells.push(if n <= CPU_ROUNDED_MAX {
         let mut c = vec![0.0; len];
-        let t = timings(1, || icpu::gemm_rounded(Dir::Up, n, n, n, 1.0, op(&a), op(&b), 0.0, &mut c, n));
+        let t = timings(1, || {
+            icpu::gemm_rounded(Dir::Up, n, n, n, 1.0, op(&a), op(&b), 0.0, &mut c, n)
+        });
         format!("{:.3} ({})", tflops(n, t[0]), time(t[0]))
     } else {
         "-".into()
     });
-    let iv = |lo, hi| IntervalOperand { inf: op(lo), sup: op(hi) };
+    let iv = |lo, hi| IntervalOperand {
+        inf: op(lo),
+        sup: op(hi),
+    };
     cells.push(if n <= CPU_SOLVE_MAX {
         let (mut clo, mut chi) = (vec![0.0; len], vec![0.0; len]);
-        let t = timings(1, || icpu::igemm_midrad(n, n, n, iv(&ai, &asup), iv(&bi, &bsup), &mut clo, &mut chi, n));
+        let t = timings(1, || {
+            icpu::igemm_midrad(
+                n,
+                n,
+                n,
+                iv(&ai, &asup),
+                iv(&bi, &bsup),
+                &mut clo,
+                &mut chi,
+                n,
+            )
+        });
         format!("{:.3} ({})", tflops(n, t[0]), time(t[0]))
     } else {
         "-".into()
@@ -243,24 +303,87 @@ fn gpu_products(
         median(&t)
     };
     // SAFETY: the device arrays hold n × n entries.
-    let cublas = timed(&mut || unsafe { la.blas.gemm(cfg, &da, &db, &mut dc) }.map_err(|e| DeviceError::Driver(format!("{e:?}"))));
-    let rounded = timed(&mut || {
-        igpu::gemm_rounded_device(&s, Dir::Up, n, n, n, 1.0, (&da, n, Trans::No), (&db, n, Trans::No), 0.0, &mut dc, n)
+    let cublas = timed(&mut || {
+        unsafe { la.blas.gemm(cfg, &da, &db, &mut dc) }
+            .map_err(|e| DeviceError::Driver(format!("{e:?}")))
     });
-    let nearest = timed(&mut || igpu::gemm_nearest_device(&s, n, n, n, (&da, n, Trans::No), (&db, n, Trans::No), &mut dc, n));
+    let rounded = timed(&mut || {
+        igpu::gemm_rounded_device(
+            &s,
+            Dir::Up,
+            n,
+            n,
+            n,
+            1.0,
+            (&da, n, Trans::No),
+            (&db, n, Trans::No),
+            0.0,
+            &mut dc,
+            n,
+        )
+    });
+    let nearest = timed(&mut || {
+        igpu::gemm_nearest_device(
+            &s,
+            n,
+            n,
+            n,
+            (&da, n, Trans::No),
+            (&db, n, Trans::No),
+            &mut dc,
+            n,
+        )
+    });
     let up = |x: &[f64], y: &[f64]| -> Result<DeviceInterval, DeviceError> {
-        Ok(DeviceInterval { inf: s.clone_htod(x)?, sup: s.clone_htod(y)? })
+        Ok(DeviceInterval {
+            inf: s.clone_htod(x)?,
+            sup: s.clone_htod(y)?,
+        })
     };
     let (dai, dbi) = (up(ai, asup)?, up(bi, bsup)?);
-    let dpoint = DeviceInterval { inf: s.clone_htod(a)?, sup: s.clone_htod(a)? };
+    let dpoint = DeviceInterval {
+        inf: s.clone_htod(a)?,
+        sup: s.clone_htod(a)?,
+    };
     let mut dci = DeviceInterval::zeros(&s, n * n)?;
-    let midrad = timed(&mut || igpu::igemm_midrad_device(&la, n, n, n, (&dai, n, Trans::No), (&dbi, n, Trans::No), &mut dci, n));
+    let midrad = timed(&mut || {
+        igpu::igemm_midrad_device(
+            &la,
+            n,
+            n,
+            n,
+            (&dai, n, Trans::No),
+            (&dbi, n, Trans::No),
+            &mut dci,
+            n,
+        )
+    });
     let mid_lo: Vec<f64> = s.clone_dtoh(&dci.inf)?;
     let mid_hi: Vec<f64> = s.clone_dtoh(&dci.sup)?;
     let midrad_point = timed(&mut || {
-        igpu::igemm_midrad_device(&la, n, n, n, (&dpoint, n, Trans::No), (&dbi, n, Trans::No), &mut dci, n)
+        igpu::igemm_midrad_device(
+            &la,
+            n,
+            n,
+            n,
+            (&dpoint, n, Trans::No),
+            (&dbi, n, Trans::No),
+            &mut dci,
+            n,
+        )
     });
-    let infsup = timed(&mut || igpu::igemm_infsup_device(&s, n, n, n, (&dai, n, Trans::No), (&dbi, n, Trans::No), &mut dci, n));
+    let infsup = timed(&mut || {
+        igpu::igemm_infsup_device(
+            &s,
+            n,
+            n,
+            n,
+            (&dai, n, Trans::No),
+            (&dbi, n, Trans::No),
+            &mut dci,
+            n,
+        )
+    });
     if let Some(e) = err {
         return Err(e);
     }
@@ -272,7 +395,15 @@ fn gpu_products(
         .collect();
     ratios.sort_by(f64::total_cmp);
     let width_ratio = ratios.get(ratios.len() / 2).copied().unwrap_or(f64::NAN);
-    Ok(GpuProducts { cublas, rounded, nearest, midrad, midrad_point, infsup, width_ratio })
+    Ok(GpuProducts {
+        cublas,
+        rounded,
+        nearest,
+        midrad,
+        midrad_point,
+        infsup,
+        width_ratio,
+    })
 }
 
 /// The unverified LU solve with cuSOLVER, host to host: upload, getrf, getrs, download.
@@ -298,7 +429,9 @@ fn cusolver_solve(n: usize, a: &[f64], b: &[f64]) -> Result<(f64, Vec<f64>), Dev
     {
         let (pa, _g) = da.device_ptr_mut(&s);
         // SAFETY: live handle; A holds n × n entries.
-        ok("getrf_bufferSize", unsafe { solver_sys::cusolverDnDgetrf_bufferSize(h, ni, ni, pa as *mut f64, ni, &mut lwork) })?;
+        ok("getrf_bufferSize", unsafe {
+            solver_sys::cusolverDnDgetrf_bufferSize(h, ni, ni, pa as *mut f64, ni, &mut lwork)
+        })?;
     }
     let mut work = s.alloc_zeros::<f64>(lwork.max(1) as usize)?;
     {
@@ -307,7 +440,18 @@ fn cusolver_solve(n: usize, a: &[f64], b: &[f64]) -> Result<(f64, Vec<f64>), Dev
         let (pp, _g3) = ipiv.device_ptr_mut(&s);
         let (pi, _g4) = info.device_ptr_mut(&s);
         // SAFETY: workspace from the query; every array is on this stream.
-        ok("getrf", unsafe { solver_sys::cusolverDnDgetrf(h, ni, ni, pa as *mut f64, ni, pw as *mut f64, pp as *mut i32, pi as *mut i32) })?;
+        ok("getrf", unsafe {
+            solver_sys::cusolverDnDgetrf(
+                h,
+                ni,
+                ni,
+                pa as *mut f64,
+                ni,
+                pw as *mut f64,
+                pp as *mut i32,
+                pi as *mut i32,
+            )
+        })?;
         let (pb, _g5) = db.device_ptr_mut(&s);
         // SAFETY: factors from getrf; b holds n entries.
         ok("getrs", unsafe {
@@ -331,8 +475,12 @@ fn cusolver_solve(n: usize, a: &[f64], b: &[f64]) -> Result<(f64, Vec<f64>), Dev
 }
 
 fn solver_row(n: usize, rng: &mut Rng, have_gpu: bool) -> (Vec<String>, bool) {
-    let a: Vec<f64> = (0..n * n).map(|_| (rng.below(201) as i64 - 100) as f64).collect();
-    let xs: Vec<f64> = (0..n).map(|_| (rng.below(2001) as i64 - 1000) as f64).collect();
+    let a: Vec<f64> = (0..n * n)
+        .map(|_| (rng.below(201) as i64 - 100) as f64)
+        .collect();
+    let xs: Vec<f64> = (0..n)
+        .map(|_| (rng.below(2001) as i64 - 1000) as f64)
+        .collect();
     // b = A·x* exactly: |b_i| ≤ 1e5·n < 2^53.
     let mut b = vec![0.0; n];
     for (l, x) in xs.iter().enumerate() {
@@ -351,18 +499,29 @@ fn solver_row(n: usize, rng: &mut Rng, have_gpu: bool) -> (Vec<String>, bool) {
         (worst, inside)
     };
     let (mut lo, mut hi) = (vec![0.0; n], vec![0.0; n]);
-    let mut summary = ("-".to_string(), "-".to_string(), "-".to_string(), "-".to_string());
+    let mut summary = (
+        "-".to_string(),
+        "-".to_string(),
+        "-".to_string(),
+        "-".to_string(),
+    );
     let mut ok = true;
     let mut gpu_time = None;
     if have_gpu {
         let t0 = Instant::now();
-        let r = igpu::Engine::new(n, &a, n, &b, n).and_then(|mut e| verify::solve(&mut e, n, 1, &b, n, &mut lo, &mut hi, n));
+        let r = igpu::Engine::new(n, &a, n, &b, n)
+            .and_then(|mut e| verify::solve(&mut e, n, 1, &b, n, &mut lo, &mut hi, n));
         let t = t0.elapsed().as_secs_f64();
         match r {
             Ok(out) => {
                 let (w, inside) = check(&lo, &hi);
                 ok &= out.info == 0 && inside;
-                summary = (out.info.to_string(), format!("{}+{}", out.refine_steps, out.verify_steps), format!("{w:.1e}"), inside.to_string());
+                summary = (
+                    out.info.to_string(),
+                    format!("{}+{}", out.refine_steps, out.verify_steps),
+                    format!("{w:.1e}"),
+                    inside.to_string(),
+                );
                 gpu_time = Some(t);
                 cells.push(time(t));
             }
@@ -374,7 +533,11 @@ fn solver_row(n: usize, rng: &mut Rng, have_gpu: bool) -> (Vec<String>, bool) {
         match cusolver_solve(n, &a, &b) {
             Ok((t, _)) => {
                 cells.push(time(t));
-                cells.push(gpu_time.map(|g| format!("{:.1}x", g / t)).unwrap_or("-".into()));
+                cells.push(
+                    gpu_time
+                        .map(|g| format!("{:.1}x", g / t))
+                        .unwrap_or("-".into()),
+                );
             }
             Err(e) => cells.extend([format!("error: {e}"), "-".into()]),
         }
@@ -389,7 +552,12 @@ fn solver_row(n: usize, rng: &mut Rng, have_gpu: bool) -> (Vec<String>, bool) {
         let (w, inside) = check(&lo, &hi);
         ok &= out.info == 0 && inside;
         if !have_gpu {
-            summary = (out.info.to_string(), format!("{}+{}", out.refine_steps, out.verify_steps), format!("{w:.1e}"), inside.to_string());
+            summary = (
+                out.info.to_string(),
+                format!("{}+{}", out.refine_steps, out.verify_steps),
+                format!("{w:.1e}"),
+                inside.to_string(),
+            );
         }
         let (mut lu, mut x, mut ipiv) = (a.clone(), b.clone(), vec![0i32; n]);
         let t0 = Instant::now();

@@ -5,8 +5,8 @@
 use crate::table::{time, Table};
 use hylapack::api::gtsv::dgtsv_spike;
 use hylapack::api::interval::{dgemm_rounded, dgesv_verified};
-use hylapack::api::syev::dsyev_ooc;
 use hylapack::api::stebz::{dstebz_gpu, sstebz_gpu};
+use hylapack::api::syev::dsyev_ooc;
 use hylapack::dispatch;
 use hylapack::lapack::Lapack;
 use hylapack::testmat::{self, Rng, TridiagFamily};
@@ -196,14 +196,30 @@ fn run_gtsv(n: usize, nrhs: usize, rng: &mut Rng, table: &mut Table) -> bool {
 /// `dgesv_verified` on a random integer system with a known integer solution x* (b = A x*
 /// exactly), against LAPACK's unverified DGETRF + DGETRS: x* must lie in every interval.
 fn run_verified(n: usize, rng: &mut Rng, table: &mut Table) -> bool {
-    let a: Vec<f64> = (0..n * n).map(|_| (rng.below(201) as i64 - 100) as f64).collect();
-    let xs: Vec<f64> = (0..n).map(|_| (rng.below(2001) as i64 - 1000) as f64).collect();
-    let b: Vec<f64> = (0..n).map(|i| (0..n).map(|l| a[i + l * n] * xs[l]).sum()).collect();
+    let a: Vec<f64> = (0..n * n)
+        .map(|_| (rng.below(201) as i64 - 100) as f64)
+        .collect();
+    let xs: Vec<f64> = (0..n)
+        .map(|_| (rng.below(2001) as i64 - 1000) as f64)
+        .collect();
+    let b: Vec<f64> = (0..n)
+        .map(|i| (0..n).map(|l| a[i + l * n] * xs[l]).sum())
+        .collect();
     let (mut lo, mut hi) = (vec![0.0; n], vec![0.0; n]);
     let started = Instant::now();
     // SAFETY: A is n × n, b and the outputs n × 1, leading dimensions n.
     let info = unsafe {
-        dgesv_verified(n as i32, 1, a.as_ptr(), n as i32, b.as_ptr(), n as i32, lo.as_mut_ptr(), hi.as_mut_ptr(), n as i32)
+        dgesv_verified(
+            n as i32,
+            1,
+            a.as_ptr(),
+            n as i32,
+            b.as_ptr(),
+            n as i32,
+            lo.as_mut_ptr(),
+            hi.as_mut_ptr(),
+            n as i32,
+        )
     };
     let ours = started.elapsed().as_secs_f64();
     let backend = dispatch::last_backend().map_or("?", |b| b.name());
@@ -213,7 +229,9 @@ fn run_verified(n: usize, rng: &mut Rng, table: &mut Table) -> bool {
     hylapack::lapack::dgetrs(n, 1, &lu, n, &ipiv, &mut x, n);
     let lapack = started.elapsed().as_secs_f64();
     let inside = (0..n).all(|i| lo[i] <= xs[i] && xs[i] <= hi[i]);
-    let width = (0..n).map(|i| (hi[i] - lo[i]) / xs[i].abs().max(1.0)).fold(0.0, f64::max);
+    let width = (0..n)
+        .map(|i| (hi[i] - lo[i]) / xs[i].abs().max(1.0))
+        .fold(0.0, f64::max);
     let ok = info == 0 && info_ref == 0 && inside && width <= 1e-12;
     table.row(vec![
         "dgesv_verified".into(),
@@ -238,7 +256,16 @@ fn run_syev(n: usize, rng: &mut Rng, table: &mut Table) -> bool {
     let (mut work, mut w) = (a.clone(), vec![0.0; n]);
     let started = Instant::now();
     // SAFETY: A is n × n with leading dimension n, w holds n entries.
-    let info = unsafe { dsyev_ooc(b'N' as std::ffi::c_char, b'L' as std::ffi::c_char, n as i32, work.as_mut_ptr(), n as i32, w.as_mut_ptr()) };
+    let info = unsafe {
+        dsyev_ooc(
+            b'N' as std::ffi::c_char,
+            b'L' as std::ffi::c_char,
+            n as i32,
+            work.as_mut_ptr(),
+            n as i32,
+            w.as_mut_ptr(),
+        )
+    };
     let ours = started.elapsed().as_secs_f64();
     let backend = dispatch::last_backend().map_or("?", |b| b.name());
     let (mut work, mut w_ref) = (a, vec![0.0; n]);
@@ -246,7 +273,10 @@ fn run_syev(n: usize, rng: &mut Rng, table: &mut Table) -> bool {
     let info_ref = f64::syev_values(b'L', n, &mut work, n, &mut w_ref);
     let lapack = started.elapsed().as_secs_f64();
     let norm = w_ref.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-    let diff = w.iter().zip(&w_ref).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+    let diff = w
+        .iter()
+        .zip(&w_ref)
+        .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
     let ok = info == 0 && info_ref == 0 && diff <= 4.0 * n as f64 * f64::EPSILON * norm;
     table.row(vec![
         "dsyev_ooc".into(),
@@ -265,15 +295,31 @@ fn run_syev(n: usize, rng: &mut Rng, table: &mut Table) -> bool {
 
 /// `dgemm_rounded` up and down bracket LAPACK's DGEMM result.
 fn run_rounded(n: usize, rng: &mut Rng, table: &mut Table) -> bool {
-    let (a, b): (Vec<f64>, Vec<f64>) = (0..n * n).map(|_| (rng.range(-1.0, 1.0), rng.range(-1.0, 1.0))).unzip();
+    let (a, b): (Vec<f64>, Vec<f64>) = (0..n * n)
+        .map(|_| (rng.range(-1.0, 1.0), rng.range(-1.0, 1.0)))
+        .unzip();
     let (mut up, mut down, mut c) = (vec![0.0; n * n], vec![0.0; n * n], vec![0.0; n * n]);
     let started = Instant::now();
     let mut info = 0;
     for (rnd, out) in [(b'U', &mut up), (b'D', &mut down)] {
         // SAFETY: all matrices are n × n with leading dimension n.
         info |= unsafe {
-            dgemm_rounded(rnd as std::ffi::c_char, b'N' as std::ffi::c_char, b'N' as std::ffi::c_char, n as i32, n as i32, n as i32,
-                1.0, a.as_ptr(), n as i32, b.as_ptr(), n as i32, 0.0, out.as_mut_ptr(), n as i32)
+            dgemm_rounded(
+                rnd as std::ffi::c_char,
+                b'N' as std::ffi::c_char,
+                b'N' as std::ffi::c_char,
+                n as i32,
+                n as i32,
+                n as i32,
+                1.0,
+                a.as_ptr(),
+                n as i32,
+                b.as_ptr(),
+                n as i32,
+                0.0,
+                out.as_mut_ptr(),
+                n as i32,
+            )
         };
     }
     let ours = started.elapsed().as_secs_f64() / 2.0;
@@ -286,7 +332,8 @@ fn run_rounded(n: usize, rng: &mut Rng, table: &mut Table) -> bool {
     let u = f64::EPSILON / 2.0;
     let (nf, slack) = (n as f64, (n as f64 + 1.0) * u * n as f64);
     let gap = (0..n * n).map(|k| up[k] - down[k]).fold(0.0, f64::max);
-    let ordered = (0..n * n).all(|k| down[k] <= up[k] && down[k] - slack <= c[k] && c[k] <= up[k] + slack);
+    let ordered =
+        (0..n * n).all(|k| down[k] <= up[k] && down[k] - slack <= c[k] && c[k] <= up[k] + slack);
     let ok = info == 0 && ordered && gap <= 4.0 * (nf + 1.0) * u * nf;
     table.row(vec![
         "dgemm_rounded".into(),
@@ -353,10 +400,22 @@ pub fn run() -> i32 {
     ));
     results.push(run_gtsv(1 << 20, 1, &mut rng, &mut table));
     // The CPU emulates directed rounding (slow): a smaller product there.
-    let rounded_n = if hylapack::device::gpu().is_ok() { 2048 } else { 256 };
+    let rounded_n = if hylapack::device::gpu().is_ok() {
+        2048
+    } else {
+        256
+    };
     results.push(run_rounded(rounded_n, &mut rng, &mut table));
     results.push(run_verified(1000, &mut rng, &mut table));
-    results.push(run_syev(if hylapack::device::gpu().is_ok() { 4096 } else { 1000 }, &mut rng, &mut table));
+    results.push(run_syev(
+        if hylapack::device::gpu().is_ok() {
+            4096
+        } else {
+            1000
+        },
+        &mut rng,
+        &mut table,
+    ));
     table.print();
     let passed = results.iter().filter(|&&ok| ok).count();
     println!(

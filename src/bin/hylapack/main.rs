@@ -3,8 +3,8 @@
 
 mod bench;
 mod bench_gtsv;
-mod bench_syev;
 mod bench_interval;
+mod bench_syev;
 mod demo;
 mod info;
 mod table;
