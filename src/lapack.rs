@@ -546,7 +546,7 @@ fn c_int_of(x: usize) -> c_int {
 }
 
 /// Entries a column-major `rows` x `cols` operand with leading dimension `ld` spans.
-fn span(rows: usize, cols: usize, ld: usize) -> usize {
+pub fn span(rows: usize, cols: usize, ld: usize) -> usize {
     if rows == 0 || cols == 0 {
         0
     } else {
@@ -1133,8 +1133,7 @@ impl_dense!(
     ssyevd_,
     sgeqrt3_
 );
-// LAPACK's LU (double precision) for the interval family's approximate inverse; its DGEMM is
-// [`Dense::gemm`].
+// LAPACK's LU (double precision) for the interval family's approximate inverse.
 extern "C" {
     fn dgetrf_(
         m: *const c_int,
@@ -1160,42 +1159,6 @@ extern "C" {
 
 fn blas_int(x: usize) -> c_int {
     c_int::try_from(x).expect("dimension exceeds the 32-bit BLAS integer")
-}
-
-/// BLAS DGEMM: `C := alpha·op(A)·op(B) + beta·C`, `op(A)` m×k, `op(B)` k×n, column-major.
-#[allow(clippy::too_many_arguments)]
-pub fn dgemm(
-    trans_a: bool,
-    trans_b: bool,
-    m: usize,
-    n: usize,
-    k: usize,
-    alpha: f64,
-    a: &[f64],
-    lda: usize,
-    b: &[f64],
-    ldb: usize,
-    beta: f64,
-    c: &mut [f64],
-    ldc: usize,
-) {
-    if m == 0 || n == 0 {
-        return;
-    }
-    let t = |x: bool| if x { b'T' } else { b'N' };
-    <f64 as Dense>::gemm(
-        t(trans_a),
-        t(trans_b),
-        m,
-        n,
-        k,
-        alpha,
-        (a, lda),
-        (b, ldb),
-        beta,
-        c,
-        ldc,
-    );
 }
 
 /// LAPACK DGETRF on the n×n matrix `a` (leading dimension `lda`). Returns INFO.

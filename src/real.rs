@@ -112,3 +112,21 @@ macro_rules! impl_real {
 
 impl_real!(f32, 's');
 impl_real!(f64, 'd');
+
+// Error-free transformations (f64), shared by the interval family's directed rounding and the
+// tridiagonal solver's compensated residual.
+
+/// `a + b = s + e` exactly when no overflow occurs (Knuth's TwoSum).
+#[inline(always)]
+pub fn two_sum(a: f64, b: f64) -> (f64, f64) {
+    let s = a + b;
+    let bb = s - a;
+    (s, (a - (s - bb)) + (b - bb))
+}
+
+/// `a · b = p + e` exactly unless the product is in the underflow range (TwoProduct by FMA).
+#[inline(always)]
+pub fn two_prod(a: f64, b: f64) -> (f64, f64) {
+    let p = a * b;
+    (p, a.mul_add(b, -p))
+}

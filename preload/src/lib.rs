@@ -13,8 +13,10 @@
 //! when dispatch sends it to the GPU; forwarded otherwise, and always for JOBZ = 'V' and
 //! workspace queries).
 
+use hylapack::api::fortran_char;
 use hylapack::api::HYLAPACK_INFO_INTERNAL_ERROR;
 use hylapack::dispatch;
+use hylapack::lapack::span;
 use hylapack::lapack::Dense;
 use hylapack::real::Real;
 use hylapack::sbr::gpu::CublasReal;
@@ -281,27 +283,9 @@ unsafe fn set_info(info: *mut c_int, value: c_int) {
     }
 }
 
-/// The first character of a CHARACTER argument (never its hidden length), or a blank.
-unsafe fn first_char(p: *const c_char) -> u8 {
-    if p.is_null() {
-        b' '
-    } else {
-        *p as u8
-    }
-}
-
 /// A workspace query (LWORK or LIWORK = −1): answered by LAPACK itself.
 unsafe fn is_query(lens: &[*const c_int]) -> bool {
     lens.iter().any(|p| !p.is_null() && **p == -1)
-}
-
-/// `rows × cols` with leading dimension `ld`, as entries.
-fn span(rows: usize, cols: usize, ld: usize) -> usize {
-    if rows == 0 || cols == 0 {
-        0
-    } else {
-        ld * (cols - 1) + rows
-    }
 }
 
 /// Runs an eigenvalue driver, logs the call under the LAPACK name; a panic becomes INFO −1000.
@@ -356,7 +340,7 @@ unsafe fn syev_here<T: Real + Dense + CublasReal>(
     let (Some(&n), Some(&lda)) = (n.as_ref(), lda.as_ref()) else {
         return Err(NULL_ARG.into());
     };
-    let (jobz, uplo) = (first_char(jobz), first_char(uplo));
+    let (jobz, uplo) = (fortran_char(jobz), fortran_char(uplo));
     ordinary_call(jobz, query)?;
     if n <= 0 || a.is_null() || w.is_null() || syev::syev_check(jobz, uplo, n, lda, c_int::MAX) != 0
     {
@@ -391,7 +375,7 @@ unsafe fn syevx_here<T: Real + Dense + CublasReal>(
     ldz: *const c_int,
     query: bool,
 ) -> Result<c_int, String> {
-    let (jobz, range, uplo) = (first_char(jobz), first_char(range), first_char(uplo));
+    let (jobz, range, uplo) = (fortran_char(jobz), fortran_char(range), fortran_char(uplo));
     let needs_v = range.eq_ignore_ascii_case(&b'V');
     let needs_i = range.eq_ignore_ascii_case(&b'I');
     let scalars = (n.as_ref(), lda.as_ref(), ldz.as_ref(), abstol.as_ref());

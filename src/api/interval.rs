@@ -8,6 +8,7 @@ use super::{
     HYLAPACK_INFO_INTERNAL_ERROR,
 };
 use crate::interval::{self, round::Dir, IntervalOperand, Operand, Trans};
+use crate::lapack::span;
 use std::ffi::{c_char, c_int};
 
 fn trans_of(c: u8) -> Option<Trans> {
@@ -15,15 +16,6 @@ fn trans_of(c: u8) -> Option<Trans> {
         b'N' => Some(Trans::No),
         b'T' | b'C' => Some(Trans::Yes),
         _ => None,
-    }
-}
-
-/// Entries an array of `rows × cols` with leading dimension `ld` spans.
-fn span(rows: usize, cols: usize, ld: usize) -> usize {
-    if rows == 0 || cols == 0 {
-        0
-    } else {
-        ld * (cols - 1) + rows
     }
 }
 

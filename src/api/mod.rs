@@ -67,7 +67,7 @@ pub(crate) use ffi_boundary;
 ///
 /// # Safety
 /// `p` is null or points to at least one readable byte.
-pub(crate) unsafe fn fortran_char(p: *const c_char) -> u8 {
+pub unsafe fn fortran_char(p: *const c_char) -> u8 {
     if p.is_null() {
         b' '
     } else {

@@ -1,12 +1,13 @@
 //! `dsyev_ooc` / `dsyevx_ooc`: eigenvalues of a dense symmetric matrix through the
 //! out-of-core band reduction, with LAPACK DSYEV's / DSYEVX's contracts for JOBZ = 'N'.
 
-use super::syrdb::{choose_path, span};
+use super::syrdb::choose_path;
 use super::{
     ffi_boundary, fortran_char, output, report_illegal_argument, scalar,
     HYLAPACK_INFO_INTERNAL_ERROR,
 };
 use crate::dispatch;
+use crate::lapack::span;
 use crate::sbr::syev::{self as drivers, EigReport};
 use std::ffi::{c_char, c_int};
 use std::time::Instant;

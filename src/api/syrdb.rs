@@ -6,20 +6,11 @@ use super::{
     HYLAPACK_INFO_INTERNAL_ERROR,
 };
 use crate::dispatch::{self, Backend, Family};
-use crate::lapack::Dense;
+use crate::lapack::{span, Dense};
 use crate::real::Real;
 use crate::sbr::{self, gpu::CublasReal, Path};
 use std::ffi::{c_char, c_int};
 use std::time::Instant;
-
-/// Entries a column-major array of `rows` x `cols` with leading dimension `ld` reaches.
-pub(crate) fn span(rows: usize, cols: usize, ld: usize) -> usize {
-    if rows == 0 || cols == 0 {
-        0
-    } else {
-        ld * (cols - 1) + rows
-    }
-}
 
 /// The path the dispatcher picks for a problem of order `n`, and why not the GPU.
 pub(crate) fn choose_path(n: usize) -> (Path, Option<String>) {

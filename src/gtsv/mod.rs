@@ -499,22 +499,14 @@ pub fn residual_rows<T: Real>(
     residual_rows_into(dl, d, du, x, f, rows, None, false)
 }
 
-/// `a + b = s + e` exactly (Knuth's two-sum).
-fn two_sum(a: f64, b: f64) -> (f64, f64) {
-    let s = a + b;
-    let bb = s - a;
-    (s, (a - (s - bb)) + (b - bb))
-}
-
 /// `f_i − (A x)_i` with the products exact (FMA) and the sum compensated, in double precision:
 /// accurate to about `ε |r_i| + ε² (|A||x| + |f|)_i`, so a refinement step sees the true residual
 /// rather than the rounding noise of its own evaluation.
 fn residual_accurate(f: f64, terms: [(f64, f64); 3]) -> f64 {
     let (mut s, mut e) = (f, 0.0f64);
     for (a, x) in terms {
-        let p = a * x;
-        let pl = a.mul_add(x, -p);
-        let (s2, e2) = two_sum(s, -p);
+        let (p, pl) = crate::real::two_prod(a, x);
+        let (s2, e2) = crate::real::two_sum(s, -p);
         s = s2;
         e += e2 - pl;
     }

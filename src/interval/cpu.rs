@@ -5,7 +5,7 @@
 
 use super::round::{self, Dir, ETA};
 use super::{IntervalOperand, Operand, Trans};
-use crate::lapack;
+use crate::lapack::Dense;
 
 /// Threads for `work` multiply–adds: one per ~4M, at most the cores.
 fn threads_for(work: f64) -> usize {
@@ -354,61 +354,20 @@ pub fn igemm_midrad(
 ) {
     let (ar, ac) = a.inf.stored_shape(m, k);
     let (br, bc) = b.inf.stored_shape(k, n);
-    let (ta, tb) = (a.inf.trans == Trans::Yes, b.inf.trans == Trans::Yes);
     let (pa, pb) = (split_mid_rad(&a, ar, ac), split_mid_rad(&b, br, bc));
-    let mut p = vec![0.0f64; m * n];
-    if k > 0 {
-        lapack::dgemm(
-            ta,
-            tb,
-            m,
-            n,
-            k,
-            1.0,
-            &pa.mid,
-            ar.max(1),
-            &pb.mid,
-            br.max(1),
-            0.0,
-            &mut p,
-            m,
-        );
-    }
-    let terms = radius_terms(pa, pb, k);
-    let mut t = vec![0.0f64; m * n];
+    // C (+)= op(X)·op(Y) on the operands' stored layouts, packed to leading dimensions ar, br.
+    let gemm = |x: &[f64], y: &[f64], beta: f64, c: &mut [f64]| {
+        let (ta, tb) = (a.inf.trans.blas(), b.inf.trans.blas());
+        <f64 as Dense>::gemm(ta, tb, m, n, k, 1.0, (x, ar), (y, br), beta, c, m);
+    };
+    let (mut p, mut t) = (vec![0.0f64; m * n], vec![0.0f64; m * n]);
     let mut summed = k;
     if k > 0 {
-        lapack::dgemm(
-            ta,
-            tb,
-            m,
-            n,
-            k,
-            1.0,
-            &terms.left,
-            ar.max(1),
-            &terms.right,
-            br.max(1),
-            0.0,
-            &mut t,
-            m,
-        );
+        gemm(&pa.mid, &pb.mid, 0.0, &mut p);
+        let terms = radius_terms(pa, pb, k);
+        gemm(&terms.left, &terms.right, 0.0, &mut t);
         if let Some((l2, r2)) = &terms.second {
-            lapack::dgemm(
-                ta,
-                tb,
-                m,
-                n,
-                k,
-                1.0,
-                l2,
-                ar.max(1),
-                r2,
-                br.max(1),
-                1.0,
-                &mut t,
-                m,
-            );
+            gemm(l2, r2, 1.0, &mut t);
             summed = 2 * k;
         }
     }

@@ -25,6 +25,16 @@ pub enum Trans {
     Yes,
 }
 
+impl Trans {
+    /// The BLAS TRANS character.
+    pub fn blas(self) -> u8 {
+        match self {
+            Trans::No => b'N',
+            Trans::Yes => b'T',
+        }
+    }
+}
+
 /// A column-major operand as stored (`ld` ≥ its stored row count) and how it is used.
 /// `op(A)[i, l]` is `data[i + l·ld]` untransposed, `data[l + i·ld]` transposed.
 #[derive(Clone, Copy)]

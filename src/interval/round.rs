@@ -34,20 +34,7 @@ pub const ETA: f64 = 5e-324;
 /// Below this magnitude a product's FMA residual may itself underflow (and read as 0).
 const TINY_PRODUCT: f64 = 1.0e-270;
 
-/// `a + b = s + e` exactly when no overflow occurs (Knuth's TwoSum).
-#[inline(always)]
-pub fn two_sum(a: f64, b: f64) -> (f64, f64) {
-    let s = a + b;
-    let bb = s - a;
-    (s, (a - (s - bb)) + (b - bb))
-}
-
-/// `a · b = p + e` exactly unless the product is in the underflow range (TwoProduct by FMA).
-#[inline(always)]
-pub fn two_prod(a: f64, b: f64) -> (f64, f64) {
-    let p = a * b;
-    (p, a.mul_add(b, -p))
-}
+pub use crate::real::{two_prod, two_sum};
 
 /// Moves a nearest-rounded result `r` of a finite operation the way `dir` asks, given the
 /// sign of the exact error `err` (exact value − r); `unsure` says the error may have

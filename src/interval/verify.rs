@@ -11,6 +11,7 @@
 //! work, the O(n) interval bookkeeping stays on the host.
 
 use super::round::{self, Dir};
+use crate::lapack::Dense;
 
 /// The per-engine operations; vectors are n × nrhs, column-major with leading dimension n, on
 /// the host.
@@ -381,7 +382,19 @@ impl Engine for CpuEngine<'_> {
 
     fn apply_r(&mut self, v: &[f64], out: &mut [f64]) -> Result<(), Self::Error> {
         let (n, nrhs) = (self.n, v.len() / self.n.max(1));
-        crate::lapack::dgemm(false, false, n, nrhs, n, 1.0, &self.r, n, v, n, 0.0, out, n);
+        <f64 as Dense>::gemm(
+            b'N',
+            b'N',
+            n,
+            nrhs,
+            n,
+            1.0,
+            (&self.r, n),
+            (v, n),
+            0.0,
+            out,
+            n,
+        );
         Ok(())
     }
 
@@ -429,8 +442,18 @@ impl Engine for CpuEngine<'_> {
     fn build_c(&mut self) -> Result<bool, Self::Error> {
         let n = self.n;
         let mut p = vec![0.0; n * n];
-        crate::lapack::dgemm(
-            false, false, n, n, n, 1.0, &self.r, n, self.a, self.lda, 0.0, &mut p, n,
+        <f64 as Dense>::gemm(
+            b'N',
+            b'N',
+            n,
+            n,
+            n,
+            1.0,
+            (&self.r, n),
+            (self.a, self.lda),
+            0.0,
+            &mut p,
+            n,
         );
         let r_norms: Vec<f64> = (0..n)
             .map(|i| norm2_up((0..n).map(|l| self.r[i + l * n])))

@@ -325,7 +325,19 @@ fn run_rounded(n: usize, rng: &mut Rng, table: &mut Table) -> bool {
     let ours = started.elapsed().as_secs_f64() / 2.0;
     let backend = dispatch::last_backend().map_or("?", |b| b.name());
     let started = Instant::now();
-    hylapack::lapack::dgemm(false, false, n, n, n, 1.0, &a, n, &b, n, 0.0, &mut c, n);
+    <f64 as hylapack::lapack::Dense>::gemm(
+        b'N',
+        b'N',
+        n,
+        n,
+        n,
+        1.0,
+        (&a, n),
+        (&b, n),
+        0.0,
+        &mut c,
+        n,
+    );
     let lapack = started.elapsed().as_secs_f64();
     // |entries| ≤ 1, so Σ|a||b| ≤ n and each bound is within 2(n+1)·u·n of the exact value;
     // LAPACK's nearest-rounded product lies within (n+1)·u·n of it.
