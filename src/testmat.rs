@@ -52,8 +52,14 @@ impl Rng {
 }
 
 /// A seed that differs from run to run (time and process id mixed), for tests that print it so
-/// that a failure can be replayed with `Rng::new(seed)`.
+/// that a failure can be replayed: `HYLAPACK_TEST_SEED=<seed>` makes every call return it.
 pub fn seed_from_time() -> u64 {
+    if let Some(seed) = std::env::var("HYLAPACK_TEST_SEED")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+    {
+        return seed;
+    }
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
