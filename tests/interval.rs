@@ -56,10 +56,7 @@ fn check_backend(what: &str) {
 }
 
 fn seed() -> u64 {
-    let s = std::env::var("HYLAPACK_TEST_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(seed_from_time);
+    let s = seed_from_time();
     println!("seed {s} (HYLAPACK_TEST_SEED={s} replays it)");
     s
 }

@@ -28,10 +28,7 @@ use hylapack::sbr::{self, Mode, Path};
 use hylapack::testmat::{self, DenseFamily, Rng};
 
 fn seed() -> u64 {
-    match std::env::var("HYLAPACK_TEST_SEED") {
-        Ok(s) => s.trim().parse().expect("HYLAPACK_TEST_SEED is a u64"),
-        Err(_) => testmat::seed_from_time(),
-    }
+    testmat::seed_from_time()
 }
 
 fn gpu_wanted() -> bool {
