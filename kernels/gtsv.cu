@@ -255,27 +255,64 @@ __device__ __forceinline__ void reg_solve2(const T *a, const T *b, const T *c, c
     }
 }
 
-// Pass 1 of a level: per partition (M rows, separator included), the spikes' and Y's top and
-// bottom entries. WT, WB, VT, VB: P entries; YT, YB: P x nrhs (leading dimension P). flags bit 0:
-// zero pivot.
+// a + b = s + e exactly (two-sum).
+__device__ __forceinline__ void two_sum(double a, double b, double &s, double &e) {
+    s = a + b;
+    double bb = s - a;
+    e = (a - (s - bb)) + (b - bb);
+}
+
+// f - (a*xm + b*x0 + c*xp) in double precision with exact products (fma) and a compensated sum:
+// the same evaluation as residual_accurate in src/gtsv/mod.rs.
+__device__ __forceinline__ double residual_acc(double f, double a, double xm, double b, double x0, double c,
+                                               double xp) {
+    double s = f, e = 0.0;
+    double as[3] = {b, a, c}, xs[3] = {x0, xm, xp};
+#pragma unroll
+    for (int k = 0; k < 3; ++k) {
+        double p = as[k] * xs[k];
+        double pl = fma(as[k], xs[k], -p);
+        double s2, e2;
+        two_sum(s, -p, s2, e2);
+        s = s2;
+        e += e2 - pl;
+    }
+    return s + e;
+}
+
+// Every level kernel below tiles the partitions the same way: CTA k stages partitions
+// k*(T-1) .. k*(T-1)+T-1 (T = blockDim.x threads, one partition each) and owns the first T-1;
+// the last one is a halo, the next CTA's first partition, computed here again so that each
+// separator row sees both neighbouring partitions without another pass over memory.
+__device__ __forceinline__ long long first_partition() { return (long long)blockIdx.x * (blockDim.x - 1); }
+
+// Pass 1 of a level: factors every partition (M rows, separator last), solves for the spikes
+// W = A_j^-1 (a_0 e_0), V = A_j^-1 (c e_last) and Y = A_j^-1 f, and writes the separator
+// system straight from their top and bottom entries: row j couples separator j to j-1 and j+1,
+//   rdl[j-1] = -a_s WB_j,  rd[j] = d_s - a_s VB_j - c_s WT_{j+1},  rdu[j] = -c_s VT_{j+1},
+//   rf[j] = f_s - a_s YB_j - c_s YT_{j+1}
+// (P rows in LAPACK's layout; rf is P x nrhs). flags bit 0: a zero pivot.
 template <typename T, int M>
 __device__ void spike_reduce(long long n, const T *dl, const T *d, const T *du, const T *f, long long ldf, int nrhs,
-                             long long P, T *WT, T *WB, T *VT, T *VB, T *YT, T *YB, int *flags) {
+                             long long P, T *rdl, T *rd, T *rdu, T *rf, int *flags) {
     constexpr int MI = M - 1;
     extern __shared__ unsigned char smem_raw[];
     T *sa = reinterpret_cast<T *>(smem_raw);
     int stride = blockDim.x * (M + 1);
     T *sb = sa + stride, *sc = sb + stride, *sf = sc + stride;
-    long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    long long row0 = (long long)blockIdx.x * blockDim.x * M;
+    T *top_w = sf + stride, *top_v = top_w + blockDim.x, *top_y = top_v + blockDim.x;
+    int t = threadIdx.x;
+    long long j = first_partition() + t;
+    long long row0 = first_partition() * M;
+    bool owned = t + 1 < (int)blockDim.x && j < P;
     stage<T, M>(sa, 0, dl, n, row0, ldf, 0);
     stage<T, M>(sb, 1, d, n, row0, ldf, 0);
     stage<T, M>(sc, 2, du, n, row0, ldf, 0);
     __syncthreads();
-    const T *a = sa + threadIdx.x * (M + 1), *b = sb + threadIdx.x * (M + 1), *c = sc + threadIdx.x * (M + 1);
+    const T *a = sa + t * (M + 1), *b = sb + t * (M + 1), *c = sc + t * (M + 1);
     RegFactor<T, MI> F;
     bool ok = reg_factor<T, MI>(a, b, c, F);
-    if (j < P && !ok) atomicOr(flags, 1);
+    if (owned && !ok) atomicOr(flags, 1);
     T tmp[MI], tmp2[MI];
 #pragma unroll
     for (int e = 0; e < MI; ++e) {
@@ -283,80 +320,72 @@ __device__ void spike_reduce(long long n, const T *dl, const T *d, const T *du, 
         tmp2[e] = e == MI - 1 ? c[MI - 1] : T(0);
     }
     reg_solve2<T, MI>(a, b, c, F, tmp, tmp2);
-    if (j < P) {
-        WT[j] = tmp[0];
-        WB[j] = tmp[MI - 1];
-        VT[j] = tmp2[0];
-        VB[j] = tmp2[MI - 1];
+    top_w[t] = tmp[0];
+    top_v[t] = tmp2[0];
+    // The separator row of this partition (its last staged row).
+    T as = a[MI], ds = b[MI], cs = c[MI];
+    T wb = tmp[MI - 1], vb = tmp2[MI - 1];
+    bool next = j + 1 < P;
+    __syncthreads();
+    if (owned) {
+        if (j > 0) rdl[j - 1] = -(as * wb);
+        rd[j] = ds - as * vb - cs * (next ? top_w[t + 1] : T(0));
+        if (next) rdu[j] = -(cs * top_v[t + 1]);
     }
     for (int col = 0; col < nrhs; ++col) {
         __syncthreads();
         stage<T, M>(sf, 3, f, n, row0, ldf, col);
         __syncthreads();
-        const T *fr = sf + threadIdx.x * (M + 1);
+        const T *fr = sf + t * (M + 1);
 #pragma unroll
         for (int e = 0; e < MI; ++e) tmp[e] = fr[e];
         reg_solve<T, MI>(a, b, c, F, tmp);
-        if (j < P) {
-            YT[j + col * P] = tmp[0];
-            YB[j + col * P] = tmp[MI - 1];
-        }
-    }
-}
-
-// The reduced (separator) system of a level: P rows, tridiagonal, in LAPACK's layout, and the
-// original right-hand sides of the separator rows (FS, for the residual check).
-template <typename T>
-__device__ void spike_build(long long n, const T *dl, const T *d, const T *du, const T *f, long long ldf, int nrhs,
-                            int m, long long P, const T *WT, const T *WB, const T *VT, const T *VB, const T *YT,
-                            const T *YB, T *rdl, T *rd, T *rdu, T *rf, T *FS) {
-    long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= P) return;
-    long long s = (j + 1) * m - 1;
-    T as = load_a(dl, n, s), ds = load_b(d, n, s), cs = load_c(du, n, s);
-    bool next = j + 1 < P;
-    T wtn = next ? WT[j + 1] : T(0), vtn = next ? VT[j + 1] : T(0);
-    if (j > 0) rdl[j - 1] = -(as * WB[j]);
-    rd[j] = ds - as * VB[j] - cs * wtn;
-    if (next) rdu[j] = -(cs * vtn);
-    for (int col = 0; col < nrhs; ++col) {
-        T fs = s < n ? f[s + col * ldf] : T(0);
-        T ytn = next ? YT[j + 1 + col * P] : T(0);
-        rf[j + col * P] = fs - as * YB[j + col * P] - cs * ytn;
-        FS[j + col * P] = fs;
+        top_y[t] = tmp[0];
+        __syncthreads();
+        if (owned) rf[j + col * P] = fr[MI] - as * tmp[MI - 1] - cs * (next ? top_y[t + 1] : T(0));
     }
 }
 
 // Pass 2 of a level: with the separators' solution XS (P x nrhs), each partition re-solves its
 // interior with the couplings moved to the right-hand side and writes X (leading dimension ldx).
-// X may be F itself (x == f, ldx == ldf): a CTA reads its whole tile before writing it. With check != 0 it also accumulates, per column, the
-// interior rows' max |r_i|, max (|a x| + |d x| + |c x| + |f|) and max |f| into rmax, smax, bmax (flags bit 1:
-// a non-finite value).
-template <typename T, int M>
+// X may be F itself (x == f, ldx == ldf): a CTA reads its whole tile before writing it, and a halo
+// partition is written only by the CTA that owns it. With check != 0 it also accumulates, per
+// column, the max |r_i|, max (|a x| + |d x| + |c x| + |f|) and max |f| of the owned rows,
+// separators included, into rmax, smax, bmax (flags bit 1: a non-finite value); the halo's
+// solution is what the last separator row needs, so the check needs x != f.
+//
+// UPD (a refinement step, with check): F is the residual of the old solution X0 (leading
+// dimension ld0) against the original right-hand sides F0 (ld0f); the kernel writes X0 + the
+// correction to X and checks that sum against F0 with the accurate residual (residual_acc),
+// which saves a pass for the sum and one for its residual.
+template <typename T, int M, bool UPD>
 __device__ void spike_backsub(long long n, const T *dl, const T *d, const T *du, const T *f, long long ldf, T *x,
                               long long ldx, int nrhs, long long P, const T *XS, int check, T *rmax, T *smax,
-                              T *bmax, int *flags) {
+                              T *bmax, int *flags, const T *x0, long long ld0, const T *f0, long long ld0f) {
     constexpr int MI = M - 1;
     extern __shared__ unsigned char smem_raw[];
     T *sa = reinterpret_cast<T *>(smem_raw);
     int stride = blockDim.x * (M + 1);
-    T *sb = sa + stride, *sc = sb + stride, *sf = sc + stride;
-    long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    long long row0 = (long long)blockIdx.x * blockDim.x * M;
+    T *sb = sa + stride, *sc = sb + stride, *sf = sc + stride, *sx = sf + stride;
+    int t = threadIdx.x;
+    long long j = first_partition() + t;
+    long long row0 = first_partition() * M;
+    bool owned = t + 1 < (int)blockDim.x && j < P;
     stage<T, M>(sa, 0, dl, n, row0, ldf, 0);
     stage<T, M>(sb, 1, d, n, row0, ldf, 0);
     stage<T, M>(sc, 2, du, n, row0, ldf, 0);
     __syncthreads();
-    const T *a = sa + threadIdx.x * (M + 1), *b = sb + threadIdx.x * (M + 1), *c = sc + threadIdx.x * (M + 1);
+    const T *a = sa + t * (M + 1), *b = sb + t * (M + 1), *c = sc + t * (M + 1);
     RegFactor<T, MI> F;
     reg_factor<T, MI>(a, b, c, F);
     T tmp[MI];
-    long long my0 = row0 + (long long)threadIdx.x * M;
+    long long my0 = row0 + (long long)t * M;
     for (int col = 0; col < nrhs; ++col) {
         __syncthreads();
         stage<T, M>(sf, 3, f, n, row0, ldf, col);
+        if (UPD) stage<T, M>(sx, 3, x0, n, row0, ld0, col);
         __syncthreads();
-        T *fr = sf + threadIdx.x * (M + 1);
+        T *fr = sf + t * (M + 1);
         T xl = (j > 0 && j <= P) ? XS[j - 1 + col * P] : T(0);
         T xr = j < P ? XS[j + col * P] : T(0);
 #pragma unroll
@@ -364,80 +393,70 @@ __device__ void spike_backsub(long long n, const T *dl, const T *d, const T *du,
         tmp[0] = tmp[0] - a[0] * xl;
         tmp[MI - 1] = tmp[MI - 1] - c[MI - 1] * xr;
         reg_solve<T, MI>(a, b, c, F, tmp);
-        if (check) {
-            T rm = T(0), sm = T(0), bm = T(0);
-            bool finite = true;
+        // The solution's tile goes to sf (to sx as X0 + correction with UPD), the separator last.
+        T *out = UPD ? sx + t * (M + 1) : fr;
+        if (UPD) {
+            // Row my0 - 1 is the previous partition's separator, outside the tile for t = 0.
+            xl = my0 >= 1 && my0 - 1 < n ? x0[my0 - 1 + col * ld0] + xl : T(0);
+#pragma unroll
+            for (int e = 0; e < MI; ++e) tmp[e] = out[e] + tmp[e];
+            xr = out[MI] + xr;
+        }
+        T rm = T(0), sm = T(0), bm = T(0);
+        bool finite = true;
+        // One row's residual into rm, sm, bm: the plain one, or with UPD the accurate one against F0.
+        auto account = [&](long long row, T fi, T am, T xm, T bi, T xi, T cp, T xp) {
+            if (UPD) fi = f0[row + col * ld0f];
+            T r = UPD ? T(residual_acc(double(fi), double(am), double(xm), double(bi), double(xi), double(cp),
+                                       double(xp)))
+                      : fi - (bi * xi + am * xm + cp * xp);
+            T s = fabs(bi * xi) + fabs(am * xm) + fabs(cp * xp) + fabs(fi);
+            r = fabs(r);
+            finite = finite && isfinite(xi) && isfinite(r) && isfinite(s);
+            rm = fmax(rm, r);
+            sm = fmax(sm, s);
+            bm = fmax(bm, fabs(fi));
+        };
+        if (check && owned) {
 #pragma unroll
             for (int e = 0; e < MI; ++e) {
                 if (my0 + e >= n) break;
                 T xm = e > 0 ? tmp[e - 1] : xl;
                 T xp = e + 1 < MI ? tmp[e + 1] : xr;
-                T t0 = a[e] * xm, t1 = b[e] * tmp[e], t2 = c[e] * xp;
-                T ax = t1 + t0 + t2;
-                T r = fabs(fr[e] - ax);
-                T s = fabs(t1) + fabs(t0) + fabs(t2) + fabs(fr[e]);
-                finite = finite && isfinite(tmp[e]) && isfinite(r) && isfinite(s);
-                rm = fmax(rm, r);
-                sm = fmax(sm, s);
-                bm = fmax(bm, fabs(fr[e]));
+                account(my0 + e, fr[e], a[e], xm, b[e], tmp[e], c[e], xp);
             }
+        }
+        T fs = fr[MI];
+        __syncthreads();
+#pragma unroll
+        for (int e = 0; e < MI; ++e) out[e] = tmp[e];
+        out[MI] = xr;
+        __syncthreads();
+        const T *sol = UPD ? sx : sf;
+        // The separator row s: x_{s-1} is this partition's last row, x_{s+1} the next one's first.
+        long long s = my0 + MI;
+        if (check && owned && s < n) {
+            T xp = s + 1 < n ? sol[(t + 1) * (M + 1)] : T(0);
+            account(s, fs, a[MI], tmp[MI - 1], b[MI], xr, c[MI], xp);
+        }
+        if (check) {
             for (int off = 16; off > 0; off >>= 1) {
                 rm = fmax(rm, __shfl_xor_sync(0xffffffffu, rm, off));
                 sm = fmax(sm, __shfl_xor_sync(0xffffffffu, sm, off));
                 bm = fmax(bm, __shfl_xor_sync(0xffffffffu, bm, off));
             }
-            if ((threadIdx.x & 31) == 0) {
+            if ((t & 31) == 0) {
                 atomic_max_nonneg(rmax + col, rm);
                 atomic_max_nonneg(smax + col, sm);
                 atomic_max_nonneg(bmax + col, bm);
             }
             if (!finite) atomicOr(flags, 2);
         }
-#pragma unroll
-        for (int e = 0; e < MI; ++e) fr[e] = tmp[e];
-        fr[MI] = xr;
-        __syncthreads();
-        int count = blockDim.x * M;
-        for (int i = threadIdx.x; i < count; i += blockDim.x) {
+        int count = (blockDim.x - 1) * M;
+        for (int i = t; i < count; i += blockDim.x) {
             long long r = row0 + i;
-            if (r < n) x[r + col * ldx] = sf[(i / M) * (M + 1) + (i % M)];
+            if (r < n) x[r + col * ldx] = sol[(i / M) * (M + 1) + (i % M)];
         }
-    }
-}
-
-// The residual check of the separator rows (after the back substitution of level 0).
-template <typename T>
-__device__ void spike_sep_check(long long n, const T *dl, const T *d, const T *du, const T *x, long long ldx, int nrhs,
-                                int m, long long P, const T *FS, T *rmax, T *smax, T *bmax, int *flags) {
-    long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    long long s = (j + 1) * m - 1;
-    bool live = j < P && s < n;
-    for (int col = 0; col < nrhs; ++col) {
-        T rm = T(0), sm = T(0), bm = T(0);
-        bool finite = true;
-        if (live) {
-            const T *xc = x + col * ldx;
-            T t0 = load_a(dl, n, s) * (s >= 1 ? xc[s - 1] : T(0));
-            T t1 = load_b(d, n, s) * xc[s];
-            T t2 = load_c(du, n, s) * (s + 1 < n ? xc[s + 1] : T(0));
-            T fs = FS[j + col * P];
-            T ax = t1 + t0 + t2;
-            rm = fabs(fs - ax);
-            sm = fabs(t1) + fabs(t0) + fabs(t2) + fabs(fs);
-            bm = fabs(fs);
-            finite = isfinite(xc[s]) && isfinite(rm) && isfinite(sm);
-        }
-        for (int off = 16; off > 0; off >>= 1) {
-            rm = fmax(rm, __shfl_xor_sync(0xffffffffu, rm, off));
-            sm = fmax(sm, __shfl_xor_sync(0xffffffffu, sm, off));
-            bm = fmax(bm, __shfl_xor_sync(0xffffffffu, bm, off));
-        }
-        if ((threadIdx.x & 31) == 0) {
-            atomic_max_nonneg(rmax + col, rm);
-            atomic_max_nonneg(smax + col, sm);
-            atomic_max_nonneg(bmax + col, bm);
-        }
-        if (!finite) atomicOr(flags, 2);
     }
 }
 
@@ -463,31 +482,6 @@ __device__ void base_solve(long long n, const T *dl, const T *d, const T *du, T 
     for (int col = threadIdx.x; col < nrhs; col += blockDim.x) {
         dp_solve(sa, sb, sc, (int)n, piv, mult, first2, f + col * ldf);
     }
-}
-
-// a + b = s + e exactly (two-sum).
-__device__ __forceinline__ void two_sum(double a, double b, double &s, double &e) {
-    s = a + b;
-    double bb = s - a;
-    e = (a - (s - bb)) + (b - bb);
-}
-
-// f - (a*xm + b*x0 + c*xp) in double precision with exact products (fma) and a compensated sum:
-// the same evaluation as residual_accurate in src/gtsv/mod.rs.
-__device__ __forceinline__ double residual_acc(double f, double a, double xm, double b, double x0, double c,
-                                               double xp) {
-    double s = f, e = 0.0;
-    double as[3] = {b, a, c}, xs[3] = {x0, xm, xp};
-#pragma unroll
-    for (int k = 0; k < 3; ++k) {
-        double p = as[k] * xs[k];
-        double pl = fma(as[k], xs[k], -p);
-        double s2, e2;
-        two_sum(s, -p, s2, e2);
-        s = s2;
-        e += e2 - pl;
-    }
-    return s + e;
 }
 
 // Iterative refinement's residual: for each of ncols columns, r = f - A x accurately (stored in
@@ -542,12 +536,6 @@ template <typename T> __device__ void add_into(long long n, int ncols, const T *
 }
 
 #define STAMP_GTSV(T, sfx)                                                                                    \
-    extern "C" __global__ void gtsv_build_##sfx(long long n, const T *dl, const T *d, const T *du, const T *f,  \
-                                                long long ldf, int nrhs, int m, long long P, const T *WT,      \
-                                                const T *WB, const T *VT, const T *VB, const T *YT,            \
-                                                const T *YB, T *rdl, T *rd, T *rdu, T *rf, T *FS) {            \
-        spike_build<T>(n, dl, d, du, f, ldf, nrhs, m, P, WT, WB, VT, VB, YT, YB, rdl, rd, rdu, rf, FS);       \
-    }                                                                                                         \
     extern "C" __global__ void gtsv_residual_##sfx(long long n, const T *dl, const T *d, const T *du,           \
                                                    const T *x, long long ldx, const T *f, long long ldf,       \
                                                    int ncols, T *r, long long ldr, T *rmax, T *smax, T *bmax,  \
@@ -558,11 +546,6 @@ template <typename T> __device__ void add_into(long long n, int ncols, const T *
                                               long long ldr) {                                                 \
         add_into<T>(n, ncols, x, ldx, r, ldr);                                                               \
     }                                                                                                         \
-    extern "C" __global__ void gtsv_sep_check_##sfx(long long n, const T *dl, const T *d, const T *du,          \
-                                                    const T *x, long long ldx, int nrhs, int m, long long P,   \
-                                                    const T *FS, T *rmax, T *smax, T *bmax, int *flags) {      \
-        spike_sep_check<T>(n, dl, d, du, x, ldx, nrhs, m, P, FS, rmax, smax, bmax, flags);                     \
-    }                                                                                                         \
     extern "C" __global__ void gtsv_base_##sfx(long long n, const T *dl, const T *d, const T *du, T *f,         \
                                                long long ldf, int nrhs, int *flags) {                          \
         base_solve<T>(n, dl, d, du, f, ldf, nrhs, flags);                                                     \
@@ -572,14 +555,23 @@ template <typename T> __device__ void add_into(long long n, int ncols, const T *
 #define STAMP_GTSV_M(T, sfx, M)                                                                               \
     extern "C" __global__ void gtsv_reduce_##sfx##_m##M(long long n, const T *dl, const T *d, const T *du,      \
                                                         const T *f, long long ldf, int nrhs, long long P,      \
-                                                        T *WT, T *WB, T *VT, T *VB, T *YT, T *YB, int *flags) { \
-        spike_reduce<T, M>(n, dl, d, du, f, ldf, nrhs, P, WT, WB, VT, VB, YT, YB, flags);                     \
+                                                        T *rdl, T *rd, T *rdu, T *rf, int *flags) {            \
+        spike_reduce<T, M>(n, dl, d, du, f, ldf, nrhs, P, rdl, rd, rdu, rf, flags);                           \
     }                                                                                                         \
     extern "C" __global__ void gtsv_backsub_##sfx##_m##M(long long n, const T *dl, const T *d, const T *du,     \
                                                          const T *f, long long ldf, T *x, long long ldx,       \
                                                          int nrhs, long long P, const T *XS, int check,        \
                                                          T *rmax, T *smax, T *bmax, int *flags) {              \
-        spike_backsub<T, M>(n, dl, d, du, f, ldf, x, ldx, nrhs, P, XS, check, rmax, smax, bmax, flags);       \
+        spike_backsub<T, M, false>(n, dl, d, du, f, ldf, x, ldx, nrhs, P, XS, check, rmax, smax, bmax, flags,  \
+                                   nullptr, 0, nullptr, 0);                                                   \
+    }                                                                                                         \
+    extern "C" __global__ void gtsv_update_##sfx##_m##M(long long n, const T *dl, const T *d, const T *du,      \
+                                                        const T *f, long long ldf, T *x, long long ldx,        \
+                                                        int nrhs, long long P, const T *XS, T *rmax, T *smax,  \
+                                                        T *bmax, int *flags, const T *x0, long long ld0,       \
+                                                        const T *f0, long long ld0f) {                         \
+        spike_backsub<T, M, true>(n, dl, d, du, f, ldf, x, ldx, nrhs, P, XS, 1, rmax, smax, bmax, flags, x0,   \
+                                  ld0, f0, ld0f);                                                             \
     }
 
 STAMP_GTSV(float, s)

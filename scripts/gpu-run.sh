@@ -12,7 +12,7 @@
 # Every test binary runs with ARGS (libtest's: a name filter, --nocapture,
 # --test-threads=N, ...) and with
 #   HYLAPACK_DEVICE=gpu  HYLAPACK_REQUIRE_GPU=1   (override either by setting it)
-# then `hylapack info` runs. The combined log goes to ${OUT:-/tmp}/gpu-check.log
+# then `hylapack info` runs. HYLAPACK_PACK_ONLY=gtsv,api limits the run to those binaries. The combined log goes to ${OUT:-/tmp}/gpu-check.log
 # and the summary to ${OUT:-/tmp}/gpu-check-summary.txt. Exit status: 0 when
 # every binary passed.
 set -uo pipefail
@@ -66,7 +66,16 @@ total_pass=0 total_fail=0 total_ign=0
 bin_fail=()
 bins=()
 for t in "$work"/tests/*; do
-    [ -f "$t" ] && bins+=("$t")
+    [ -f "$t" ] || continue
+    # HYLAPACK_PACK_ONLY=gtsv,api runs only the binaries whose names start with one of these.
+    if [ -n "${HYLAPACK_PACK_ONLY:-}" ]; then
+        keep=0
+        for want in ${HYLAPACK_PACK_ONLY//,/ }; do
+            case "$(basename "$t")" in "$want"-*) keep=1 ;; esac
+        done
+        ((keep)) || continue
+    fi
+    bins+=("$t")
 done
 for t in "${bins[@]}"; do
     name="$(basename "$t")"

@@ -3,11 +3,13 @@
 //! pinned staging buffers, runs the same core and downloads only an accepted answer.
 //!
 //! Each level of the recursion cuts its system into partitions of `m` rows (one thread each,
-//! diagonal pivoting), builds the tridiagonal separator system (one row per partition) and
-//! recurses on it until it has at most `base_n` rows, which one CTA solves. The back
-//! substitution then runs level by level upwards; on the top level it also computes the residual
-//! check (interior rows in the back-substitution kernel, separator rows in a small kernel), so
-//! the decision to accept costs no extra pass over the matrix. The top level reads the
+//! diagonal pivoting) and, in the same kernel, writes the tridiagonal separator system (one row
+//! per partition); it recurses on that until it has at most `base_n` rows, which one CTA solves.
+//! The back substitution then runs level by level upwards; on the top level it also computes
+//! the residual check of every row, so the decision to accept costs no extra pass over the
+//! matrix. Two kernels per level, each one pass over the level's data: a CTA recomputes its
+//! neighbour's first partition (a halo) rather than exchange the separator rows' couplings
+//! through memory. The top level reads the
 //! right-hand sides where they are and writes `X` into a buffer of its own, so the caller's `B`
 //! stays intact until the answer is accepted. Iterative refinement, when the check finds a
 //! residual above LAPACK's level, also runs on the GPU (`Plan::run`).
@@ -32,7 +34,8 @@ pub struct GpuOptions {
     /// Rows per partition, separator included: 8, 16 or 32 (the partition kernels are compiled
     /// for each, so that a partition's factorization stays in registers).
     pub m: usize,
-    /// Threads (partitions) per CTA: a multiple of 32.
+    /// Threads (partitions) per CTA: a multiple of 32, with
+    /// `(5 (m + 1) + 3) · threads · 8` bytes at most 48 KiB (the kernels' shared memory).
     pub threads: u32,
     /// Systems of at most this many rows are solved by one CTA (the bottom of the recursion).
     pub base_n: usize,
@@ -45,10 +48,13 @@ pub struct GpuOptions {
 
 impl Default for GpuOptions {
     fn default() -> Self {
+        // `hylapack bench gtsv --tune` on an H100 (n = 2^23, random): m = 8 took 0.52 ms at
+        // 32 to 128 threads, m = 16 0.64 ms, m = 32 1.7 ms (its registers spill); base_n = 32
+        // and 128 tie, 1024 is slower.
         GpuOptions {
-            m: 16,
-            threads: 32,
-            base_n: 128,
+            m: 8,
+            threads: 64,
+            base_n: 32,
             staging_elems: 1 << 22,
             memory_limit: None,
         }
@@ -98,16 +104,23 @@ pub struct DevCols {
     pub ld: usize,
 }
 
-/// One level's per-partition spike data and the reduced system it builds (the next level's).
+/// What the top level's back substitution does besides solving.
+#[derive(Clone, Copy, Debug)]
+enum Top {
+    Solve,
+    /// Accumulate the residual summaries of every row.
+    Check,
+    /// A refinement step: the right-hand sides are the residual of `x0` against `f0`; write
+    /// `x0` + the correction and accumulate its accurate residual summaries against `f0`.
+    Update {
+        x0: DevCols,
+        f0: DevCols,
+    },
+}
+
+/// One level: its partition count and the separator system it reduces to (the next level's).
 struct Level {
     p: usize,
-    wt: CUdeviceptr,
-    wb: CUdeviceptr,
-    vt: CUdeviceptr,
-    vb: CUdeviceptr,
-    yt: CUdeviceptr,
-    yb: CUdeviceptr,
-    fs: CUdeviceptr,
     /// The reduced system (p rows) and its right-hand sides / solution (p × nrhs, in place).
     next: DevMatrix,
     next_f: CUdeviceptr,
@@ -126,15 +139,77 @@ fn level_sizes(n: usize, o: &GpuOptions) -> Vec<usize> {
     sizes
 }
 
-/// Device bytes of the work buffers of one solve (the solution, the levels and the summaries),
-/// not counting the caller's matrix and right-hand sides.
+/// The pieces of one solve's work buffer, in elements of `T`, each rounded up to 32 elements:
+/// per level the separator system (DL, D, DU, F); then the solution X, the refinement's
+/// residual R and its candidate X + δ (each n × nrhs), the summaries and the flags.
+fn work_layout(
+    n: usize,
+    nrhs: usize,
+    o: &GpuOptions,
+) -> (Vec<(usize, [usize; 4])>, [usize; 5], usize) {
+    let mut total = 0usize;
+    let mut carve = |len: usize| {
+        let at = total;
+        total += len.max(1).div_ceil(32) * 32;
+        at
+    };
+    let levels = level_sizes(n, o)
+        .into_iter()
+        .map(|p| (p, [p - 1, p, p - 1, p * nrhs].map(&mut carve)))
+        .collect();
+    let rest = [n * nrhs, n * nrhs, n * nrhs, 3 * nrhs.max(1), 1].map(&mut carve);
+    (levels, rest, total)
+}
+
+/// Device bytes of the work buffer of one solve (see [`work_layout`]), not counting the
+/// caller's matrix and right-hand sides.
 pub fn work_bytes<T>(n: usize, nrhs: usize, o: &GpuOptions) -> u64 {
-    // Each piece of the plan's allocation is rounded up to 32 elements.
-    let mut elems = n * nrhs + 3 * nrhs + 64;
-    for p in level_sizes(n, o) {
-        elems += 4 * p + 3 * p * nrhs + 3 * p + p * nrhs + 11 * 32;
+    (work_layout(n, nrhs, o).2 * sz::<T>()) as u64
+}
+
+/// The work buffer of the last solve, kept for the next one: `cuMemAllocAsync` hands freed
+/// memory back at every synchronization, and mapping ~100 MiB afresh cost more than the solve
+/// itself. Kept only up to [`SPARE_MAX`] bytes, because the budget does not count it while idle.
+static SPARE: std::sync::Mutex<Option<CudaSlice<u8>>> = std::sync::Mutex::new(None);
+const SPARE_MAX: usize = 256 << 20;
+
+/// A work buffer taken from [`SPARE`] (or allocated) for one solve and given back on drop.
+struct Work {
+    buf: Option<CudaSlice<u8>>,
+    stream: Arc<CudaStream>,
+}
+
+impl Work {
+    fn take(stream: &Arc<CudaStream>, bytes: usize) -> Result<Self, DeviceError> {
+        let spare = SPARE.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let buf = match spare {
+            Some(b) if b.len() >= bytes => b,
+            // SAFETY: every element is written by a kernel, a copy or a memset before it is read.
+            _ => unsafe { stream.alloc::<u8>(bytes) }?,
+        };
+        Ok(Work {
+            buf: Some(buf),
+            stream: stream.clone(),
+        })
     }
-    (elems * sz::<T>() + 64) as u64
+
+    fn base(&self) -> CUdeviceptr {
+        addr(self.buf.as_ref().expect("work buffer"), &self.stream)
+    }
+}
+
+impl Drop for Work {
+    fn drop(&mut self) {
+        let Some(buf) = self.buf.take() else { return };
+        // Another solve may take it on another stream: this one's kernels must be done.
+        if buf.len() > SPARE_MAX || self.stream.synchronize().is_err() {
+            return;
+        }
+        let mut spare = SPARE.lock().unwrap_or_else(|e| e.into_inner());
+        if spare.as_ref().is_none_or(|s| s.len() < buf.len()) {
+            *spare = Some(buf);
+        }
+    }
 }
 
 /// Device bytes a host-pointer call needs: the uploaded matrix and right-hand sides, and the
@@ -242,9 +317,8 @@ impl<T: Real> Staging<T> {
 
 struct Funcs {
     reduce: CudaFunction,
-    build: CudaFunction,
     backsub: CudaFunction,
-    sep_check: CudaFunction,
+    update: CudaFunction,
     base: CudaFunction,
     residual: CudaFunction,
     add: CudaFunction,
@@ -257,9 +331,8 @@ impl Funcs {
         let fm = |name: &str| module.load_function(&format!("gtsv_{name}_{}_m{m}", T::PREFIX));
         Ok(Funcs {
             reduce: fm("reduce")?,
-            build: f("build")?,
             backsub: fm("backsub")?,
-            sep_check: f("sep_check")?,
+            update: fm("update")?,
             base: f("base")?,
             residual: f("residual")?,
             add: f("add")?,
@@ -308,12 +381,15 @@ struct Plan<'g, T> {
     nrhs: usize,
     levels: Vec<Level>,
     x: CUdeviceptr,
+    /// The refinement's residual and its candidate solution (n × nrhs, leading dimension n).
+    r: CUdeviceptr,
+    x_next: CUdeviceptr,
     /// rmax | smax | bmax, nrhs each.
     sums: CUdeviceptr,
     flags: CUdeviceptr,
     /// Owns every buffer above.
-    _work: CudaSlice<T>,
-    _flags: CudaSlice<i32>,
+    _work: Work,
+    _elem: std::marker::PhantomData<T>,
 }
 
 impl<'g, T: Real> Plan<'g, T> {
@@ -325,55 +401,22 @@ impl<'g, T: Real> Plan<'g, T> {
         nrhs: usize,
     ) -> Result<Self, DeviceError> {
         let funcs = Funcs::load::<T>(gpu, o.m)?;
-        // Offsets (in elements) of the pieces, each rounded up to 256 bytes.
-        let mut total = 0usize;
-        let mut carve = |len: usize| {
-            let at = total;
-            total += len.max(1).div_ceil(32) * 32;
-            at
-        };
-        let mut offsets = Vec::new();
-        for p in level_sizes(a.n, o) {
-            let pieces = [
-                p,
-                p,
-                p,
-                p,
-                p * nrhs,
-                p * nrhs,
-                p * nrhs,
-                p - 1,
-                p,
-                p - 1,
-                p * nrhs,
-            ];
-            offsets.push((p, pieces.map(&mut carve)));
-        }
-        let x_at = carve(a.n * nrhs);
-        let sums_at = carve(3 * nrhs.max(1));
-        // SAFETY: every element is written by a kernel, a copy or a memset before it is read.
-        let work = unsafe { stream.alloc::<T>(total) }?;
-        let flags_buf = stream.alloc_zeros::<i32>(1)?;
-        let base = addr(&work, &stream);
+        let (offsets, [x_at, r_at, x_next_at, sums_at, flags_at], total) =
+            work_layout(a.n, nrhs, o);
+        let work = Work::take(&stream, total * sz::<T>())?;
+        let base = work.base();
         let at = |e: usize| base + (e * sz::<T>()) as u64;
         let levels = offsets
             .into_iter()
             .map(|(p, o)| Level {
                 p,
-                wt: at(o[0]),
-                wb: at(o[1]),
-                vt: at(o[2]),
-                vb: at(o[3]),
-                yt: at(o[4]),
-                yb: at(o[5]),
-                fs: at(o[6]),
                 next: DevMatrix {
                     n: p,
-                    dl: at(o[7]),
-                    d: at(o[8]),
-                    du: at(o[9]),
+                    dl: at(o[0]),
+                    d: at(o[1]),
+                    du: at(o[2]),
                 },
-                next_f: at(o[10]),
+                next_f: at(o[3]),
             })
             .collect();
         Ok(Plan {
@@ -384,10 +427,12 @@ impl<'g, T: Real> Plan<'g, T> {
             nrhs,
             levels,
             x: at(x_at),
+            r: at(r_at),
+            x_next: at(x_next_at),
             sums: at(sums_at),
-            flags: addr(&flags_buf, &stream),
+            flags: at(flags_at),
             _work: work,
-            _flags: flags_buf,
+            _elem: std::marker::PhantomData,
             stream,
         })
     }
@@ -406,8 +451,9 @@ impl<'g, T: Real> Plan<'g, T> {
     }
 
     /// Enqueues the whole SPIKE pipeline for `ncols` columns: reads `rhs`, writes the solution to
-    /// `out` (which may be `rhs` itself). With `check` (and at least one level) the top level
-    /// also accumulates the residual summaries into `sums` (which must then be zero).
+    /// `out` (which may be `rhs` itself, but only with [`Top::Solve`]). With at least one level,
+    /// `top` says what else the top level's back substitution does (the summaries go to `sums`,
+    /// which must then be zero).
     ///
     /// The kernels keep no factorization in memory: each partition's diagonal-pivoting
     /// factorization is recomputed in registers from DL, D, DU by every kernel that needs it
@@ -419,21 +465,18 @@ impl<'g, T: Real> Plan<'g, T> {
         ncols: usize,
         rhs: DevCols,
         out: DevCols,
-        check: bool,
+        top: Top,
     ) -> Result<(), DeviceError> {
         let (o, stream, funcs) = (&self.o, &self.stream, &self.funcs);
-        let (m_i, nrhs_i) = (o.m as i32, ncols as i32);
+        let nrhs_i = ncols as i32;
         let flags = self.flags;
         let (rmax, smax, bmax) = self.sums_ptrs();
-        let tile_cfg = |p: usize| LaunchConfig {
-            grid_dim: (p.div_ceil(o.threads as usize) as u32, 1, 1),
+        // A CTA of `threads` threads owns threads − 1 partitions (the last thread is a halo).
+        // Shared memory: `tiles` staged arrays of (m + 1) × threads and 3 × threads more.
+        let tile_cfg = |p: usize, tiles: usize| LaunchConfig {
+            grid_dim: (p.div_ceil(o.threads as usize - 1) as u32, 1, 1),
             block_dim: (o.threads, 1, 1),
-            shared_mem_bytes: (4 * o.threads as usize * (o.m + 1) * sz::<T>()) as u32,
-        };
-        let flat_cfg = |p: usize| LaunchConfig {
-            grid_dim: (p.div_ceil(256) as u32, 1, 1),
-            block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
+            shared_mem_bytes: ((tiles * (o.m + 1) + 3) * o.threads as usize * sz::<T>()) as u32,
         };
         // Level l's system and right-hand sides: the caller's on top, else the reduced ones.
         let system = |l: usize| -> (DevMatrix, DevCols) {
@@ -466,43 +509,15 @@ impl<'g, T: Real> Plan<'g, T> {
                 .arg(&nrhs_i)
                 .arg(&p_l);
             launch
-                .arg(&lev.wt)
-                .arg(&lev.wb)
-                .arg(&lev.vt)
-                .arg(&lev.vb)
-                .arg(&lev.yt)
-                .arg(&lev.yb)
-                .arg(&flags);
-            // SAFETY: arguments match gtsv_reduce_{s,d}_m{m}; the level arrays hold p (x nrhs >= ncols)
-            // entries, the system n rows with F of leading dimension ldf; rows < n only are read.
-            unsafe { launch.launch(tile_cfg(lev.p)) }?;
-            let mut launch = stream.launch_builder(&funcs.build);
-            launch
-                .arg(&n_l)
-                .arg(&a.dl)
-                .arg(&a.d)
-                .arg(&a.du)
-                .arg(&f.ptr)
-                .arg(&ldf)
-                .arg(&nrhs_i)
-                .arg(&m_i)
-                .arg(&p_l);
-            launch
-                .arg(&lev.wt)
-                .arg(&lev.wb)
-                .arg(&lev.vt)
-                .arg(&lev.vb)
-                .arg(&lev.yt)
-                .arg(&lev.yb);
-            launch
                 .arg(&lev.next.dl)
                 .arg(&lev.next.d)
                 .arg(&lev.next.du)
                 .arg(&lev.next_f)
-                .arg(&lev.fs);
-            // SAFETY: arguments match gtsv_build_{s,d}; the next system has p rows (p − 1
-            // off-diagonal entries), its F and FS p x nrhs (>= ncols).
-            unsafe { launch.launch(flat_cfg(lev.p)) }?;
+                .arg(&flags);
+            // SAFETY: arguments match gtsv_reduce_{s,d}_m{m}; the next system has p rows (p − 1
+            // off-diagonal entries) and its F is p x nrhs (>= ncols); the system has n rows with F
+            // of leading dimension ldf, and rows < n only are read.
+            unsafe { launch.launch(tile_cfg(lev.p, 4)) }?;
         }
         // The bottom: one CTA, in place. Without levels the bottom is the caller's system: its
         // right-hand sides are first copied to `out`.
@@ -549,9 +564,19 @@ impl<'g, T: Real> Plan<'g, T> {
             let (a, f) = system(l);
             let x = if l == 0 { out } else { f };
             let (n_l, p_l, ldf, ldx) = (a.n as i64, lev.p as i64, f.ld as i64, x.ld as i64);
-            let top_check = l == 0 && check;
-            let check_i = top_check as i32;
-            let mut launch = stream.launch_builder(&funcs.backsub);
+            let top = if l == 0 { top } else { Top::Solve };
+            // A CTA's halo partition is the next CTA's, which may already have overwritten it
+            // when X is F: the check reads the halo's solution, so it needs X apart from F.
+            assert!(
+                matches!(top, Top::Solve) || x.ptr != f.ptr,
+                "the residual check needs X apart from F"
+            );
+            let check_i = matches!(top, Top::Check) as i32;
+            let func = match top {
+                Top::Update { .. } => &funcs.update,
+                _ => &funcs.backsub,
+            };
+            let mut launch = stream.launch_builder(func);
             launch
                 .arg(&n_l)
                 .arg(&a.dl)
@@ -562,38 +587,28 @@ impl<'g, T: Real> Plan<'g, T> {
                 .arg(&x.ptr)
                 .arg(&ldx)
                 .arg(&nrhs_i)
-                .arg(&p_l);
-            launch
-                .arg(&lev.next_f)
-                .arg(&check_i)
-                .arg(&rmax)
-                .arg(&smax)
-                .arg(&bmax)
-                .arg(&flags);
-            // SAFETY: arguments match gtsv_backsub_{s,d}_m{m}; XS (the next system's solution) is
-            // p x nrhs; X and F hold n rows of ncols columns at their leading dimensions.
-            unsafe { launch.launch(tile_cfg(lev.p)) }?;
-            if top_check {
-                let mut launch = stream.launch_builder(&funcs.sep_check);
-                launch
-                    .arg(&n_l)
-                    .arg(&a.dl)
-                    .arg(&a.d)
-                    .arg(&a.du)
-                    .arg(&x.ptr)
-                    .arg(&ldx)
-                    .arg(&nrhs_i)
-                    .arg(&m_i)
-                    .arg(&p_l);
-                launch
-                    .arg(&lev.fs)
-                    .arg(&rmax)
-                    .arg(&smax)
-                    .arg(&bmax)
-                    .arg(&flags);
-                // SAFETY: arguments match gtsv_sep_check_{s,d}; FS is p x nrhs.
-                unsafe { launch.launch(flat_cfg(lev.p)) }?;
+                .arg(&p_l)
+                .arg(&lev.next_f);
+            if !matches!(top, Top::Update { .. }) {
+                launch.arg(&check_i);
             }
+            launch.arg(&rmax).arg(&smax).arg(&bmax).arg(&flags);
+            let (x0, ld0, f0, ld0f) = match top {
+                Top::Update { x0, f0 } => (x0.ptr, x0.ld as i64, f0.ptr, f0.ld as i64),
+                _ => (0, 0, 0, 0),
+            };
+            if matches!(top, Top::Update { .. }) {
+                launch.arg(&x0).arg(&ld0).arg(&f0).arg(&ld0f);
+            }
+            // SAFETY: arguments match gtsv_backsub_{s,d}_m{m} (gtsv_update_{s,d}_m{m} with
+            // Top::Update); XS (the next system's solution) is p x nrhs; X, F (and X0, F0) hold n
+            // rows of ncols columns at their leading dimensions.
+            let tiles = if matches!(top, Top::Update { .. }) {
+                5
+            } else {
+                4
+            };
+            unsafe { launch.launch(tile_cfg(lev.p, tiles)) }?;
         }
         Ok(())
     }
@@ -684,6 +699,22 @@ impl<'g, T: Real> Plan<'g, T> {
         Ok(self.read_sums(ncols)?.1)
     }
 
+    /// `r := x + r` over the plan's n × nrhs columns.
+    fn add_into(&self, x: DevCols, r: DevCols) -> Result<(), DeviceError> {
+        let (n_i, nrhs_i, ldx, ldr) = (self.a.n as i64, self.nrhs as i32, x.ld as i64, r.ld as i64);
+        let mut launch = self.stream.launch_builder(&self.funcs.add);
+        launch
+            .arg(&n_i)
+            .arg(&nrhs_i)
+            .arg(&x.ptr)
+            .arg(&ldx)
+            .arg(&r.ptr)
+            .arg(&ldr);
+        // SAFETY: arguments match gtsv_add_{s,d}; x and r hold nrhs columns of n rows.
+        unsafe { launch.launch(self.rows_cfg()) }?;
+        Ok(())
+    }
+
     /// Solves for `rhs` (n × nrhs on the device): `Ok(Ok(()))` when the answer in `self.x` is
     /// accepted, `Ok(Err)` when it is rejected.
     ///
@@ -702,7 +733,8 @@ impl<'g, T: Real> Plan<'g, T> {
         let device_check = !self.levels.is_empty();
         let x = self.x_cols();
         self.clear()?;
-        self.launch(nrhs, rhs, x, device_check)?;
+        let top = if device_check { Top::Check } else { Top::Solve };
+        self.launch(nrhs, rhs, x, top)?;
         meanwhile();
         let (flags, sums) = self.read_sums(nrhs)?;
         if flags & 1 != 0 {
@@ -719,68 +751,67 @@ impl<'g, T: Real> Plan<'g, T> {
         }
         let mut stalled = vec![false; nrhs];
         let mut steps = 0;
-        if checks.iter().any(wants_refinement) {
-            // SAFETY: written by the residual kernel before it is read.
-            let r = unsafe { self.stream.alloc::<T>(n * nrhs) }?;
-            let rc = DevCols {
-                ptr: addr(&r, &self.stream),
-                ld: n,
+        while steps < MAX_REFINE_STEPS {
+            let cols: Vec<usize> = (0..nrhs)
+                .filter(|&c| !stalled[c] && wants_refinement(&checks[c]))
+                .collect();
+            if cols.is_empty() {
+                break;
+            }
+            // All columns are corrected together (the kernels take a column count); only those
+            // in `cols` may change. The pivoting depends on A only, so the correction's solve
+            // meets no zero pivot the first one did not.
+            let (x, rc) = (self.x_cols(), DevCols { ptr: self.r, ld: n });
+            let old = self.residual(nrhs, x, rhs, Some(rc))?;
+            for &c in &cols {
+                checks[c] = old[c];
+            }
+            self.clear()?;
+            let cand = if self.levels.is_empty() {
+                // One CTA solves A δ = r in place; then r := x + δ and its residual.
+                self.launch(nrhs, rc, rc, Top::Solve)?;
+                self.add_into(x, rc)?;
+                self.residual(nrhs, rc, rhs, None)?;
+                rc
+            } else {
+                // The top level's back substitution writes x + δ and checks it.
+                let xn = DevCols {
+                    ptr: self.x_next,
+                    ld: n,
+                };
+                self.launch(nrhs, rc, xn, Top::Update { x0: x, f0: rhs })?;
+                xn
             };
-            for _ in 0..MAX_REFINE_STEPS {
-                let cols: Vec<usize> = (0..nrhs)
-                    .filter(|&c| !stalled[c] && wants_refinement(&checks[c]))
-                    .collect();
-                if cols.is_empty() {
-                    break;
+            let (_, new) = self.read_sums(nrhs)?;
+            steps += 1;
+            let better: Vec<usize> = cols
+                .iter()
+                .copied()
+                .filter(|&c| new[c].3 && new[c].0 < checks[c].0)
+                .collect();
+            for &c in &cols {
+                if better.contains(&c) {
+                    checks[c] = new[c];
+                } else {
+                    stalled[c] = true;
                 }
-                // All columns are corrected together (the kernels take a column count); only
-                // those in `cols` may change.
-                let old = self.residual(nrhs, x, rhs, Some(rc))?;
-                for &c in &cols {
-                    checks[c] = old[c];
-                }
-                self.clear()?;
-                self.launch(nrhs, rc, rc, false)?;
-                if self.read_sums(0)?.0 & 1 != 0 {
-                    break;
-                }
-                steps += 1;
-                let (n_i, nrhs_i, ld) = (n as i64, nrhs as i32, n as i64);
-                let cfg = self.rows_cfg();
-                let mut launch = self.stream.launch_builder(&self.funcs.add);
-                launch
-                    .arg(&n_i)
-                    .arg(&nrhs_i)
-                    .arg(&x.ptr)
-                    .arg(&ld)
-                    .arg(&rc.ptr)
-                    .arg(&ld);
-                // SAFETY: arguments match gtsv_add_{s,d}; x and r are n x nrhs, leading dimension n.
-                unsafe { launch.launch(cfg) }?;
-                let new = self.residual(nrhs, rc, rhs, None)?;
-                for &c in &cols {
-                    let (rn, _, _, fin) = new[c];
-                    if fin && rn < checks[c].0 {
-                        // SAFETY: column c of both, n elements.
-                        unsafe {
-                            copy_cols::<T>(
-                                &self.stream,
-                                DevCols {
-                                    ptr: x.ptr + (c * n * sz::<T>()) as u64,
-                                    ld: n,
-                                },
-                                DevCols {
-                                    ptr: rc.ptr + (c * n * sz::<T>()) as u64,
-                                    ld: n,
-                                },
-                                n,
-                                1,
-                            )?
-                        };
-                        checks[c] = new[c];
-                    } else {
-                        stalled[c] = true;
-                    }
+            }
+            if better.len() == nrhs {
+                // Every column improved: the candidate becomes the solution.
+                let into = if cand.ptr == self.r {
+                    &mut self.r
+                } else {
+                    &mut self.x_next
+                };
+                std::mem::swap(&mut self.x, into);
+            } else {
+                for &c in &better {
+                    let col = |p: CUdeviceptr| DevCols {
+                        ptr: p + (c * n * sz::<T>()) as u64,
+                        ld: n,
+                    };
+                    // SAFETY: column c of both, n elements.
+                    unsafe { copy_cols::<T>(&self.stream, col(self.x), col(cand.ptr), n, 1)? };
                 }
             }
         }
@@ -795,7 +826,14 @@ impl<'g, T: Real> Plan<'g, T> {
 }
 
 fn check_options(o: &GpuOptions, n: usize, nrhs: usize) -> Result<(), DeviceError> {
-    if ![8, 16, 32].contains(&o.m) || o.threads == 0 || !o.threads.is_multiple_of(32) {
+    // The level kernels' dynamic shared memory stays under the 48 KiB a launch gets without
+    // an opt-in.
+    let shared = (5 * (o.m + 1) + 3) * o.threads as usize * 8;
+    if ![8, 16, 32].contains(&o.m)
+        || o.threads == 0
+        || !o.threads.is_multiple_of(32)
+        || shared > 48 << 10
+    {
         return Err(DeviceError::Driver(format!(
             "bad GPU options m = {}, threads = {}",
             o.m, o.threads

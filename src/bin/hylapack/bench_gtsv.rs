@@ -395,7 +395,7 @@ fn tune(k: u32) -> i32 {
     for m in [8usize, 16, 32] {
         for threads in [32u32, 64, 128] {
             // Dynamic shared memory above 48 KB needs an opt-in the kernels do not make.
-            if 4 * threads as usize * (m + 1) * 8 > 48 << 10 {
+            if (5 * (m + 1) + 3) * threads as usize * 8 > 48 << 10 {
                 continue;
             }
             for base_n in [32usize, 128, 1024] {
