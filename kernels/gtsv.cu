@@ -286,24 +286,55 @@ __device__ __forceinline__ double residual_acc(double f, double a, double xm, do
 // separator row sees both neighbouring partitions without another pass over memory.
 __device__ __forceinline__ long long first_partition() { return (long long)blockIdx.x * (blockDim.x - 1); }
 
+// The accurate residual r = f0 - A x0 of row e of thread t's partition (a refinement step's
+// right-hand side) and its scale |a x| + |d x| + |c x| + |f0|, from the staged tiles of F0 (sf)
+// and X0 (sx); `before` and `after` are X0 just outside the tile (edge_x). Every kernel that
+// needs it evaluates it the same way, so they agree bit for bit.
+template <typename T, int M>
+__device__ __forceinline__ T residual_row(int e, const T *a, const T *b, const T *c, const T *sf, const T *sx,
+                                          T before, T after, T &scale) {
+    int t = threadIdx.x;
+    const T *xr = sx + t * (M + 1), *fr = sf + t * (M + 1);
+    T xm = e > 0 ? xr[e - 1] : (t > 0 ? sx[(t - 1) * (M + 1) + M - 1] : before);
+    T xp = e + 1 < M ? xr[e + 1] : (t + 1 < (int)blockDim.x ? sx[(t + 1) * (M + 1)] : after);
+    scale = fabs(b[e] * xr[e]) + fabs(a[e] * xm) + fabs(c[e] * xp) + fabs(fr[e]);
+    return T(residual_acc(double(fr[e]), double(a[e]), double(xm), double(b[e]), double(xr[e]), double(c[e]),
+                          double(xp)));
+}
+
+// X0 in the rows just before and after the CTA's tile (zero outside the system).
+template <typename T, int M>
+__device__ __forceinline__ void edge_x(long long n, const T *x0, long long ld0, int col, long long row0, T &before,
+                                       T &after) {
+    long long end = row0 + (long long)blockDim.x * M;
+    before = row0 >= 1 && row0 - 1 < n ? x0[row0 - 1 + col * ld0] : T(0);
+    after = end < n ? x0[end + col * ld0] : T(0);
+}
+
 // Pass 1 of a level: factors every partition (M rows, separator last), solves for the spikes
 // W = A_j^-1 (a_0 e_0), V = A_j^-1 (c e_last) and Y = A_j^-1 f, and writes the separator
 // system straight from their top and bottom entries: row j couples separator j to j-1 and j+1,
 //   rdl[j-1] = -a_s WB_j,  rd[j] = d_s - a_s VB_j - c_s WT_{j+1},  rdu[j] = -c_s VT_{j+1},
 //   rf[j] = f_s - a_s YB_j - c_s YT_{j+1}
 // (P rows in LAPACK's layout; rf is P x nrhs). flags bit 0: a zero pivot.
-template <typename T, int M>
+//
+// RES (a refinement step's top level): f is the residual f0 - A x0 (residual_row), not read
+// from memory but evaluated here from F = f0 and X0 (leading dimension ld0); the max |r_i|,
+// max (|a x| + |d x| + |c x| + |f|) and max |f| of the owned rows go to rmax, smax, bmax.
+template <typename T, int M, bool RES>
 __device__ void spike_reduce(long long n, const T *dl, const T *d, const T *du, const T *f, long long ldf, int nrhs,
-                             long long P, T *rdl, T *rd, T *rdu, T *rf, int *flags) {
+                             long long P, T *rdl, T *rd, T *rdu, T *rf, int *flags, const T *x0, long long ld0,
+                             T *rmax, T *smax, T *bmax) {
     constexpr int MI = M - 1;
     extern __shared__ unsigned char smem_raw[];
     T *sa = reinterpret_cast<T *>(smem_raw);
     int stride = blockDim.x * (M + 1);
-    T *sb = sa + stride, *sc = sb + stride, *sf = sc + stride;
-    T *top_w = sf + stride, *top_v = top_w + blockDim.x, *top_y = top_v + blockDim.x;
+    T *sb = sa + stride, *sc = sb + stride, *sf = sc + stride, *sx = sf + stride;
+    T *top_w = sx + (RES ? stride : 0), *top_v = top_w + blockDim.x, *top_y = top_v + blockDim.x;
     int t = threadIdx.x;
     long long j = first_partition() + t;
     long long row0 = first_partition() * M;
+    long long my0 = row0 + (long long)t * M;
     bool owned = t + 1 < (int)blockDim.x && j < P;
     stage<T, M>(sa, 0, dl, n, row0, ldf, 0);
     stage<T, M>(sb, 1, d, n, row0, ldf, 0);
@@ -335,14 +366,44 @@ __device__ void spike_reduce(long long n, const T *dl, const T *d, const T *du, 
     for (int col = 0; col < nrhs; ++col) {
         __syncthreads();
         stage<T, M>(sf, 3, f, n, row0, ldf, col);
+        if (RES) stage<T, M>(sx, 3, x0, n, row0, ld0, col);
         __syncthreads();
         const T *fr = sf + t * (M + 1);
+        T fs = fr[MI];
+        if (RES) {
+            T before, after;
+            edge_x<T, M>(n, x0, ld0, col, row0, before, after);
+            T rm = T(0), sm = T(0), bm = T(0);
 #pragma unroll
-        for (int e = 0; e < MI; ++e) tmp[e] = fr[e];
+            for (int e = 0; e < M; ++e) {
+                T scale;
+                T r = residual_row<T, M>(e, a, b, c, sf, sx, before, after, scale);
+                if (e < MI) tmp[e] = r;
+                else fs = r;
+                if (owned && my0 + e < n) {
+                    rm = fmax(rm, fabs(r));
+                    sm = fmax(sm, scale);
+                    bm = fmax(bm, fabs(fr[e]));
+                }
+            }
+            for (int off = 16; off > 0; off >>= 1) {
+                rm = fmax(rm, __shfl_xor_sync(0xffffffffu, rm, off));
+                sm = fmax(sm, __shfl_xor_sync(0xffffffffu, sm, off));
+                bm = fmax(bm, __shfl_xor_sync(0xffffffffu, bm, off));
+            }
+            if ((t & 31) == 0) {
+                atomic_max_nonneg(rmax + col, rm);
+                atomic_max_nonneg(smax + col, sm);
+                atomic_max_nonneg(bmax + col, bm);
+            }
+        } else {
+#pragma unroll
+            for (int e = 0; e < MI; ++e) tmp[e] = fr[e];
+        }
         reg_solve<T, MI>(a, b, c, F, tmp);
         top_y[t] = tmp[0];
         __syncthreads();
-        if (owned) rf[j + col * P] = fr[MI] - as * tmp[MI - 1] - cs * (next ? top_y[t + 1] : T(0));
+        if (owned) rf[j + col * P] = fs - as * tmp[MI - 1] - cs * (next ? top_y[t + 1] : T(0));
     }
 }
 
@@ -354,14 +415,15 @@ __device__ void spike_reduce(long long n, const T *dl, const T *d, const T *du, 
 // separators included, into rmax, smax, bmax (flags bit 1: a non-finite value); the halo's
 // solution is what the last separator row needs, so the check needs x != f.
 //
-// UPD (a refinement step, with check): F is the residual of the old solution X0 (leading
-// dimension ld0) against the original right-hand sides F0 (ld0f); the kernel writes X0 + the
-// correction to X and checks that sum against F0 with the accurate residual (residual_acc),
-// which saves a pass for the sum and one for its residual.
+// UPD (a refinement step's top level, with check): F holds the original right-hand sides F0;
+// the right-hand sides solved for are the residual of the old solution X0 (leading dimension
+// ld0), evaluated here as in the RES reduce (residual_row). The kernel writes X0 + the
+// correction to X and checks that sum against F0 with the accurate residual (residual_acc):
+// no passes of their own for the residual, the sum and its check.
 template <typename T, int M, bool UPD>
 __device__ void spike_backsub(long long n, const T *dl, const T *d, const T *du, const T *f, long long ldf, T *x,
                               long long ldx, int nrhs, long long P, const T *XS, int check, T *rmax, T *smax,
-                              T *bmax, int *flags, const T *x0, long long ld0, const T *f0, long long ld0f) {
+                              T *bmax, int *flags, const T *x0, long long ld0) {
     constexpr int MI = M - 1;
     extern __shared__ unsigned char smem_raw[];
     T *sa = reinterpret_cast<T *>(smem_raw);
@@ -388,8 +450,15 @@ __device__ void spike_backsub(long long n, const T *dl, const T *d, const T *du,
         T *fr = sf + t * (M + 1);
         T xl = (j > 0 && j <= P) ? XS[j - 1 + col * P] : T(0);
         T xr = j < P ? XS[j + col * P] : T(0);
+        if (UPD) {
+            T before, after, scale;
+            edge_x<T, M>(n, x0, ld0, col, row0, before, after);
 #pragma unroll
-        for (int e = 0; e < MI; ++e) tmp[e] = fr[e];
+            for (int e = 0; e < MI; ++e) tmp[e] = residual_row<T, M>(e, a, b, c, sf, sx, before, after, scale);
+        } else {
+#pragma unroll
+            for (int e = 0; e < MI; ++e) tmp[e] = fr[e];
+        }
         tmp[0] = tmp[0] - a[0] * xl;
         tmp[MI - 1] = tmp[MI - 1] - c[MI - 1] * xr;
         reg_solve<T, MI>(a, b, c, F, tmp);
@@ -404,9 +473,8 @@ __device__ void spike_backsub(long long n, const T *dl, const T *d, const T *du,
         }
         T rm = T(0), sm = T(0), bm = T(0);
         bool finite = true;
-        // One row's residual into rm, sm, bm: the plain one, or with UPD the accurate one against F0.
-        auto account = [&](long long row, T fi, T am, T xm, T bi, T xi, T cp, T xp) {
-            if (UPD) fi = f0[row + col * ld0f];
+        // One row's residual into rm, sm, bm: the plain one, or with UPD the accurate one.
+        auto account = [&](T fi, T am, T xm, T bi, T xi, T cp, T xp) {
             T r = UPD ? T(residual_acc(double(fi), double(am), double(xm), double(bi), double(xi), double(cp),
                                        double(xp)))
                       : fi - (bi * xi + am * xm + cp * xp);
@@ -423,7 +491,7 @@ __device__ void spike_backsub(long long n, const T *dl, const T *d, const T *du,
                 if (my0 + e >= n) break;
                 T xm = e > 0 ? tmp[e - 1] : xl;
                 T xp = e + 1 < MI ? tmp[e + 1] : xr;
-                account(my0 + e, fr[e], a[e], xm, b[e], tmp[e], c[e], xp);
+                account(fr[e], a[e], xm, b[e], tmp[e], c[e], xp);
             }
         }
         T fs = fr[MI];
@@ -437,7 +505,7 @@ __device__ void spike_backsub(long long n, const T *dl, const T *d, const T *du,
         long long s = my0 + MI;
         if (check && owned && s < n) {
             T xp = s + 1 < n ? sol[(t + 1) * (M + 1)] : T(0);
-            account(s, fs, a[MI], tmp[MI - 1], b[MI], xr, c[MI], xp);
+            account(fs, a[MI], tmp[MI - 1], b[MI], xr, c[MI], xp);
         }
         if (check) {
             for (int off = 16; off > 0; off >>= 1) {
@@ -556,22 +624,30 @@ template <typename T> __device__ void add_into(long long n, int ncols, const T *
     extern "C" __global__ void gtsv_reduce_##sfx##_m##M(long long n, const T *dl, const T *d, const T *du,      \
                                                         const T *f, long long ldf, int nrhs, long long P,      \
                                                         T *rdl, T *rd, T *rdu, T *rf, int *flags) {            \
-        spike_reduce<T, M>(n, dl, d, du, f, ldf, nrhs, P, rdl, rd, rdu, rf, flags);                           \
+        spike_reduce<T, M, false>(n, dl, d, du, f, ldf, nrhs, P, rdl, rd, rdu, rf, flags, nullptr, 0, nullptr,  \
+                                  nullptr, nullptr);                                                          \
+    }                                                                                                         \
+    extern "C" __global__ void gtsv_reduce_res_##sfx##_m##M(long long n, const T *dl, const T *d, const T *du,  \
+                                                            const T *f, long long ldf, int nrhs, long long P,  \
+                                                            T *rdl, T *rd, T *rdu, T *rf, int *flags,          \
+                                                            const T *x0, long long ld0, T *rmax, T *smax,      \
+                                                            T *bmax) {                                         \
+        spike_reduce<T, M, true>(n, dl, d, du, f, ldf, nrhs, P, rdl, rd, rdu, rf, flags, x0, ld0, rmax, smax,  \
+                                 bmax);                                                                       \
     }                                                                                                         \
     extern "C" __global__ void gtsv_backsub_##sfx##_m##M(long long n, const T *dl, const T *d, const T *du,     \
                                                          const T *f, long long ldf, T *x, long long ldx,       \
                                                          int nrhs, long long P, const T *XS, int check,        \
                                                          T *rmax, T *smax, T *bmax, int *flags) {              \
         spike_backsub<T, M, false>(n, dl, d, du, f, ldf, x, ldx, nrhs, P, XS, check, rmax, smax, bmax, flags,  \
-                                   nullptr, 0, nullptr, 0);                                                   \
+                                   nullptr, 0);                                                               \
     }                                                                                                         \
     extern "C" __global__ void gtsv_update_##sfx##_m##M(long long n, const T *dl, const T *d, const T *du,      \
                                                         const T *f, long long ldf, T *x, long long ldx,        \
                                                         int nrhs, long long P, const T *XS, T *rmax, T *smax,  \
-                                                        T *bmax, int *flags, const T *x0, long long ld0,       \
-                                                        const T *f0, long long ld0f) {                         \
+                                                        T *bmax, int *flags, const T *x0, long long ld0) {     \
         spike_backsub<T, M, true>(n, dl, d, du, f, ldf, x, ldx, nrhs, P, XS, 1, rmax, smax, bmax, flags, x0,   \
-                                  ld0, f0, ld0f);                                                             \
+                                  ld0);                                                                       \
     }
 
 STAMP_GTSV(float, s)

@@ -34,8 +34,8 @@ pub struct GpuOptions {
     /// Rows per partition, separator included: 8, 16 or 32 (the partition kernels are compiled
     /// for each, so that a partition's factorization stays in registers).
     pub m: usize,
-    /// Threads (partitions) per CTA: a multiple of 32, with
-    /// `(5 (m + 1) + 3) · threads · 8` bytes at most 48 KiB (the kernels' shared memory).
+    /// Threads (partitions) per CTA: a multiple of 32, with `(5 (m + 1) + 3) · threads · 8`
+    /// bytes at most 48 KiB (the kernels' shared memory).
     pub threads: u32,
     /// Systems of at most this many rows are solved by one CTA (the bottom of the recursion).
     pub base_n: usize,
@@ -110,11 +110,12 @@ enum Top {
     Solve,
     /// Accumulate the residual summaries of every row.
     Check,
-    /// A refinement step: the right-hand sides are the residual of `x0` against `f0`; write
-    /// `x0` + the correction and accumulate its accurate residual summaries against `f0`.
+    /// A refinement step: the right-hand sides given are the original ones, `f0`, and the
+    /// system solved is for the residual of `x0` against them (evaluated by the top level's
+    /// kernels, its summaries into the second set); write `x0` + the correction and accumulate
+    /// its accurate residual summaries against `f0`.
     Update {
         x0: DevCols,
-        f0: DevCols,
     },
 }
 
@@ -141,7 +142,7 @@ fn level_sizes(n: usize, o: &GpuOptions) -> Vec<usize> {
 
 /// The pieces of one solve's work buffer, in elements of `T`, each rounded up to 32 elements:
 /// per level the separator system (DL, D, DU, F); then the solution X, the refinement's
-/// residual R and its candidate X + δ (each n × nrhs), the summaries and the flags.
+/// residual R and its candidate X + δ (each n × nrhs), two sets of summaries and the flags.
 fn work_layout(
     n: usize,
     nrhs: usize,
@@ -157,7 +158,7 @@ fn work_layout(
         .into_iter()
         .map(|p| (p, [p - 1, p, p - 1, p * nrhs].map(&mut carve)))
         .collect();
-    let rest = [n * nrhs, n * nrhs, n * nrhs, 3 * nrhs.max(1), 1].map(&mut carve);
+    let rest = [n * nrhs, n * nrhs, n * nrhs, 6 * nrhs.max(1), 1].map(&mut carve);
     (levels, rest, total)
 }
 
@@ -169,18 +170,19 @@ pub fn work_bytes<T>(n: usize, nrhs: usize, o: &GpuOptions) -> u64 {
 
 /// The work buffer of the last solve, kept for the next one: `cuMemAllocAsync` hands freed
 /// memory back at every synchronization, and mapping ~100 MiB afresh cost more than the solve
-/// itself. Kept only up to [`SPARE_MAX`] bytes, because the budget does not count it while idle.
+/// itself. Kept only up to 1 GiB and a sixteenth of the budget, because the budget does not
+/// count it while idle.
 static SPARE: std::sync::Mutex<Option<CudaSlice<u8>>> = std::sync::Mutex::new(None);
-const SPARE_MAX: usize = 256 << 20;
 
 /// A work buffer taken from [`SPARE`] (or allocated) for one solve and given back on drop.
 struct Work {
     buf: Option<CudaSlice<u8>>,
     stream: Arc<CudaStream>,
+    keep_max: usize,
 }
 
 impl Work {
-    fn take(stream: &Arc<CudaStream>, bytes: usize) -> Result<Self, DeviceError> {
+    fn take(gpu: &Gpu, stream: &Arc<CudaStream>, bytes: usize) -> Result<Self, DeviceError> {
         let spare = SPARE.lock().unwrap_or_else(|e| e.into_inner()).take();
         let buf = match spare {
             Some(b) if b.len() >= bytes => b,
@@ -190,6 +192,7 @@ impl Work {
         Ok(Work {
             buf: Some(buf),
             stream: stream.clone(),
+            keep_max: (gpu.budget.limit() / 16).min(1 << 30) as usize,
         })
     }
 
@@ -202,7 +205,7 @@ impl Drop for Work {
     fn drop(&mut self) {
         let Some(buf) = self.buf.take() else { return };
         // Another solve may take it on another stream: this one's kernels must be done.
-        if buf.len() > SPARE_MAX || self.stream.synchronize().is_err() {
+        if buf.len() > self.keep_max || self.stream.synchronize().is_err() {
             return;
         }
         let mut spare = SPARE.lock().unwrap_or_else(|e| e.into_inner());
@@ -317,6 +320,7 @@ impl<T: Real> Staging<T> {
 
 struct Funcs {
     reduce: CudaFunction,
+    reduce_res: CudaFunction,
     backsub: CudaFunction,
     update: CudaFunction,
     base: CudaFunction,
@@ -331,6 +335,7 @@ impl Funcs {
         let fm = |name: &str| module.load_function(&format!("gtsv_{name}_{}_m{m}", T::PREFIX));
         Ok(Funcs {
             reduce: fm("reduce")?,
+            reduce_res: fm("reduce_res")?,
             backsub: fm("backsub")?,
             update: fm("update")?,
             base: f("base")?,
@@ -384,7 +389,8 @@ struct Plan<'g, T> {
     /// The refinement's residual and its candidate solution (n × nrhs, leading dimension n).
     r: CUdeviceptr,
     x_next: CUdeviceptr,
-    /// rmax | smax | bmax, nrhs each.
+    /// rmax | smax | bmax, nrhs each, twice (the second set for a refinement step's old
+    /// residual).
     sums: CUdeviceptr,
     flags: CUdeviceptr,
     /// Owns every buffer above.
@@ -403,7 +409,7 @@ impl<'g, T: Real> Plan<'g, T> {
         let funcs = Funcs::load::<T>(gpu, o.m)?;
         let (offsets, [x_at, r_at, x_next_at, sums_at, flags_at], total) =
             work_layout(a.n, nrhs, o);
-        let work = Work::take(&stream, total * sz::<T>())?;
+        let work = Work::take(gpu, &stream, total * sz::<T>())?;
         let base = work.base();
         let at = |e: usize| base + (e * sz::<T>()) as u64;
         let levels = offsets
@@ -446,8 +452,15 @@ impl<'g, T: Real> Plan<'g, T> {
 
     /// The three summary arrays' addresses.
     fn sums_ptrs(&self) -> (CUdeviceptr, CUdeviceptr, CUdeviceptr) {
-        let k = (self.nrhs * sz::<T>()) as u64;
+        let k = (self.nrhs.max(1) * sz::<T>()) as u64;
         (self.sums, self.sums + k, self.sums + 2 * k)
+    }
+
+    /// The second set of summary arrays (a refinement step's old residual).
+    fn old_sums_ptrs(&self) -> (CUdeviceptr, CUdeviceptr, CUdeviceptr) {
+        let k = (self.nrhs.max(1) * sz::<T>()) as u64;
+        let (r, s, b) = self.sums_ptrs();
+        (r + 3 * k, s + 3 * k, b + 3 * k)
     }
 
     /// Enqueues the whole SPIKE pipeline for `ncols` columns: reads `rhs`, writes the solution to
@@ -471,6 +484,7 @@ impl<'g, T: Real> Plan<'g, T> {
         let nrhs_i = ncols as i32;
         let flags = self.flags;
         let (rmax, smax, bmax) = self.sums_ptrs();
+        let (old_rmax, old_smax, old_bmax) = self.old_sums_ptrs();
         // A CTA of `threads` threads owns threads − 1 partitions (the last thread is a halo).
         // Shared memory: `tiles` staged arrays of (m + 1) × threads and 3 × threads more.
         let tile_cfg = |p: usize, tiles: usize| LaunchConfig {
@@ -498,7 +512,16 @@ impl<'g, T: Real> Plan<'g, T> {
         for (l, lev) in self.levels.iter().enumerate() {
             let (a, f) = system(l);
             let (n_l, p_l, ldf) = (a.n as i64, lev.p as i64, f.ld as i64);
-            let mut launch = stream.launch_builder(&funcs.reduce);
+            let res = match top {
+                Top::Update { x0 } if l == 0 => Some(x0),
+                _ => None,
+            };
+            let func = if res.is_some() {
+                &funcs.reduce_res
+            } else {
+                &funcs.reduce
+            };
+            let mut launch = stream.launch_builder(func);
             launch
                 .arg(&n_l)
                 .arg(&a.dl)
@@ -514,10 +537,21 @@ impl<'g, T: Real> Plan<'g, T> {
                 .arg(&lev.next.du)
                 .arg(&lev.next_f)
                 .arg(&flags);
-            // SAFETY: arguments match gtsv_reduce_{s,d}_m{m}; the next system has p rows (p − 1
-            // off-diagonal entries) and its F is p x nrhs (>= ncols); the system has n rows with F
-            // of leading dimension ldf, and rows < n only are read.
-            unsafe { launch.launch(tile_cfg(lev.p, 4)) }?;
+            let (x0, ld0) = res.map_or((0, 0), |x0| (x0.ptr, x0.ld as i64));
+            if res.is_some() {
+                launch
+                    .arg(&x0)
+                    .arg(&ld0)
+                    .arg(&old_rmax)
+                    .arg(&old_smax)
+                    .arg(&old_bmax);
+            }
+            // SAFETY: arguments match gtsv_reduce_{s,d}_m{m} (gtsv_reduce_res_{s,d}_m{m} with
+            // X0 of n rows at ld0); the next system has p rows (p − 1 off-diagonal entries) and
+            // its F is p x nrhs (>= ncols); the system has n rows with F of leading dimension ldf,
+            // and rows < n only are read.
+            let tiles = if res.is_some() { 5 } else { 4 };
+            unsafe { launch.launch(tile_cfg(lev.p, tiles)) }?;
         }
         // The bottom: one CTA, in place. Without levels the bottom is the caller's system: its
         // right-hand sides are first copied to `out`.
@@ -593,15 +627,15 @@ impl<'g, T: Real> Plan<'g, T> {
                 launch.arg(&check_i);
             }
             launch.arg(&rmax).arg(&smax).arg(&bmax).arg(&flags);
-            let (x0, ld0, f0, ld0f) = match top {
-                Top::Update { x0, f0 } => (x0.ptr, x0.ld as i64, f0.ptr, f0.ld as i64),
-                _ => (0, 0, 0, 0),
+            let (x0, ld0) = match top {
+                Top::Update { x0 } => (x0.ptr, x0.ld as i64),
+                _ => (0, 0),
             };
             if matches!(top, Top::Update { .. }) {
-                launch.arg(&x0).arg(&ld0).arg(&f0).arg(&ld0f);
+                launch.arg(&x0).arg(&ld0);
             }
             // SAFETY: arguments match gtsv_backsub_{s,d}_m{m} (gtsv_update_{s,d}_m{m} with
-            // Top::Update); XS (the next system's solution) is p x nrhs; X, F (and X0, F0) hold n
+            // Top::Update); XS (the next system's solution) is p x nrhs; X, F (and X0) hold n
             // rows of ncols columns at their leading dimensions.
             let tiles = if matches!(top, Top::Update { .. }) {
                 5
@@ -634,16 +668,27 @@ impl<'g, T: Real> Plan<'g, T> {
         // SAFETY: both lie inside this plan's allocations; the stream orders the writes.
         unsafe {
             cu::memset_d8_async(self.flags, 0, sz::<i32>(), cs)?;
-            cu::memset_d8_async(self.sums, 0, 3 * self.nrhs.max(1) * sz::<T>(), cs)?;
+            cu::memset_d8_async(self.sums, 0, 6 * self.nrhs.max(1) * sz::<T>(), cs)?;
         }
         Ok(())
     }
 
     /// Reads the flags and the summaries of `ncols` columns (waits for the stream).
     fn read_sums(&self, ncols: usize) -> Result<(i32, Vec<Residual<T>>), DeviceError> {
-        let k = self.nrhs;
+        let (flags, sums, _) = self.read_both_sums(ncols)?;
+        Ok((flags, sums))
+    }
+
+    /// [`Self::read_sums`] for both sets of summaries: the check's and the old residual's of a
+    /// refinement step ([`Top::Update`]).
+    #[allow(clippy::type_complexity)]
+    fn read_both_sums(
+        &self,
+        ncols: usize,
+    ) -> Result<(i32, Vec<Residual<T>>, Vec<Residual<T>>), DeviceError> {
+        let k = self.nrhs.max(1);
         let mut flags = [0i32];
-        let mut s = vec![T::ZERO; 3 * k.max(1)];
+        let mut s = vec![T::ZERO; 6 * k];
         let cs = self.stream.cu_stream();
         // SAFETY: both lie inside this plan's allocations and hold what is copied; the host
         // buffers outlive the synchronize below.
@@ -653,12 +698,12 @@ impl<'g, T: Real> Plan<'g, T> {
         }
         self.stream.synchronize()?;
         let finite = flags[0] & 2 == 0;
-        Ok((
-            flags[0],
+        let set = |at: usize| -> Vec<Residual<T>> {
             (0..ncols)
-                .map(|c| (s[c], s[k + c], s[2 * k + c], finite))
-                .collect(),
-        ))
+                .map(|c| (s[at + c], s[at + k + c], s[at + 2 * k + c], finite))
+                .collect()
+        };
+        Ok((flags[0], set(0), set(3 * k)))
     }
 
     /// The accurate residual summaries of `ncols` columns of `x` against `f`, storing
@@ -762,27 +807,28 @@ impl<'g, T: Real> Plan<'g, T> {
             // in `cols` may change. The pivoting depends on A only, so the correction's solve
             // meets no zero pivot the first one did not.
             let (x, rc) = (self.x_cols(), DevCols { ptr: self.r, ld: n });
-            let old = self.residual(nrhs, x, rhs, Some(rc))?;
-            for &c in &cols {
-                checks[c] = old[c];
-            }
-            self.clear()?;
-            let cand = if self.levels.is_empty() {
+            let (cand, old, new) = if self.levels.is_empty() {
                 // One CTA solves A δ = r in place; then r := x + δ and its residual.
+                let old = self.residual(nrhs, x, rhs, Some(rc))?;
+                self.clear()?;
                 self.launch(nrhs, rc, rc, Top::Solve)?;
                 self.add_into(x, rc)?;
-                self.residual(nrhs, rc, rhs, None)?;
-                rc
+                (rc, old, self.residual(nrhs, rc, rhs, None)?)
             } else {
-                // The top level's back substitution writes x + δ and checks it.
+                // The top level's kernels evaluate r = f − A x themselves; its back
+                // substitution writes x + δ and checks it.
                 let xn = DevCols {
                     ptr: self.x_next,
                     ld: n,
                 };
-                self.launch(nrhs, rc, xn, Top::Update { x0: x, f0: rhs })?;
-                xn
+                self.clear()?;
+                self.launch(nrhs, rhs, xn, Top::Update { x0: x })?;
+                let (_, new, old) = self.read_both_sums(nrhs)?;
+                (xn, old, new)
             };
-            let (_, new) = self.read_sums(nrhs)?;
+            for &c in &cols {
+                checks[c] = old[c];
+            }
             steps += 1;
             let better: Vec<usize> = cols
                 .iter()
@@ -1027,15 +1073,19 @@ pub fn solve_chunked<T: Lapack>(
     let mut on_gpu = |dl: &[T], d: &[T], du: &[T], g: &mut [T], ld: usize, k: usize| {
         solve_whole(o, dl, d, du, g, ld, k, false)
     };
-    let first = chunked_pass(dl, d, du, b, ldb, nrhs, c, &mut x, threads, &mut on_gpu)?;
-    PHASES.with(|p| {
-        p.set(Phases {
-            solve: t0.elapsed().as_secs_f64(),
-            chunks,
-            ..Phases::default()
+    // The chunks' solves record their own phases; this call's are set on every way out.
+    let record = || {
+        PHASES.with(|p| {
+            p.set(Phases {
+                solve: t0.elapsed().as_secs_f64(),
+                chunks,
+                ..Phases::default()
+            })
         })
-    });
+    };
+    let first = chunked_pass(dl, d, du, b, ldb, nrhs, c, &mut x, threads, &mut on_gpu)?;
     if let Err(r) = first {
+        record();
         return Ok(Err(r));
     }
     let all: Vec<usize> = (0..nrhs).collect();
@@ -1057,6 +1107,7 @@ pub fn solve_chunked<T: Lapack>(
             Ok::<bool, DeviceError>(solved.is_ok())
         },
     )?;
+    record();
     if let Err(r) = judge(checks) {
         return Ok(Err(r));
     }
