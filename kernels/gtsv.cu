@@ -23,13 +23,13 @@ template <typename T> __device__ __forceinline__ T load_c(const T *du, long long
 
 // Stages the CTA's tile of a logical array (rows row0 .. row0 + blockDim.x*M) into shared memory,
 // element e of partition t at t*(M+1)+e. kind: 0 = a, 1 = b, 2 = c, 3 = f (column col). Each
-// thread loads M elements, all before it stores any: the loads are then in flight together
-// (loads interleaved with shared-memory stores were issued one at a time, which made every
-// level cost tens of microseconds whatever its size).
+// thread loads M elements (stage_load), all before it stores any (stage_store): the loads are
+// then in flight together (loads interleaved with shared-memory stores were issued one at a
+// time, which made every level cost tens of microseconds whatever its size). A kernel that
+// stages several arrays issues all their loads before the first store.
 template <typename T, int M>
-__device__ __forceinline__ void stage(T *s, int kind, const T *src, long long n, long long row0, long long ldf,
-                                      int col) {
-    T v[M];
+__device__ __forceinline__ void stage_load(T (&v)[M], int kind, const T *src, long long n, long long row0,
+                                           long long ldf, int col) {
 #pragma unroll
     for (int t = 0; t < M; ++t) {
         long long r = row0 + threadIdx.x + (long long)t * blockDim.x;
@@ -38,11 +38,39 @@ __device__ __forceinline__ void stage(T *s, int kind, const T *src, long long n,
         else if (kind == 2) v[t] = load_c(src, n, r);
         else v[t] = r < n ? src[r + (long long)col * ldf] : T(0);
     }
+}
+template <typename T, int M> __device__ __forceinline__ void stage_store(T *s, const T (&v)[M]) {
 #pragma unroll
     for (int t = 0; t < M; ++t) {
         int i = threadIdx.x + t * blockDim.x;
         s[(i / M) * (M + 1) + (i % M)] = v[t];
     }
+}
+template <typename T, int M>
+__device__ __forceinline__ void stage(T *s, int kind, const T *src, long long n, long long row0, long long ldf,
+                                      int col) {
+    T v[M];
+    stage_load<T, M>(v, kind, src, n, row0, ldf, col);
+    stage_store<T, M>(s, v);
+}
+
+// The first tiles of a level kernel: the matrix (a, b, c) and, with nrhs > 0, column 0 of F
+// (and of X0 with x0), all loads issued before the first store.
+template <typename T, int M>
+__device__ __forceinline__ void stage_first(T *sa, T *sb, T *sc, T *sf, T *sx, const T *dl, const T *d,
+                                            const T *du, const T *f, long long ldf, int nrhs, const T *x0,
+                                            long long ld0, long long n, long long row0) {
+    T va[M], vb[M], vc[M], vf[M], vx[M];
+    stage_load<T, M>(va, 0, dl, n, row0, ldf, 0);
+    stage_load<T, M>(vb, 1, d, n, row0, ldf, 0);
+    stage_load<T, M>(vc, 2, du, n, row0, ldf, 0);
+    if (nrhs > 0) stage_load<T, M>(vf, 3, f, n, row0, ldf, 0);
+    if (nrhs > 0 && x0) stage_load<T, M>(vx, 3, x0, n, row0, ld0, 0);
+    stage_store<T, M>(sa, va);
+    stage_store<T, M>(sb, vb);
+    stage_store<T, M>(sc, vc);
+    if (nrhs > 0) stage_store<T, M>(sf, vf);
+    if (nrhs > 0 && x0) stage_store<T, M>(sx, vx);
 }
 
 // The diagonal-pivoting factorization of one partition's MI interior rows, in registers: MI is
@@ -336,9 +364,8 @@ __device__ void spike_reduce(long long n, const T *dl, const T *d, const T *du, 
     long long row0 = first_partition() * M;
     long long my0 = row0 + (long long)t * M;
     bool owned = t + 1 < (int)blockDim.x && j < P;
-    stage<T, M>(sa, 0, dl, n, row0, ldf, 0);
-    stage<T, M>(sb, 1, d, n, row0, ldf, 0);
-    stage<T, M>(sc, 2, du, n, row0, ldf, 0);
+    // The first column's tiles load with the matrix, not after the factorization.
+    stage_first<T, M>(sa, sb, sc, sf, sx, dl, d, du, f, ldf, nrhs, RES ? x0 : nullptr, ld0, n, row0);
     __syncthreads();
     const T *a = sa + t * (M + 1), *b = sb + t * (M + 1), *c = sc + t * (M + 1);
     RegFactor<T, MI> F;
@@ -364,10 +391,12 @@ __device__ void spike_reduce(long long n, const T *dl, const T *d, const T *du, 
         if (next) rdu[j] = -(cs * top_v[t + 1]);
     }
     for (int col = 0; col < nrhs; ++col) {
-        __syncthreads();
-        stage<T, M>(sf, 3, f, n, row0, ldf, col);
-        if (RES) stage<T, M>(sx, 3, x0, n, row0, ld0, col);
-        __syncthreads();
+        if (col > 0) {
+            __syncthreads();
+            stage<T, M>(sf, 3, f, n, row0, ldf, col);
+            if (RES) stage<T, M>(sx, 3, x0, n, row0, ld0, col);
+            __syncthreads();
+        }
         const T *fr = sf + t * (M + 1);
         T fs = fr[MI];
         if (RES) {
@@ -433,9 +462,8 @@ __device__ void spike_backsub(long long n, const T *dl, const T *d, const T *du,
     long long j = first_partition() + t;
     long long row0 = first_partition() * M;
     bool owned = t + 1 < (int)blockDim.x && j < P;
-    stage<T, M>(sa, 0, dl, n, row0, ldf, 0);
-    stage<T, M>(sb, 1, d, n, row0, ldf, 0);
-    stage<T, M>(sc, 2, du, n, row0, ldf, 0);
+    // The first column's tiles load with the matrix, not after the factorization.
+    stage_first<T, M>(sa, sb, sc, sf, sx, dl, d, du, f, ldf, nrhs, UPD ? x0 : nullptr, ld0, n, row0);
     __syncthreads();
     const T *a = sa + t * (M + 1), *b = sb + t * (M + 1), *c = sc + t * (M + 1);
     RegFactor<T, MI> F;
@@ -443,10 +471,12 @@ __device__ void spike_backsub(long long n, const T *dl, const T *d, const T *du,
     T tmp[MI];
     long long my0 = row0 + (long long)t * M;
     for (int col = 0; col < nrhs; ++col) {
-        __syncthreads();
-        stage<T, M>(sf, 3, f, n, row0, ldf, col);
-        if (UPD) stage<T, M>(sx, 3, x0, n, row0, ld0, col);
-        __syncthreads();
+        if (col > 0) {
+            __syncthreads();
+            stage<T, M>(sf, 3, f, n, row0, ldf, col);
+            if (UPD) stage<T, M>(sx, 3, x0, n, row0, ld0, col);
+            __syncthreads();
+        }
         T *fr = sf + t * (M + 1);
         T xl = (j > 0 && j <= P) ? XS[j - 1 + col * P] : T(0);
         T xr = j < P ? XS[j + col * P] : T(0);
@@ -620,6 +650,8 @@ template <typename T> __device__ void add_into(long long n, int ncols, const T *
     }
 
 // The partition kernels, one per partition size M (rows, separator included).
+// gtsv_update holds the most registers (227 for double, m = 8, unbounded: 4 CTAs of 64 per SM);
+// its bound keeps it at 170 or fewer, 6 such CTAs.
 #define STAMP_GTSV_M(T, sfx, M)                                                                               \
     extern "C" __global__ void gtsv_reduce_##sfx##_m##M(long long n, const T *dl, const T *d, const T *du,      \
                                                         const T *f, long long ldf, int nrhs, long long P,      \
@@ -642,7 +674,7 @@ template <typename T> __device__ void add_into(long long n, int ncols, const T *
         spike_backsub<T, M, false>(n, dl, d, du, f, ldf, x, ldx, nrhs, P, XS, check, rmax, smax, bmax, flags,  \
                                    nullptr, 0);                                                               \
     }                                                                                                         \
-    extern "C" __global__ void gtsv_update_##sfx##_m##M(long long n, const T *dl, const T *d, const T *du,      \
+    extern "C" __global__ void __launch_bounds__(128, 3) gtsv_update_##sfx##_m##M(long long n, const T *dl, const T *d, const T *du,      \
                                                         const T *f, long long ldf, T *x, long long ldx,        \
                                                         int nrhs, long long P, const T *XS, T *rmax, T *smax,  \
                                                         T *bmax, int *flags, const T *x0, long long ld0) {     \

@@ -34,8 +34,9 @@ pub struct GpuOptions {
     /// Rows per partition, separator included: 8, 16 or 32 (the partition kernels are compiled
     /// for each, so that a partition's factorization stays in registers).
     pub m: usize,
-    /// Threads (partitions) per CTA: a multiple of 32, with `(5 (m + 1) + 3) · threads · 8`
-    /// bytes at most 48 KiB (the kernels' shared memory).
+    /// Threads (partitions) per CTA: a multiple of 32, at most 128 (gtsv_update's launch
+    /// bound), with `(5 (m + 1) + 3) · threads · 8` bytes at most 48 KiB (the kernels' shared
+    /// memory).
     pub threads: u32,
     /// Systems of at most this many rows are solved by one CTA (the bottom of the recursion).
     pub base_n: usize,
@@ -878,6 +879,7 @@ fn check_options(o: &GpuOptions, n: usize, nrhs: usize) -> Result<(), DeviceErro
     if ![8, 16, 32].contains(&o.m)
         || o.threads == 0
         || !o.threads.is_multiple_of(32)
+        || o.threads > 128
         || shared > 48 << 10
     {
         return Err(DeviceError::Driver(format!(
