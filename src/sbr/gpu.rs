@@ -330,9 +330,20 @@ fn dim(x: usize) -> i32 {
     i32::try_from(x).expect("dimension exceeds cuBLAS's 32-bit int")
 }
 
+/// The bytes a new executor may use: what is free of `HYLAPACK_GPU_MEMORY_LIMIT` (or of the
+/// device) now, less room for cuBLAS's workspace, and at most `limit`; None without a GPU.
+pub fn budget(limit: Option<u64>) -> Option<u64> {
+    let gpu = device::gpu().ok()?;
+    Some(
+        gpu.budget
+            .available()
+            .saturating_sub(CUBLAS_MARGIN)
+            .min(limit.unwrap_or(u64::MAX)),
+    )
+}
+
 impl<T: CublasReal> GpuExecutor<T> {
-    /// Streams, a cuBLAS handle and the budget: what is free of `HYLAPACK_GPU_MEMORY_LIMIT`
-    /// (or of the device) now, less room for cuBLAS's workspace, and at most `limit`.
+    /// Streams, cuBLAS and cuSOLVER handles and the budget (see [`budget`]).
     pub fn new(limit: Option<u64>) -> Result<Self, ExecError> {
         let gpu = device::gpu()?;
         let la = gpu.linalg()?;
@@ -344,11 +355,7 @@ impl<T: CublasReal> GpuExecutor<T> {
             la,
             h2d,
             d2h,
-            budget: gpu
-                .budget
-                .available()
-                .saturating_sub(CUBLAS_MARGIN)
-                .min(limit.unwrap_or(u64::MAX)),
+            budget: budget(limit).unwrap_or(0),
             up: Vec::new(),
             next_up: 0,
             down: Vec::new(),
