@@ -2,12 +2,12 @@
 //! LAPACK, in one run.
 //!
 //! Rows per order n (a random symmetric matrix):
-//! - hylapack dense → band (`syrdb`, bandwidth as the driver picks it) on the GPU, in core and
-//!   with a GPU budget of a quarter of the matrix's bytes (out of core); GFLOP/s counts
-//!   4n³/3 flops. "w/o transfers" subtracts the time of one upload and one download of the
+//! - hylapack dense → band (`syrdb`) on the GPU in core, at the bandwidth the drivers pick for
+//!   a resident matrix (or each of `--kd`), and with a GPU budget of a quarter of the matrix's
+//!   bytes (out of core, at the drivers' out-of-core bandwidth); GFLOP/s counts 4n³/3 flops. "w/o transfers" subtracts the time of one upload and one download of the
 //!   matrix through the same pinned staging (measured separately): an estimate, in core only.
-//! - band → tridiagonal (the threaded bulge chasing; LAPACK xSYTRD_SB2ST for comparison up to
-//!   n = 8192), then all eigenvalues by the GPU bisection (what `dsyev_ooc` does on the GPU
+//! - band → tridiagonal (the threaded bulge chasing, also with other numbers of sweeps per
+//!   group; LAPACK xSYTRD_SB2ST for comparison up to n = 8192), then all eigenvalues by the GPU bisection (what `dsyev_ooc` does on the GPU
 //!   path), and xSTERF for comparison;
 //! - the whole `dsyev_ooc` path (JOBZ = 'N'): the sum of the three stages as the driver runs them;
 //! - cuSOLVER Dsytrd and Dsyevd (eigenvalues only), device-resident: the matrix is on the GPU
@@ -384,6 +384,22 @@ fn run(o: &Options) -> i32 {
                     None,
                     format!("{threads} threads"),
                 );
+                if first {
+                    // The same bulge chasing with other numbers of sweeps per thread's group.
+                    for group in [1, 4, 16] {
+                        let s = secs(|| {
+                            sbr::sb2st::tridiagonalize_grouped(b'L', n, kd, &ab, kd + 1, 0, group);
+                        });
+                        add(
+                            &mut rows,
+                            &format!("  (bulge chasing, {group} sweeps per group)"),
+                            s,
+                            false,
+                            None,
+                            format!("default {}", sbr::sb2st::SWEEP_GROUP),
+                        );
+                    }
+                }
                 if n <= 8192 && first {
                     let mut ab2 = ab.clone();
                     let (mut d2, mut e2) = (vec![0.0; n], vec![0.0; n]);
@@ -449,35 +465,38 @@ fn run(o: &Options) -> i32 {
                     Some(w),
                     String::new(),
                 );
-                if n <= o.ooc_max_n && first {
-                    let budget = (n * n * 8 / 4) as u64;
-                    let mut work = a.clone();
-                    let mut report = None;
-                    let s = secs(|| {
-                        report = Some(sbr::syrdb(
-                            b'L',
-                            n,
-                            kd,
-                            &mut work,
-                            n,
-                            &mut ab,
-                            kd + 1,
-                            &mut tau,
-                            Path::Gpu {
-                                budget: Some(budget),
-                            },
-                        ))
-                    });
-                    let note = report.and_then(|r| r.note).unwrap_or_default();
-                    add(
-                        &mut rows,
-                        "hylapack syrdb OOC, GPU budget n²·8/4",
-                        s,
-                        true,
-                        None,
-                        note,
-                    );
-                }
+            }
+            if n <= o.ooc_max_n {
+                // At the bandwidth the drivers use out of core.
+                let kd = sbr::syev::bandwidth_streaming(n);
+                let (mut ab, mut tau) = (vec![0.0; (kd + 1) * n], vec![0.0; n - kd]);
+                let budget = (n * n * 8 / 4) as u64;
+                let mut work = a.clone();
+                let mut report = None;
+                let s = secs(|| {
+                    report = Some(sbr::syrdb(
+                        b'L',
+                        n,
+                        kd,
+                        &mut work,
+                        n,
+                        &mut ab,
+                        kd + 1,
+                        &mut tau,
+                        Path::Gpu {
+                            budget: Some(budget),
+                        },
+                    ))
+                });
+                let note = report.and_then(|r| r.note).unwrap_or_default();
+                add(
+                    &mut rows,
+                    &format!("hylapack syrdb OOC, kd={kd}, GPU budget n²·8/4"),
+                    s,
+                    true,
+                    None,
+                    note,
+                );
             }
             if o.no_peers {
                 // cuSOLVER and the host's LAPACK are left out.
