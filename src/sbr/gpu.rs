@@ -6,7 +6,7 @@
 //! budget first; cross-stream order comes from cudarc's per-buffer read/write events.
 
 use super::{ExecError, Executor, Op, OpMut};
-use crate::device::linalg::PooledLinalg;
+use crate::device::linalg::{Linalg, PooledLinalg};
 use crate::device::memory::{Pinned, Reservation};
 use crate::device::{self, DeviceError, Gpu, PooledStream};
 use crate::real::Real;
@@ -297,6 +297,10 @@ pub struct GpuExecutor<T> {
     /// The compute stream with its cuBLAS and cuSOLVER handles (pooled: creating handles
     /// costs milliseconds per call otherwise).
     la: PooledLinalg,
+    /// Lane 1's stream and handles, made when first asked for.
+    la1: Option<PooledLinalg>,
+    /// The lane operations go to (0: `la`, 1: `la1`).
+    lane: usize,
     h2d: PooledStream,
     d2h: PooledStream,
     budget: u64,
@@ -353,6 +357,8 @@ impl<T: CublasReal> GpuExecutor<T> {
             gpu,
             qr: None,
             la,
+            la1: None,
+            lane: 0,
             h2d,
             d2h,
             budget: budget(limit).unwrap_or(0),
@@ -362,8 +368,23 @@ impl<T: CublasReal> GpuExecutor<T> {
         })
     }
 
+    /// The current lane's stream and handles.
+    fn cur(&self) -> &Linalg {
+        match (&self.la1, self.lane) {
+            (Some(l), 1) => l,
+            _ => &self.la,
+        }
+    }
+
+    fn cur_mut(&mut self) -> &mut Linalg {
+        match (&mut self.la1, self.lane) {
+            (Some(l), 1) => l,
+            _ => &mut self.la,
+        }
+    }
+
     fn handle(&self) -> cublasHandle_t {
-        *self.la.blas.handle()
+        *self.cur().blas.handle()
     }
 
     /// Makes room for cuSOLVER's geqrf on an m x k panel (ld `lda`) at `a`.
@@ -374,7 +395,7 @@ impl<T: CublasReal> GpuExecutor<T> {
         a: CUdeviceptr,
         lda: usize,
     ) -> Result<(), ExecError> {
-        let solver = self.la.solver()?.cu();
+        let solver = self.cur_mut().solver()?.cu();
         let mut lwork = 0i32;
         // SAFETY: the sizes describe a panel inside a live buffer; only lwork is written.
         let st = unsafe {
@@ -388,7 +409,7 @@ impl<T: CublasReal> GpuExecutor<T> {
         self.qr = None;
         let bytes = (lwork * std::mem::size_of::<T>() + 256) as u64;
         let reserved = self.gpu.budget.reserve(bytes)?;
-        let stream = &self.la.stream;
+        let stream = &self.cur().stream;
         self.qr = Some(QrWork {
             work: stream.alloc_zeros::<T>(lwork).map_err(driver_err)?,
             lwork,
@@ -516,7 +537,7 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
             return Ok(());
         }
         let handle = self.handle();
-        let stream: &CudaStream = &self.la.stream;
+        let stream: &CudaStream = &self.cur().stream;
         let (pa, _ra) = a.buf.slice.device_ptr(stream);
         let (pb, _rb) = b.buf.slice.device_ptr(stream);
         let (pc, _wc) = c.buf.slice.device_ptr_mut(stream);
@@ -558,7 +579,7 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
             return Ok(());
         }
         let handle = self.handle();
-        let stream: &CudaStream = &self.la.stream;
+        let stream: &CudaStream = &self.cur().stream;
         let (pa, _ra) = a.buf.slice.device_ptr(stream);
         let (pb, _rb) = b.buf.slice.device_ptr(stream);
         let (pc, _wc) = c.buf.slice.device_ptr_mut(stream);
@@ -597,13 +618,14 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
             "tau past the buffer's end"
         );
         let base = {
-            let stream: &CudaStream = &self.la.stream;
+            let stream: &CudaStream = &self.cur().stream;
             let (pa, _wa) = a.buf.slice.device_ptr_mut(stream);
             at::<T>(pa, a.off)
         };
         self.qr_workspace(m, k, base, a.ld)?;
-        let solver = self.la.solver()?.cu();
-        let stream: &CudaStream = &self.la.stream;
+        let solver = self.cur_mut().solver()?.cu();
+        let stream = self.cur().stream.clone();
+        let stream: &CudaStream = &stream;
         let qr = self.qr.as_mut().expect("reserved above");
         let (pa, _wa) = a.buf.slice.device_ptr_mut(stream);
         let (pt, _wt) = tau.buf.slice.device_ptr_mut(stream);
@@ -638,7 +660,7 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
             return Ok(());
         }
         let handle = self.handle();
-        let stream: &CudaStream = &self.la.stream;
+        let stream: &CudaStream = &self.cur().stream;
         let (pa, _ra) = a.buf.slice.device_ptr(stream);
         let (pc, _wc) = c.buf.slice.device_ptr_mut(stream);
         // SAFETY: as in gemm.
@@ -657,7 +679,19 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
         .map_err(blas_err)
     }
 
+    fn lane(&mut self, lane: usize) -> Result<(), ExecError> {
+        assert!(lane < 2, "the GPU executor has two lanes");
+        if lane == 1 && self.la1.is_none() {
+            self.la1 = Some(self.gpu.linalg()?);
+        }
+        self.lane = lane;
+        Ok(())
+    }
+
     fn sync(&mut self) -> Result<(), ExecError> {
+        if let Some(l) = &self.la1 {
+            l.stream.synchronize().map_err(driver_err)?;
+        }
         self.la.stream.synchronize().map_err(driver_err)?;
         self.h2d.synchronize().map_err(driver_err)?;
         self.d2h.synchronize().map_err(driver_err)
@@ -677,7 +711,7 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
             return Ok(());
         }
         let handle = self.handle();
-        let stream: &CudaStream = &self.la.stream;
+        let stream: &CudaStream = &self.cur().stream;
         let (pa, _ra) = a.buf.slice.device_ptr(stream);
         let (pb, _rb) = b.buf.slice.device_ptr(stream);
         let (pc, _wc) = c.buf.slice.device_ptr_mut(stream);

@@ -7,8 +7,10 @@
 //! 1. QR of the panel `L[s.., i..i+kd]`, `s = i + kd`: `Q = I − V T Vᵀ`, and `Z = V T` on
 //!    the executor. Resident: the executor factors the panel in place (xGEQRF; cuSOLVER on the
 //!    GPU) and the host forms the small `T` from `VᵀV` (see [`panel_on_executor`]), so the panel
-//!    never travels. Streaming: the panel is on the host anyway; it is factored there
-//!    (xGEQRT3) and `V`, `T` go to the executor.
+//!    never travels; with look-ahead the next panel is factored on a second lane (stream)
+//!    while the rest of the trailing matrix is updated (see [`resident_steps`]). Streaming: the
+//!    panel is on the host anyway; it is factored there (xGEQRT3) and `V`, `T` go to the
+//!    executor.
 //! 2. Two-sided update of the trailing `A₂ = L[s.., s..]` as in the paper's (8)–(11), with
 //!    LAPACK's signs: `X = A₂ Z` (SYMM), `X −= ½ V (Zᵀ X)`, `A₂ −= V Xᵀ + X Vᵀ` (SYR2K).
 //!
@@ -24,7 +26,7 @@
 //!
 //! Phase times: `HYLAPACK_SBR_PROFILE=1` synchronises the executor after each phase and prints
 //! the sums on stderr; `HYLAPACK_SBR_PANEL=host` factors the resident mode's panels on the
-//! host, as before, for comparison.
+//! host, as before, for comparison; `HYLAPACK_SBR_LOOKAHEAD=0` turns the look-ahead off.
 //!
 //! Data safety: in resident mode the host `A` is written only at the end (the final download,
 //! then the band and LAPACK's unit-diagonal layout of the panels), so a failure before then
@@ -232,6 +234,12 @@ pub trait Executor<T: Real> {
     ) -> Result<(), ExecError>;
     /// Waits until all queued work is done (phase timing only).
     fn sync(&mut self) -> Result<(), ExecError>;
+    /// Runs the operations queued from now on on lane 0 (the default) or 1: an executor may
+    /// run the two lanes concurrently, each operation still seeing the results of every
+    /// earlier one on the buffers it touches.
+    fn lane(&mut self, _lane: usize) -> Result<(), ExecError> {
+        Ok(())
+    }
     /// Lower triangle of the n x n C := alpha (A Bᵀ + B Aᵀ) + beta C, A and B n x k.
     fn syr2k(
         &mut self,
@@ -265,11 +273,13 @@ pub enum Mode {
 }
 
 /// Chooses the mode for an n x n problem with bandwidth kd in `budget` bytes: resident if the
-/// whole matrix fits beside the panels, else the widest block columns that do.
+/// whole matrix fits beside the panels (and the look-ahead's second panel set, the next
+/// panel's columns and tau), else the widest block columns that fit beside the panels.
 pub fn plan(n: usize, kd: usize, elem: usize, budget: u64) -> Result<Mode, ExecError> {
     let fixed = ((3 * n * kd + kd * kd) * elem) as u64;
     let whole = (n * n * elem) as u64;
-    if fixed + whole <= budget {
+    let resident_extra = ((3 * n * kd + 3 * kd * kd + n) * elem) as u64;
+    if fixed + resident_extra + whole <= budget {
         return Ok(Mode::Resident);
     }
     let per_col = (3 * n * elem) as u64;
@@ -406,11 +416,11 @@ fn run<T: Real + Dense, E: Executor<T>>(
                 host.gather(0, n, 0, start, out)
             })?;
             ph.end(exec, 0)?;
-            while progress.i + kd < n {
-                let i = progress.i;
-                let (h, s) = (n - i, i + kd);
-                let (pn, pk) = (n - s, (n - s).min(kd));
-                if on_host {
+            if on_host {
+                while progress.i + kd < n {
+                    let i = progress.i;
+                    let (h, s) = (n - i, i + kd);
+                    let (pn, pk) = (n - s, (n - s).min(kd));
                     // Columns i..i+kd, rows i.. of the resident copy, through a contiguous span.
                     let span_off = i + i * n;
                     let span_len = n * (kd - 1) + h;
@@ -424,39 +434,56 @@ fn run<T: Real + Dense, E: Executor<T>>(
                     })?;
                     progress.banded = i + pk;
                     upload_panel(exec, &mut vbuf, &mut tbuf, &mut zbuf, &v, &t, pn, pk)?;
-                } else {
-                    let mut bufs = PanelBufs {
-                        v: &mut vbuf,
-                        z: &mut zbuf,
-                        s: &mut sbuf,
-                        t: &mut tbuf,
-                    };
-                    panel_on_executor(exec, &mut whole, &mut taubuf, &mut bufs, n, i, kd)?;
+                    ph.end(exec, 1)?;
+                    let trailing = s + s * n;
+                    exec.symm(
+                        pn,
+                        pk,
+                        T::ONE,
+                        op(&whole, trailing, n),
+                        op(&zbuf, 0, pn),
+                        T::ZERO,
+                        op_mut(&mut xbuf, 0, pn),
+                    )?;
+                    finish_x(exec, pn, pk, &vbuf, &zbuf, &mut xbuf, &mut sbuf)?;
+                    ph.end(exec, 2)?;
+                    exec.syr2k(
+                        pn,
+                        pk,
+                        -T::ONE,
+                        op(&vbuf, 0, pn),
+                        op(&xbuf, 0, pn),
+                        T::ONE,
+                        op_mut(&mut whole, trailing, n),
+                    )?;
+                    ph.end(exec, 3)?;
+                    progress.i += kd;
                 }
-                ph.end(exec, 1)?;
-                let trailing = s + s * n;
-                exec.symm(
-                    pn,
-                    pk,
-                    T::ONE,
-                    op(&whole, trailing, n),
-                    op(&zbuf, 0, pn),
-                    T::ZERO,
-                    op_mut(&mut xbuf, 0, pn),
-                )?;
-                finish_x(exec, pn, pk, &vbuf, &zbuf, &mut xbuf, &mut sbuf)?;
-                ph.end(exec, 2)?;
-                exec.syr2k(
-                    pn,
-                    pk,
-                    -T::ONE,
-                    op(&vbuf, 0, pn),
-                    op(&xbuf, 0, pn),
-                    T::ONE,
-                    op_mut(&mut whole, trailing, n),
-                )?;
-                ph.end(exec, 3)?;
-                progress.i += kd;
+            } else {
+                let first = PanelSet {
+                    v: vbuf,
+                    z: zbuf,
+                    s: sbuf,
+                    t: tbuf,
+                };
+                let ahead = if lookahead() {
+                    let small = (pk_max * pk_max).max(1);
+                    let second = PanelSet {
+                        v: exec.alloc(panel_len)?,
+                        z: exec.alloc(panel_len)?,
+                        s: exec.alloc(small)?,
+                        t: exec.alloc(small)?,
+                    };
+                    Some((second, exec.alloc(panel_len)?))
+                } else {
+                    None
+                };
+                let resident = Resident {
+                    whole: &mut whole,
+                    taubuf: &mut taubuf,
+                    xbuf: &mut xbuf,
+                };
+                resident_steps(exec, n, kd, progress, resident, first, ahead, &mut ph)?;
             }
             if !on_host {
                 let tau = &mut *job.tau;
@@ -581,25 +608,167 @@ impl Phases {
     }
 }
 
-/// The executor's work buffers of one panel.
-struct PanelBufs<'a, B> {
-    v: &'a mut B,
-    z: &'a mut B,
-    s: &'a mut B,
-    t: &'a mut B,
+/// Whether the resident mode factors the next panel on a second lane of the executor while the
+/// rest of the trailing matrix is updated (`HYLAPACK_SBR_LOOKAHEAD=0` turns it off).
+fn lookahead() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("HYLAPACK_SBR_LOOKAHEAD").map_or(true, |v| v != "0"))
 }
 
-/// Panel QR on the executor (resident mode): `L[s.., i..i+kd]` of `whole` is factored in place
+/// A panel's buffers on the executor: `V`, `Z = V T`, and two k x k scratch matrices (`T`).
+struct PanelSet<B> {
+    v: B,
+    z: B,
+    s: B,
+    t: B,
+}
+
+/// The resident matrix and the buffers every step uses.
+struct Resident<'a, B> {
+    whole: &'a mut B,
+    taubuf: &'a mut B,
+    xbuf: &'a mut B,
+}
+
+/// The resident steps with the panels factored on the executor. Step i: `X = A₂ Z`; then,
+/// with look-ahead (`ahead`: a second panel set and room for the next panel's columns), the
+/// next panel's columns (the first kd of `A₂`) are updated first and copied aside, the rest of
+/// `A₂` is updated on lane 0 while lane 1 factors the copy (the host waits only for lane 1's
+/// small round trip), and the factored copy goes back into place. Without it, the whole of
+/// `A₂` is updated and the next panel factored in place.
+#[allow(clippy::too_many_arguments)]
+fn resident_steps<T: Real, E: Executor<T>>(
+    exec: &mut E,
+    n: usize,
+    kd: usize,
+    progress: &mut Progress<T>,
+    r: Resident<E::Buf>,
+    first: PanelSet<E::Buf>,
+    ahead: Option<(PanelSet<E::Buf>, E::Buf)>,
+    ph: &mut Phases,
+) -> Result<(), ExecError> {
+    let Resident {
+        whole,
+        taubuf,
+        xbuf,
+    } = r;
+    let (mut sets, mut next_cols) = match ahead {
+        Some((second, next)) => (vec![first, second], Some(next)),
+        None => (vec![first], None),
+    };
+    // The set that holds the current panel.
+    let mut k = 0;
+    let i0 = progress.i;
+    if i0 + kd < n {
+        let s = i0 + kd;
+        panel_on_executor(
+            exec,
+            op_mut(whole, s + i0 * n, n),
+            taubuf,
+            &mut sets[0],
+            n,
+            i0,
+            kd,
+        )?;
+    }
+    while progress.i + kd < n {
+        let i = progress.i;
+        let s = i + kd;
+        let (pn, pk) = (n - s, (n - s).min(kd));
+        ph.end(exec, 1)?;
+        let trailing = s + s * n;
+        let c = &mut sets[k];
+        exec.symm(
+            pn,
+            pk,
+            T::ONE,
+            op(whole, trailing, n),
+            op(&c.z, 0, pn),
+            T::ZERO,
+            op_mut(xbuf, 0, pn),
+        )?;
+        finish_x(exec, pn, pk, &c.v, &c.z, xbuf, &mut c.s)?;
+        ph.end(exec, 2)?;
+        // Is there a next step (i + kd + kd < n)?
+        let more = pn > kd;
+        match &mut next_cols {
+            Some(next) if more => {
+                let (a, b) = sets.split_at_mut(1);
+                let (c, o) = if k == 0 {
+                    (&mut a[0], &mut b[0])
+                } else {
+                    (&mut b[0], &mut a[0])
+                };
+                // The next panel's columns first: A₂[.., 0..kd] −= V X[0..kd]ᵀ + X V[0..kd]ᵀ.
+                let minus = -T::ONE;
+                exec.syr2k(
+                    kd,
+                    pk,
+                    minus,
+                    op(&c.v, 0, pn),
+                    op(xbuf, 0, pn),
+                    T::ONE,
+                    op_mut(whole, trailing, n),
+                )?;
+                let below = pn - kd;
+                let (v0, x0) = (op(&c.v, 0, pn), op(xbuf, 0, pn));
+                let (vk, xk) = (op(&c.v, kd, pn), op(xbuf, kd, pn));
+                let col = op_mut(whole, trailing + kd, n);
+                exec.gemm(false, true, below, kd, pk, minus, vk, x0, T::ONE, col)?;
+                let col = op_mut(whole, trailing + kd, n);
+                exec.gemm(false, true, below, kd, pk, minus, xk, v0, T::ONE, col)?;
+                exec.copy(pn, kd, op(whole, trailing, n), op_mut(next, 0, pn))?;
+                // The rest of A₂ on lane 0, the next panel meanwhile on lane 1.
+                exec.syr2k(
+                    below,
+                    pk,
+                    minus,
+                    op(&c.v, kd, pn),
+                    op(xbuf, kd, pn),
+                    T::ONE,
+                    op_mut(whole, trailing + kd + kd * n, n),
+                )?;
+                exec.lane(1)?;
+                let factored = panel_on_executor(exec, op_mut(next, kd, pn), taubuf, o, n, s, kd);
+                exec.lane(0)?;
+                factored?;
+                exec.copy(pn, kd, op(next, 0, pn), op_mut(whole, trailing, n))?;
+                k = 1 - k;
+            }
+            _ => {
+                exec.syr2k(
+                    pn,
+                    pk,
+                    -T::ONE,
+                    op(&c.v, 0, pn),
+                    op(xbuf, 0, pn),
+                    T::ONE,
+                    op_mut(whole, trailing, n),
+                )?;
+                if more {
+                    let panel = op_mut(whole, s + kd + s * n, n);
+                    panel_on_executor(exec, panel, taubuf, c, n, s, kd)?;
+                }
+            }
+        }
+        ph.end(exec, 3)?;
+        progress.i += kd;
+    }
+    Ok(())
+}
+
+/// Panel QR on the executor (resident mode): `L[s.., i..i+kd]` (at `panel`) is factored in place
 /// (xGEQRF's layout, R kept until [`band_from_panels`]), `tau[i..]` set; `V` (unit diagonal,
-/// zeros above it) goes to `bufs.v`, `T` to `bufs.t` and `Z = V T` to `bufs.z`. T follows
+/// zeros above it) goes to `&mut bufs.v`, `T` to `&mut bufs.t` and `Z = V T` to `&mut bufs.z`. T follows
 /// xLARFT's recurrence `T(0..j, j) = −τ_j T(0..j, 0..j) (VᵀV)(0..j, j)` on the host from the
 /// Gram matrix `VᵀV` (its rows below the panel's top block formed on the executor): one
 /// round trip of k² entries per panel instead of the panel itself.
+#[allow(clippy::too_many_arguments)]
 fn panel_on_executor<T: Real, E: Executor<T>>(
     exec: &mut E,
-    whole: &mut E::Buf,
+    panel: OpMut<E::Buf>,
     taubuf: &mut E::Buf,
-    bufs: &mut PanelBufs<E::Buf>,
+    bufs: &mut PanelSet<E::Buf>,
     n: usize,
     i: usize,
     kd: usize,
@@ -607,10 +776,10 @@ fn panel_on_executor<T: Real, E: Executor<T>>(
     let s = i + kd;
     let pn = n - s;
     let pk = pn.min(kd);
-    let panel = s + i * n;
-    exec.geqrf(pn, kd, op_mut(whole, panel, n), op_mut(taubuf, i, 1))?;
-    exec.copy(pn, pk, op(whole, panel, n), op_mut(bufs.v, 0, pn))?;
-    exec.copy(pk, pk, op(bufs.v, 0, pn), op_mut(bufs.t, 0, pk))?;
+    let (at, ld) = (panel.off, panel.ld);
+    exec.geqrf(pn, kd, op_mut(panel.buf, at, ld), op_mut(taubuf, i, 1))?;
+    exec.copy(pn, pk, op(panel.buf, at, ld), op_mut(&mut bufs.v, 0, pn))?;
+    exec.copy(pk, pk, op(&bufs.v, 0, pn), op_mut(&mut bufs.t, 0, pk))?;
     let mut gram = vec![T::ZERO; pk * pk];
     if pn > pk {
         exec.gemm(
@@ -620,17 +789,17 @@ fn panel_on_executor<T: Real, E: Executor<T>>(
             pk,
             pn - pk,
             T::ONE,
-            op(bufs.v, pk, pn),
-            op(bufs.v, pk, pn),
+            op(&bufs.v, pk, pn),
+            op(&bufs.v, pk, pn),
             T::ZERO,
-            op_mut(bufs.s, 0, pk),
+            op_mut(&mut bufs.s, 0, pk),
         )?;
-        exec.download(bufs.s, 0, pk * pk, &mut |start, piece| {
+        exec.download(&bufs.s, 0, pk * pk, &mut |start, piece| {
             gram[start..start + piece.len()].copy_from_slice(piece)
         })?;
     }
     let mut top = vec![T::ZERO; pk * pk];
-    exec.download(bufs.t, 0, pk * pk, &mut |start, piece| {
+    exec.download(&bufs.t, 0, pk * pk, &mut |start, piece| {
         top[start..start + piece.len()].copy_from_slice(piece)
     })?;
     let mut tau = vec![T::ZERO; pk];
@@ -654,8 +823,8 @@ fn panel_on_executor<T: Real, E: Executor<T>>(
         }
     }
     let t = t_from_gram(pk, &gram, &tau);
-    upload_panels(exec, bufs.s, bufs.t, &top, &t)?;
-    exec.copy(pk, pk, op(bufs.s, 0, pk), op_mut(bufs.v, 0, pn))?;
+    upload_panels(exec, &mut bufs.s, &mut bufs.t, &top, &t)?;
+    exec.copy(pk, pk, op(&bufs.s, 0, pk), op_mut(&mut bufs.v, 0, pn))?;
     exec.gemm(
         false,
         false,
@@ -663,10 +832,10 @@ fn panel_on_executor<T: Real, E: Executor<T>>(
         pk,
         pk,
         T::ONE,
-        op(bufs.v, 0, pn),
-        op(bufs.t, 0, pk),
+        op(&bufs.v, 0, pn),
+        op(&bufs.t, 0, pk),
         T::ZERO,
-        op_mut(bufs.z, 0, pn),
+        op_mut(&mut bufs.z, 0, pn),
     )
 }
 
