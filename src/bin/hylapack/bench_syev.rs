@@ -443,7 +443,7 @@ fn run(o: &Options) -> i32 {
                     String::new(),
                 );
                 // dsterf is O(n²) on one core: beside the bisection up to n = 16384 only.
-                if n <= 16384 {
+                if n <= 16384 && first {
                     let s_sterf = secs(|| {
                         f64::sterf(&mut d, &mut e);
                     });
