@@ -686,7 +686,16 @@ fn sb2st_suite<T: Real + Dense>() {
         let lam: Vec<f64> = d_ref.iter().map(|x| x.to_f64()).collect();
         let tol = agreement::<T>(n, norm_of(&lam));
         for (uplo, band) in [(b'L', &ab), (b'U', &ab_upper)] {
-            for (threads, group) in [(1, 1), (3, 1), (8, 1), (1, 8), (3, 3), (8, 8), (3, 50)] {
+            for (threads, group) in [
+                (1, 1),
+                (3, 1),
+                (8, 1),
+                (1, 8),
+                (3, 3),
+                (8, 8),
+                (3, 50),
+                (8, 0),
+            ] {
                 let (mut d, mut e) =
                     sbr::sb2st::tridiagonalize_grouped(uplo, n, kd, band, ldab, threads, group);
                 assert_eq!(e.len(), n.saturating_sub(1));

@@ -7,8 +7,9 @@
 //! 1. QR of the panel `L[s.., i..i+kd]`, `s = i + kd`: `Q = I − V T Vᵀ`, and `Z = V T` on
 //!    the executor. Resident: the executor factors the panel in place (xGEQRF; cuSOLVER on the
 //!    GPU) and the host forms the small `T` from `VᵀV` (see [`panel_on_executor`]), so the panel
-//!    never travels; with look-ahead the next panel is factored on a second lane (stream)
-//!    while the rest of the trailing matrix is updated (see [`resident_steps`]). Streaming: the
+//!    never travels; with look-ahead (opt-in: it did not pay on the H100) the next panel is
+//!    factored on a second lane (stream) while the rest of the trailing matrix is updated (see
+//!    [`resident_steps`]). Streaming: the
 //!    panel is on the host anyway; it is factored there (xGEQRT3) and `V`, `T` go to the
 //!    executor.
 //! 2. Two-sided update of the trailing `A₂ = L[s.., s..]` as in the paper's (8)–(11), with
@@ -26,7 +27,7 @@
 //!
 //! Phase times: `HYLAPACK_SBR_PROFILE=1` synchronises the executor after each phase and prints
 //! the sums on stderr; `HYLAPACK_SBR_PANEL=host` factors the resident mode's panels on the
-//! host, as before, for comparison; `HYLAPACK_SBR_LOOKAHEAD=0` turns the look-ahead off.
+//! host, as before, for comparison; `HYLAPACK_SBR_LOOKAHEAD=1` turns the look-ahead on.
 //!
 //! Data safety: in resident mode the host `A` is written only at the end (the final download,
 //! then the band and LAPACK's unit-diagonal layout of the panels), so a failure before then
@@ -609,10 +610,13 @@ impl Phases {
 }
 
 /// Whether the resident mode factors the next panel on a second lane of the executor while the
-/// rest of the trailing matrix is updated (`HYLAPACK_SBR_LOOKAHEAD=0` turns it off).
+/// rest of the trailing matrix is updated: off unless `HYLAPACK_SBR_LOOKAHEAD=1`. On the H100
+/// (n = 16384, kd = 32) it did not pay: 1.06 s against 0.98 s without. The second stream's
+/// small QR kernels seem to queue behind the SYR2K's blocks; a higher stream priority for lane
+/// 1 is the next thing to try.
 fn lookahead() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("HYLAPACK_SBR_LOOKAHEAD").map_or(true, |v| v != "0"))
+    *ON.get_or_init(|| std::env::var("HYLAPACK_SBR_LOOKAHEAD").is_ok_and(|v| v == "1"))
 }
 
 /// A panel's buffers on the executor: `V`, `Z = V T`, and two k x k scratch matrices (`T`).

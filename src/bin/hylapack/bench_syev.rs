@@ -396,7 +396,7 @@ fn run(o: &Options) -> i32 {
                             s,
                             false,
                             None,
-                            format!("default {}", sbr::sb2st::SWEEP_GROUP),
+                            format!("default {}", sbr::sb2st::sweep_group(n, kd, threads)),
                         );
                     }
                 }
