@@ -47,7 +47,6 @@ use crate::dispatch::Backend;
 use crate::lapack::Dense;
 use crate::real::Real;
 pub use host::HostMat;
-use std::sync::OnceLock;
 use std::time::Instant;
 
 /// LAPACK's FACTOPTNB: the block size ILAENV gives xGEQRF/xGELQF, which sizes xSYTRD_SY2SB's
@@ -557,8 +556,7 @@ fn run<T: Real + Dense, E: Executor<T>>(
 /// Whether the resident mode factors its panels on the host (`HYLAPACK_SBR_PANEL=host`, kept
 /// for comparison) rather than on the executor.
 fn panel_on_host() -> bool {
-    static HOST: OnceLock<bool> = OnceLock::new();
-    *HOST.get_or_init(|| std::env::var("HYLAPACK_SBR_PANEL").is_ok_and(|v| v == "host"))
+    crate::config::get().sbr.panel_on_host
 }
 
 /// Phase times of a run (`HYLAPACK_SBR_PROFILE=1`): the executor is synchronised at the end
@@ -572,10 +570,8 @@ struct Phases {
 
 impl Phases {
     fn new(names: &'static [&'static str]) -> Self {
-        static ON: OnceLock<bool> = OnceLock::new();
-        let on = *ON.get_or_init(|| std::env::var("HYLAPACK_SBR_PROFILE").is_ok_and(|v| v == "1"));
         Phases {
-            on,
+            on: crate::config::get().sbr.profile,
             last: Instant::now(),
             names,
             secs: vec![0.0; names.len()],
@@ -615,8 +611,7 @@ impl Phases {
 /// small QR kernels seem to queue behind the SYR2K's blocks; a higher stream priority for lane
 /// 1 is the next thing to try.
 fn lookahead() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("HYLAPACK_SBR_LOOKAHEAD").is_ok_and(|v| v == "1"))
+    crate::config::get().sbr.lookahead
 }
 
 /// A panel's buffers on the executor: `V`, `Z = V T`, and two k x k scratch matrices (`T`).
