@@ -1,6 +1,7 @@
 //! The GPU executor: the blocked algorithm's matrices in device memory, the arithmetic in
-//! cuBLAS (GEMM, SYMM, SYR2K, GEAM for copies) and cuSOLVER (the resident mode's panel QR) on
-//! one stream, uploads and downloads on two more through pinned
+//! cuBLAS (GEMM, SYMM, SYR2K, GEAM for copies) and cuSOLVER (the resident mode's panel QR,
+//! where it is installed) on one stream (a second one for the look-ahead), uploads and
+//! downloads on two more through pinned
 //! staging buffers, so that the next block column's upload and the previous one's download
 //! overlap the current block's arithmetic. Every device buffer is reserved from the memory
 //! budget first; cross-stream order comes from cudarc's per-buffer read/write events.
@@ -677,6 +678,10 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
         }
         .result()
         .map_err(blas_err)
+    }
+
+    fn can_factor(&self) -> bool {
+        device::libraries().cusolver
     }
 
     fn lane(&mut self, lane: usize) -> Result<(), ExecError> {

@@ -234,6 +234,10 @@ pub trait Executor<T: Real> {
     ) -> Result<(), ExecError>;
     /// Waits until all queued work is done (phase timing only).
     fn sync(&mut self) -> Result<(), ExecError>;
+    /// Whether `geqrf` can run here (the resident mode factors its panels on the host if not).
+    fn can_factor(&self) -> bool {
+        true
+    }
     /// Runs the operations queued from now on on lane 0 (the default) or 1: an executor may
     /// run the two lanes concurrently, each operation still seeing the results of every
     /// earlier one on the buffers it touches.
@@ -407,7 +411,7 @@ fn run<T: Real + Dense, E: Executor<T>>(
 
     match mode {
         Mode::Resident => {
-            let on_host = panel_on_host();
+            let on_host = panel_on_host() || !exec.can_factor();
             let mut ph = Phases::new(&["upload", "panel", "symm", "syr2k", "download", "band"]);
             let mut whole = exec.alloc(n * n)?;
             let mut taubuf = exec.alloc(n)?;
