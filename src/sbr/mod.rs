@@ -31,7 +31,10 @@
 //!
 //! Data safety: in resident mode the host `A` is written only at the end (the final download,
 //! then the band and LAPACK's unit-diagonal layout of the panels), so a failure before then
-//! restarts the call on the CPU from the untouched input. In streaming mode the host `A`
+//! restarts the call on the CPU from the untouched input. A failure in the middle of that final
+//! download leaves neither the input nor the result on the host: it panics (the API turns the
+//! panic into INFO = HYLAPACK_INFO_INTERNAL_ERROR with the message) rather than restart LAPACK
+//! on a half-written matrix, as it did before. In streaming mode the host `A`
 //! is consistent after every block column of the SYR2K pass (each is written back whole), and
 //! `V`, `X` of the step are kept on the host, so a failure resumes on the CPU executor where it
 //! stopped.
@@ -308,6 +311,8 @@ struct Progress<T> {
     /// A SYR2K pass interrupted after its first `done` block columns, with its `V` and `X`
     /// (streaming mode only).
     pending: Option<Pending<T>>,
+    /// Resident mode: the final download has written part of the host matrix.
+    written_back: bool,
 }
 
 struct Pending<T> {
@@ -496,7 +501,9 @@ fn run<T: Real + Dense, E: Executor<T>>(
                 })?;
             }
             let host = &mut *job.host;
+            let written = &mut progress.written_back;
             exec.download(&whole, 0, n * n, &mut |start, piece| {
+                *written = true;
                 host.scatter(0, n, 0, start, piece)
             })?;
             ph.end(exec, 4)?;
@@ -1253,6 +1260,7 @@ fn with_fallback<T: Real + Dense, E: Executor<T>>(
         i: 0,
         banded: 0,
         pending: None,
+        written_back: false,
     };
     let mut host = HostMat {
         a: &mut *p.a,
@@ -1272,6 +1280,12 @@ fn with_fallback<T: Real + Dense, E: Executor<T>>(
         note: Some(describe(mode)),
     };
     if let Err(e) = run(exec, &mut job, &mut progress, mode) {
+        // Neither the input nor the result is on the host: no path can finish the call.
+        assert!(
+            !progress.written_back,
+            "syrdb: the {} failed ({e}) while writing the reduced matrix back; the input is lost",
+            backend.name()
+        );
         let untouched = mode == Mode::Resident || (progress.i == 0 && progress.pending.is_none());
         report.backend = Backend::Cpu;
         if untouched {
@@ -1315,6 +1329,8 @@ mod tests {
     struct Flaky {
         cpu: cpu::CpuExecutor,
         left: usize,
+        /// A download that fails delivers the first half of its range first.
+        tear: bool,
     }
 
     impl Flaky {
@@ -1353,6 +1369,9 @@ mod tests {
             len: usize,
             take: &mut dyn FnMut(usize, &[f64]),
         ) -> Result<(), ExecError> {
+            if self.left == 0 && self.tear {
+                self.cpu.download(src, off, len / 2, take)?;
+            }
             self.tick()?;
             self.cpu.download(src, off, len, take)
         }
@@ -1574,6 +1593,7 @@ mod tests {
                         Flaky {
                             cpu: cpu::CpuExecutor::new(0),
                             left,
+                            tear: false,
                         },
                         mode,
                     ))
@@ -1609,5 +1629,46 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A resident run whose final download fails half way has neither the input nor the
+    /// result on the host: it must stop with an error, never restart LAPACK on the half-written
+    /// matrix. Downloads that fail before writing anything still restart from the input.
+    #[test]
+    fn torn_final_download_is_an_error() {
+        let mut rng = Rng::new(crate::testmat::seed_from_time());
+        let (n, kd) = (40, 4);
+        let a0: Vec<f64> = dense_symmetric(DenseFamily::Random, n, &mut rng);
+        let lapack = reduce(&a0, b'L', n, kd, None);
+        let (mut torn, mut restarted) = (0, 0);
+        for left in 0..2000 {
+            let exec = Flaky {
+                cpu: cpu::CpuExecutor::new(0),
+                left,
+                tear: true,
+            };
+            let run =
+                std::panic::catch_unwind(|| reduce(&a0, b'L', n, kd, Some((exec, Mode::Resident))));
+            match run {
+                Err(payload) => {
+                    let msg = payload
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .unwrap_or_default();
+                    assert!(msg.contains("the input is lost"), "left={left}: {msg}");
+                    torn += 1;
+                }
+                Ok(got) if got.3.backend == Backend::Gpu => break, // ran to the end
+                Ok(got) => {
+                    assert!(got.0 == lapack.0 && got.1 == lapack.1, "left={left}");
+                    restarted += 1;
+                }
+            }
+        }
+        assert_eq!(
+            torn, 1,
+            "exactly one failure point tears the final download"
+        );
+        assert!(restarted > 10);
     }
 }
