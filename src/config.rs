@@ -48,6 +48,18 @@ impl DigemmMethod {
     }
 }
 
+/// Diagnostic switches of the band reduction (`sbr`), for measurements.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SbrTuning {
+    /// `HYLAPACK_SBR_PROFILE=1`: synchronise after each phase and print the phase times.
+    pub profile: bool,
+    /// `HYLAPACK_SBR_PANEL=host`: the resident mode factors its panels on the host (as before
+    /// the executor did), for comparison.
+    pub panel_on_host: bool,
+    /// `HYLAPACK_SBR_LOOKAHEAD=1`: the resident mode factors the next panel on a second stream.
+    pub lookahead: bool,
+}
+
 /// Smallest problem order sent to the GPU in `auto` mode, per routine family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MinN {
@@ -83,6 +95,7 @@ pub struct Config {
     pub gpu_memory_limit: Option<u64>,
     pub min_n: MinN,
     pub digemm_method: DigemmMethod,
+    pub sbr: SbrTuning,
     /// Where compiled kernels are cached.
     pub cache_dir: PathBuf,
     /// Problems found while reading the settings, already reported.
@@ -192,6 +205,31 @@ pub fn load(env: impl Fn(&str) -> Option<String>) -> Config {
             "auto, infsup or midrad",
         )
         .unwrap_or(DigemmMethod::Auto);
+    let sbr = SbrTuning {
+        profile: s
+            .lookup("HYLAPACK_SBR_PROFILE", "sbr.profile", parse_bool, "0 or 1")
+            .unwrap_or(false),
+        panel_on_host: s
+            .lookup(
+                "HYLAPACK_SBR_PANEL",
+                "sbr.panel",
+                |v| match v.to_ascii_lowercase().as_str() {
+                    "host" => Some(true),
+                    "executor" | "gpu" => Some(false),
+                    _ => None,
+                },
+                "host or executor",
+            )
+            .unwrap_or(false),
+        lookahead: s
+            .lookup(
+                "HYLAPACK_SBR_LOOKAHEAD",
+                "sbr.lookahead",
+                parse_bool,
+                "0 or 1",
+            )
+            .unwrap_or(false),
+    };
     let cache_dir = s
         .lookup(
             "HYLAPACK_CACHE_DIR",
@@ -207,6 +245,7 @@ pub fn load(env: impl Fn(&str) -> Option<String>) -> Config {
         gpu_memory_limit,
         min_n,
         digemm_method,
+        sbr,
         cache_dir,
         warnings,
     }

@@ -645,7 +645,8 @@ fn driver_argument_checks_in_lapack_order() {
 
 /// The threaded bulge chasing (`sbr::sb2st`) against LAPACK xSYTRD_SB2ST: the tridiagonal
 /// matrices have the same eigenvalues (xSTERF on both) within 4 n ε ‖B‖, for both UPLO and
-/// 1, 3 and 8 threads (the pipeline's waits run even on a machine with fewer cores).
+/// 1, 3 and 8 threads running 1, 3, 8 or 50 sweeps per group (the pipeline's waits run even
+/// on a machine with fewer cores).
 fn sb2st_suite<T: Real + Dense>() {
     let seed = seed();
     let mut rng = Rng::new(seed);
@@ -685,15 +686,25 @@ fn sb2st_suite<T: Real + Dense>() {
         let lam: Vec<f64> = d_ref.iter().map(|x| x.to_f64()).collect();
         let tol = agreement::<T>(n, norm_of(&lam));
         for (uplo, band) in [(b'L', &ab), (b'U', &ab_upper)] {
-            for threads in [1, 3, 8] {
-                let (mut d, mut e) = sbr::sb2st::tridiagonalize(uplo, n, kd, band, ldab, threads);
+            for (threads, group) in [
+                (1, 1),
+                (3, 1),
+                (8, 1),
+                (1, 8),
+                (3, 3),
+                (8, 8),
+                (3, 50),
+                (8, 0),
+            ] {
+                let (mut d, mut e) =
+                    sbr::sb2st::tridiagonalize_grouped(uplo, n, kd, band, ldab, threads, group);
                 assert_eq!(e.len(), n.saturating_sub(1));
                 assert_eq!(T::sterf(&mut d, &mut e), 0);
                 let got: Vec<f64> = d.iter().map(|x| x.to_f64()).collect();
                 let err = max_diff(&got, &lam);
                 assert!(
                     err <= tol,
-                    "{}sb2st n={n} kd={kd} uplo={} threads={threads} seed={seed}: off by {err:e} > {tol:e}",
+                    "{}sb2st n={n} kd={kd} uplo={} threads={threads} group={group} seed={seed}: off by {err:e} > {tol:e}",
                     T::PREFIX,
                     uplo as char
                 );

@@ -103,6 +103,33 @@ mod plain {
     impl Sealed for u32 {}
 }
 
+/// How many threads a host copy of `bytes` uses: one host thread copies at a few GB/s, below
+/// what a PCIe 5 copy engine moves, and host memory bandwidth is saturated well before all
+/// cores of a large host copy.
+pub fn copy_threads(bytes: usize) -> usize {
+    const PER_THREAD: usize = 1 << 20;
+    const MOST: usize = 8;
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |t| t.get()));
+    (bytes / PER_THREAD).clamp(1, cores.min(MOST))
+}
+
+/// `dst.copy_from_slice(src)` on [`copy_threads`] threads.
+pub fn par_copy<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
+    assert_eq!(dst.len(), src.len(), "par_copy: lengths differ");
+    let threads = copy_threads(std::mem::size_of_val(src));
+    if threads == 1 {
+        dst.copy_from_slice(src);
+        return;
+    }
+    let piece = src.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        for (d, from) in dst.chunks_mut(piece).zip(src.chunks(piece)) {
+            s.spawn(move || d.copy_from_slice(from));
+        }
+    });
+}
+
 /// A page-locked host buffer of `len` elements of `T`, from the pool; it goes back on drop.
 ///
 /// Transfers go through [`Pinned::copy_to_device`] and [`Pinned::copy_from_device`], which

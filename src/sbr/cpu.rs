@@ -111,6 +111,45 @@ impl<T: Real + Dense> Executor<T> for CpuExecutor {
         Ok(())
     }
 
+    fn geqrf(
+        &mut self,
+        m: usize,
+        k: usize,
+        a: OpMut<Vec<T>>,
+        tau: OpMut<Vec<T>>,
+    ) -> Result<(), ExecError> {
+        if m == 0 || k == 0 {
+            return Ok(());
+        }
+        let info = T::geqrf(
+            m,
+            k,
+            &mut a.buf[a.off..],
+            a.ld,
+            &mut tau.buf[tau.off..tau.off + m.min(k)],
+        );
+        assert_eq!(info, 0, "xGEQRF rejected its arguments");
+        Ok(())
+    }
+
+    fn copy(
+        &mut self,
+        m: usize,
+        n: usize,
+        a: Op<Vec<T>>,
+        c: OpMut<Vec<T>>,
+    ) -> Result<(), ExecError> {
+        for j in 0..n {
+            let src = &a.buf[a.off + j * a.ld..][..m];
+            c.buf[c.off + j * c.ld..][..m].copy_from_slice(src);
+        }
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<(), ExecError> {
+        Ok(())
+    }
+
     fn syr2k(
         &mut self,
         n: usize,

@@ -1,10 +1,13 @@
 //! The GPU executor: the blocked algorithm's matrices in device memory, the arithmetic in
-//! cuBLAS (GEMM, SYMM, SYR2K) on one stream, uploads and downloads on two more through pinned
+//! cuBLAS (GEMM, SYMM, SYR2K, GEAM for copies) and cuSOLVER (the resident mode's panel QR,
+//! where it is installed) on one stream (a second one for the look-ahead), uploads and
+//! downloads on two more through pinned
 //! staging buffers, so that the next block column's upload and the previous one's download
 //! overlap the current block's arithmetic. Every device buffer is reserved from the memory
 //! budget first; cross-stream order comes from cudarc's per-buffer read/write events.
 
 use super::{ExecError, Executor, Op, OpMut};
+use crate::device::linalg::{Linalg, PooledLinalg};
 use crate::device::memory::{Pinned, Reservation};
 use crate::device::{self, DeviceError, Gpu, PooledStream};
 use crate::real::Real;
@@ -12,7 +15,7 @@ use cudarc::cublas::sys::{
     self as cb, cublasFillMode_t, cublasHandle_t, cublasOperation_t, cublasSideMode_t,
     cublasStatus_t,
 };
-use cudarc::cublas::CudaBlas;
+use cudarc::cusolver::sys as cs;
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 
@@ -64,6 +67,46 @@ pub trait CublasReal: Real {
         c: *mut Self,
         ldc: i32,
     ) -> cublasStatus_t;
+    /// C := A through cublas<t>geam (m x n, no transposes).
+    ///
+    /// # Safety
+    /// As for `gemm`.
+    unsafe fn geam_copy(
+        h: cublasHandle_t,
+        m: i32,
+        n: i32,
+        a: *const Self,
+        lda: i32,
+        c: *mut Self,
+        ldc: i32,
+    ) -> cublasStatus_t;
+    /// cusolverDn<t>geqrf_bufferSize.
+    ///
+    /// # Safety
+    /// As for `gemm`; `lwork` is host memory.
+    unsafe fn geqrf_buffer_size(
+        h: cs::cusolverDnHandle_t,
+        m: i32,
+        n: i32,
+        a: *mut Self,
+        lda: i32,
+        lwork: *mut i32,
+    ) -> cs::cusolverStatus_t;
+    /// cusolverDn<t>geqrf.
+    ///
+    /// # Safety
+    /// As for `gemm`, with a workspace of `lwork` elements and a device `info`.
+    unsafe fn geqrf(
+        h: cs::cusolverDnHandle_t,
+        m: i32,
+        n: i32,
+        a: *mut Self,
+        lda: i32,
+        tau: *mut Self,
+        work: *mut Self,
+        lwork: i32,
+        info: *mut i32,
+    ) -> cs::cusolverStatus_t;
     /// cublas<t>syr2k with UPLO = lower, TRANS = N.
     ///
     /// # Safety
@@ -84,8 +127,58 @@ pub trait CublasReal: Real {
 }
 
 macro_rules! impl_cublas {
-    ($t:ty, $gemm:ident, $symm:ident, $syr2k:ident) => {
+    ($t:ty, $gemm:ident, $symm:ident, $syr2k:ident, $geam:ident, $geqrf_ws:ident, $geqrf:ident) => {
         impl CublasReal for $t {
+            unsafe fn geam_copy(
+                h: cublasHandle_t,
+                m: i32,
+                n: i32,
+                a: *const Self,
+                lda: i32,
+                c: *mut Self,
+                ldc: i32,
+            ) -> cublasStatus_t {
+                let (one, zero): (Self, Self) = (1.0, 0.0);
+                // With beta = 0, B is A itself: any valid operand serves.
+                cb::$geam(
+                    h,
+                    cublasOperation_t::CUBLAS_OP_N,
+                    cublasOperation_t::CUBLAS_OP_N,
+                    m,
+                    n,
+                    &one,
+                    a,
+                    lda,
+                    &zero,
+                    a,
+                    lda,
+                    c,
+                    ldc,
+                )
+            }
+            unsafe fn geqrf_buffer_size(
+                h: cs::cusolverDnHandle_t,
+                m: i32,
+                n: i32,
+                a: *mut Self,
+                lda: i32,
+                lwork: *mut i32,
+            ) -> cs::cusolverStatus_t {
+                cs::$geqrf_ws(h, m, n, a, lda, lwork)
+            }
+            unsafe fn geqrf(
+                h: cs::cusolverDnHandle_t,
+                m: i32,
+                n: i32,
+                a: *mut Self,
+                lda: i32,
+                tau: *mut Self,
+                work: *mut Self,
+                lwork: i32,
+                info: *mut i32,
+            ) -> cs::cusolverStatus_t {
+                cs::$geqrf(h, m, n, a, lda, tau, work, lwork, info)
+            }
             unsafe fn gemm(
                 h: cublasHandle_t,
                 ta: cublasOperation_t,
@@ -166,8 +259,24 @@ macro_rules! impl_cublas {
     };
 }
 
-impl_cublas!(f64, cublasDgemm_v2, cublasDsymm_v2, cublasDsyr2k_v2);
-impl_cublas!(f32, cublasSgemm_v2, cublasSsymm_v2, cublasSsyr2k_v2);
+impl_cublas!(
+    f64,
+    cublasDgemm_v2,
+    cublasDsymm_v2,
+    cublasDsyr2k_v2,
+    cublasDgeam,
+    cusolverDnDgeqrf_bufferSize,
+    cusolverDnDgeqrf
+);
+impl_cublas!(
+    f32,
+    cublasSgemm_v2,
+    cublasSsymm_v2,
+    cublasSsyr2k_v2,
+    cublasSgeam,
+    cusolverDnSgeqrf_bufferSize,
+    cusolverDnSgeqrf
+);
 
 /// A device matrix buffer and its share of the memory budget.
 pub struct GpuBuf<T> {
@@ -175,10 +284,24 @@ pub struct GpuBuf<T> {
     _reserved: Reservation<'static>,
 }
 
+/// cuSOLVER's workspace for the panel QR, sized for the largest panel asked so far.
+struct QrWork<T> {
+    work: CudaSlice<T>,
+    lwork: usize,
+    info: CudaSlice<i32>,
+    _reserved: Reservation<'static>,
+}
+
 pub struct GpuExecutor<T> {
     gpu: &'static Gpu,
-    blas: CudaBlas,
-    compute: PooledStream,
+    qr: Option<QrWork<T>>,
+    /// The compute stream with its cuBLAS and cuSOLVER handles (pooled: creating handles
+    /// costs milliseconds per call otherwise).
+    la: PooledLinalg,
+    /// Lane 1's stream and handles, made when first asked for.
+    la1: Option<PooledLinalg>,
+    /// The lane operations go to (0: `la`, 1: `la1`).
+    lane: usize,
     h2d: PooledStream,
     d2h: PooledStream,
     budget: u64,
@@ -212,34 +335,99 @@ fn dim(x: usize) -> i32 {
     i32::try_from(x).expect("dimension exceeds cuBLAS's 32-bit int")
 }
 
+/// The bytes a new executor may use: what is free of `HYLAPACK_GPU_MEMORY_LIMIT` (or of the
+/// device) now, less room for cuBLAS's workspace, and at most `limit`; None without a GPU.
+pub fn budget(limit: Option<u64>) -> Option<u64> {
+    let gpu = device::gpu().ok()?;
+    Some(
+        gpu.budget
+            .available()
+            .saturating_sub(CUBLAS_MARGIN)
+            .min(limit.unwrap_or(u64::MAX)),
+    )
+}
+
 impl<T: CublasReal> GpuExecutor<T> {
-    /// Streams, a cuBLAS handle and the budget: what is free of `HYLAPACK_GPU_MEMORY_LIMIT`
-    /// (or of the device) now, less room for cuBLAS's workspace, and at most `limit`.
+    /// Streams, cuBLAS and cuSOLVER handles and the budget (see [`budget`]).
     pub fn new(limit: Option<u64>) -> Result<Self, ExecError> {
         let gpu = device::gpu()?;
-        let compute = gpu.stream()?;
+        let la = gpu.linalg()?;
         let h2d = gpu.stream()?;
         let d2h = gpu.stream()?;
-        let blas = gpu.blas(&compute)?;
         Ok(GpuExecutor {
             gpu,
-            blas,
-            compute,
+            qr: None,
+            la,
+            la1: None,
+            lane: 0,
             h2d,
             d2h,
-            budget: gpu
-                .budget
-                .available()
-                .saturating_sub(CUBLAS_MARGIN)
-                .min(limit.unwrap_or(u64::MAX)),
+            budget: budget(limit).unwrap_or(0),
             up: Vec::new(),
             next_up: 0,
             down: Vec::new(),
         })
     }
 
+    /// The current lane's stream and handles.
+    fn cur(&self) -> &Linalg {
+        match (&self.la1, self.lane) {
+            (Some(l), 1) => l,
+            _ => &self.la,
+        }
+    }
+
+    fn cur_mut(&mut self) -> &mut Linalg {
+        match (&mut self.la1, self.lane) {
+            (Some(l), 1) => l,
+            _ => &mut self.la,
+        }
+    }
+
     fn handle(&self) -> cublasHandle_t {
-        *self.blas.handle()
+        *self.cur().blas.handle()
+    }
+
+    /// Makes room for cuSOLVER's geqrf on an m x k panel (ld `lda`) at `a`.
+    fn qr_workspace(
+        &mut self,
+        m: usize,
+        k: usize,
+        a: CUdeviceptr,
+        lda: usize,
+    ) -> Result<(), ExecError> {
+        let solver = self.cur_mut().solver()?.cu();
+        let mut lwork = 0i32;
+        // SAFETY: the sizes describe a panel inside a live buffer; only lwork is written.
+        let st = unsafe {
+            T::geqrf_buffer_size(solver, dim(m), dim(k), a as *mut T, dim(lda), &mut lwork)
+        };
+        solver_ok(st, "geqrf_bufferSize")?;
+        let lwork = (lwork.max(1)) as usize;
+        if self.qr.as_ref().is_some_and(|q| q.lwork >= lwork) {
+            return Ok(());
+        }
+        self.qr = None;
+        let bytes = (lwork * std::mem::size_of::<T>() + 256) as u64;
+        let reserved = self.gpu.budget.reserve(bytes)?;
+        let stream = &self.cur().stream;
+        self.qr = Some(QrWork {
+            work: stream.alloc_zeros::<T>(lwork).map_err(driver_err)?,
+            lwork,
+            info: stream.alloc_zeros::<i32>(1).map_err(driver_err)?,
+            _reserved: reserved,
+        });
+        Ok(())
+    }
+}
+
+fn solver_ok(s: cs::cusolverStatus_t, what: &str) -> Result<(), ExecError> {
+    if s == cs::cusolverStatus_t::CUSOLVER_STATUS_SUCCESS {
+        Ok(())
+    } else {
+        Err(ExecError::Device(DeviceError::Driver(format!(
+            "cuSOLVER {what}: {s:?}"
+        ))))
     }
 }
 
@@ -253,7 +441,7 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
     fn alloc(&mut self, len: usize) -> Result<GpuBuf<T>, ExecError> {
         let bytes = (len * std::mem::size_of::<T>()) as u64;
         let reserved = self.gpu.budget.reserve(bytes)?;
-        let slice = self.compute.alloc_zeros::<T>(len).map_err(driver_err)?;
+        let slice = self.la.stream.alloc_zeros::<T>(len).map_err(driver_err)?;
         Ok(GpuBuf {
             slice,
             _reserved: reserved,
@@ -350,7 +538,7 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
             return Ok(());
         }
         let handle = self.handle();
-        let stream: &CudaStream = &self.compute;
+        let stream: &CudaStream = &self.cur().stream;
         let (pa, _ra) = a.buf.slice.device_ptr(stream);
         let (pb, _rb) = b.buf.slice.device_ptr(stream);
         let (pc, _wc) = c.buf.slice.device_ptr_mut(stream);
@@ -392,7 +580,7 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
             return Ok(());
         }
         let handle = self.handle();
-        let stream: &CudaStream = &self.compute;
+        let stream: &CudaStream = &self.cur().stream;
         let (pa, _ra) = a.buf.slice.device_ptr(stream);
         let (pb, _rb) = b.buf.slice.device_ptr(stream);
         let (pc, _wc) = c.buf.slice.device_ptr_mut(stream);
@@ -416,6 +604,104 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
         .map_err(blas_err)
     }
 
+    fn geqrf(
+        &mut self,
+        m: usize,
+        k: usize,
+        a: OpMut<GpuBuf<T>>,
+        tau: OpMut<GpuBuf<T>>,
+    ) -> Result<(), ExecError> {
+        if m == 0 || k == 0 {
+            return Ok(());
+        }
+        assert!(
+            tau.off + m.min(k) <= tau.buf.slice.len(),
+            "tau past the buffer's end"
+        );
+        let base = {
+            let stream: &CudaStream = &self.cur().stream;
+            let (pa, _wa) = a.buf.slice.device_ptr_mut(stream);
+            at::<T>(pa, a.off)
+        };
+        self.qr_workspace(m, k, base, a.ld)?;
+        let solver = self.cur_mut().solver()?.cu();
+        let stream = self.cur().stream.clone();
+        let stream: &CudaStream = &stream;
+        let qr = self.qr.as_mut().expect("reserved above");
+        let (pa, _wa) = a.buf.slice.device_ptr_mut(stream);
+        let (pt, _wt) = tau.buf.slice.device_ptr_mut(stream);
+        let (pw, _ww) = qr.work.device_ptr_mut(stream);
+        let (pi, _wi) = qr.info.device_ptr_mut(stream);
+        // SAFETY: the panel and tau lie inside their buffers, the workspace has the length
+        // cuSOLVER asked for; all are ordered on the solver's stream (the compute stream).
+        let st = unsafe {
+            T::geqrf(
+                solver,
+                dim(m),
+                dim(k),
+                at::<T>(pa, a.off) as *mut T,
+                dim(a.ld),
+                at::<T>(pt, tau.off) as *mut T,
+                pw as *mut T,
+                dim(qr.lwork),
+                pi as *mut i32,
+            )
+        };
+        solver_ok(st, "geqrf")
+    }
+
+    fn copy(
+        &mut self,
+        m: usize,
+        n: usize,
+        a: Op<GpuBuf<T>>,
+        c: OpMut<GpuBuf<T>>,
+    ) -> Result<(), ExecError> {
+        if m == 0 || n == 0 {
+            return Ok(());
+        }
+        let handle = self.handle();
+        let stream: &CudaStream = &self.cur().stream;
+        let (pa, _ra) = a.buf.slice.device_ptr(stream);
+        let (pc, _wc) = c.buf.slice.device_ptr_mut(stream);
+        // SAFETY: as in gemm.
+        unsafe {
+            T::geam_copy(
+                handle,
+                dim(m),
+                dim(n),
+                at::<T>(pa, a.off) as *const T,
+                dim(a.ld),
+                at::<T>(pc, c.off) as *mut T,
+                dim(c.ld),
+            )
+        }
+        .result()
+        .map_err(blas_err)
+    }
+
+    fn can_factor(&self) -> bool {
+        device::libraries().cusolver
+    }
+
+    fn lane(&mut self, lane: usize) -> Result<(), ExecError> {
+        assert!(lane < 2, "the GPU executor has two lanes");
+        if lane == 1 && self.la1.is_none() {
+            self.la1 = Some(self.gpu.linalg()?);
+        }
+        self.lane = lane;
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<(), ExecError> {
+        if let Some(l) = &self.la1 {
+            l.stream.synchronize().map_err(driver_err)?;
+        }
+        self.la.stream.synchronize().map_err(driver_err)?;
+        self.h2d.synchronize().map_err(driver_err)?;
+        self.d2h.synchronize().map_err(driver_err)
+    }
+
     fn syr2k(
         &mut self,
         n: usize,
@@ -430,7 +716,7 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
             return Ok(());
         }
         let handle = self.handle();
-        let stream: &CudaStream = &self.compute;
+        let stream: &CudaStream = &self.cur().stream;
         let (pa, _ra) = a.buf.slice.device_ptr(stream);
         let (pb, _rb) = b.buf.slice.device_ptr(stream);
         let (pc, _wc) = c.buf.slice.device_ptr_mut(stream);

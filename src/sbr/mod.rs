@@ -4,8 +4,14 @@
 //!
 //! Step `i` (`i = 0, kd, 2kd, …` while `i + kd < n`) works on the lower view `L` of `A`
 //! (`UPLO = 'U'` is read transposed, so both triangles run the same code):
-//! 1. QR of the panel `L[s.., i..i+kd]`, `s = i + kd`, on the host (xGEQRT3):
-//!    `Q = I − V T Vᵀ`; `V` and `T` go to the executor, which forms `Z = V T`.
+//! 1. QR of the panel `L[s.., i..i+kd]`, `s = i + kd`: `Q = I − V T Vᵀ`, and `Z = V T` on
+//!    the executor. Resident: the executor factors the panel in place (xGEQRF; cuSOLVER on the
+//!    GPU) and the host forms the small `T` from `VᵀV` (see [`panel_on_executor`]), so the panel
+//!    never travels; with look-ahead (opt-in: it did not pay on the H100) the next panel is
+//!    factored on a second lane (stream) while the rest of the trailing matrix is updated (see
+//!    [`resident_steps`]). Streaming: the
+//!    panel is on the host anyway; it is factored there (xGEQRT3) and `V`, `T` go to the
+//!    executor.
 //! 2. Two-sided update of the trailing `A₂ = L[s.., s..]` as in the paper's (8)–(11), with
 //!    LAPACK's signs: `X = A₂ Z` (SYMM), `X −= ½ V (Zᵀ X)`, `A₂ −= V Xᵀ + X Vᵀ` (SYR2K).
 //!
@@ -16,14 +22,26 @@
 //! downloads them for the SYR2K, the next upload and the previous download overlapping the
 //! current block's arithmetic. The block width comes from the executor's byte budget.
 //!
-//! Data safety: in resident mode the host `A` is written only at the end, so a failure before
-//! then restarts the call on the CPU from the untouched input. In streaming mode the host `A`
+//! Copies between the user's matrix and the executor's staging run on several host threads
+//! (see `host`).
+//!
+//! Phase times: `HYLAPACK_SBR_PROFILE=1` synchronises the executor after each phase and prints
+//! the sums on stderr; `HYLAPACK_SBR_PANEL=host` factors the resident mode's panels on the
+//! host, as before, for comparison; `HYLAPACK_SBR_LOOKAHEAD=1` turns the look-ahead on.
+//!
+//! Data safety: in resident mode the host `A` is written only at the end (the final download,
+//! then the band and LAPACK's unit-diagonal layout of the panels), so a failure before then
+//! restarts the call on the CPU from the untouched input. A failure in the middle of that final
+//! download leaves neither the input nor the result on the host: it panics (the API turns the
+//! panic into INFO = HYLAPACK_INFO_INTERNAL_ERROR with the message) rather than restart LAPACK
+//! on a half-written matrix, as it did before. In streaming mode the host `A`
 //! is consistent after every block column of the SYR2K pass (each is written back whole), and
 //! `V`, `X` of the step are kept on the host, so a failure resumes on the CPU executor where it
 //! stopped.
 
 pub mod cpu;
 pub mod gpu;
+mod host;
 pub mod sb2st;
 pub mod syev;
 
@@ -31,6 +49,8 @@ use crate::device::DeviceError;
 use crate::dispatch::Backend;
 use crate::lapack::Dense;
 use crate::real::Real;
+pub use host::HostMat;
+use std::time::Instant;
 
 /// LAPACK's FACTOPTNB: the block size ILAENV gives xGEQRF/xGELQF, which sizes xSYTRD_SY2SB's
 /// workspace.
@@ -198,6 +218,35 @@ pub trait Executor<T: Real> {
         beta: T,
         c: OpMut<Self::Buf>,
     ) -> Result<(), ExecError>;
+    /// QR of the m x k block `a` in place, as xGEQRF leaves it (R on and above the diagonal,
+    /// the reflectors below), their scalars into the first min(m, k) entries of `tau`.
+    fn geqrf(
+        &mut self,
+        m: usize,
+        k: usize,
+        a: OpMut<Self::Buf>,
+        tau: OpMut<Self::Buf>,
+    ) -> Result<(), ExecError>;
+    /// C := A, both m x n.
+    fn copy(
+        &mut self,
+        m: usize,
+        n: usize,
+        a: Op<Self::Buf>,
+        c: OpMut<Self::Buf>,
+    ) -> Result<(), ExecError>;
+    /// Waits until all queued work is done (phase timing only).
+    fn sync(&mut self) -> Result<(), ExecError>;
+    /// Whether `geqrf` can run here (the resident mode factors its panels on the host if not).
+    fn can_factor(&self) -> bool {
+        true
+    }
+    /// Runs the operations queued from now on on lane 0 (the default) or 1: an executor may
+    /// run the two lanes concurrently, each operation still seeing the results of every
+    /// earlier one on the buffers it touches.
+    fn lane(&mut self, _lane: usize) -> Result<(), ExecError> {
+        Ok(())
+    }
     /// Lower triangle of the n x n C := alpha (A Bᵀ + B Aᵀ) + beta C, A and B n x k.
     fn syr2k(
         &mut self,
@@ -210,107 +259,6 @@ pub trait Executor<T: Real> {
         c: OpMut<Self::Buf>,
     ) -> Result<(), ExecError>;
 }
-
-/// The user's matrix seen as its lower triangle `L` (`UPLO = 'U'` is read transposed).
-pub struct HostMat<'a, T> {
-    pub a: &'a mut [T],
-    pub lda: usize,
-    pub upper: bool,
-}
-
-impl<T: Real> HostMat<'_, T> {
-    #[inline]
-    fn index(&self, r: usize, c: usize) -> usize {
-        if self.upper {
-            c + r * self.lda
-        } else {
-            r + c * self.lda
-        }
-    }
-
-    fn get(&self, r: usize, c: usize) -> T {
-        self.a[self.index(r, c)]
-    }
-
-    /// Entries `start..start + out.len()` of the h-row block `L[r0.., c0..]` stored with
-    /// leading dimension `h`. A column of `L` is a slice of `A` (lower) or a row of it (upper,
-    /// copied in tiles of whole columns so that `A` is read along its columns).
-    fn gather(&self, r0: usize, h: usize, c0: usize, start: usize, out: &mut [T]) {
-        let (mut t, mut done, lda) = (start, 0, self.lda);
-        while done < out.len() {
-            let (r, c) = (t % h, t / h);
-            let run = (h - r).min(out.len() - done);
-            let col = c0 + c;
-            if self.upper && r == 0 && run == h {
-                let cols = ((out.len() - done) / h).min(TILE);
-                let tile = &mut out[done..done + cols * h];
-                for k in 0..h {
-                    let src = &self.a[col + (r0 + k) * lda..][..cols];
-                    for (j, &x) in src.iter().enumerate() {
-                        tile[j * h + k] = x;
-                    }
-                }
-                done += cols * h;
-                t += cols * h;
-                continue;
-            }
-            if self.upper {
-                for k in 0..run {
-                    out[done + k] = self.a[col + (r0 + r + k) * lda];
-                }
-            } else {
-                let s = (r0 + r) + col * lda;
-                out[done..done + run].copy_from_slice(&self.a[s..s + run]);
-            }
-            done += run;
-            t += run;
-        }
-    }
-
-    /// The inverse of `gather`: only entries on or below the diagonal of `L` are written.
-    fn scatter(&mut self, r0: usize, h: usize, c0: usize, start: usize, data: &[T]) {
-        let (mut t, mut done, lda) = (start, 0, self.lda);
-        while done < data.len() {
-            let (r, c) = (t % h, t / h);
-            let run = (h - r).min(data.len() - done);
-            let col = c0 + c;
-            if self.upper && r == 0 && run == h {
-                let cols = ((data.len() - done) / h).min(TILE);
-                let tile = &data[done..done + cols * h];
-                for k in 0..h {
-                    let row = r0 + k;
-                    // Columns col.. col+j of L in row `row`: those with col + j <= row.
-                    let width = cols.min((row + 1).saturating_sub(col));
-                    let dst = &mut self.a[col + row * lda..][..width];
-                    for (j, x) in dst.iter_mut().enumerate() {
-                        *x = tile[j * h + k];
-                    }
-                }
-                done += cols * h;
-                t += cols * h;
-                continue;
-            }
-            let first = r0 + r;
-            let lo = first.max(col);
-            let hi = first + run;
-            if lo < hi {
-                let src = &data[done + (lo - first)..done + run];
-                if self.upper {
-                    for (k, &x) in src.iter().enumerate() {
-                        self.a[col + (lo + k) * lda] = x;
-                    }
-                } else {
-                    self.a[lo + col * lda..hi + col * lda].copy_from_slice(src);
-                }
-            }
-            done += run;
-            t += run;
-        }
-    }
-}
-
-/// Columns of `L` copied together when `A` is read transposed (`UPLO = 'U'`).
-const TILE: usize = 32;
 
 /// Where band column `j` of the lower view goes in LAPACK's band storage: entry `d` (row
 /// `j + d` of `L`) for `d = 0..=kd`.
@@ -332,11 +280,13 @@ pub enum Mode {
 }
 
 /// Chooses the mode for an n x n problem with bandwidth kd in `budget` bytes: resident if the
-/// whole matrix fits beside the panels, else the widest block columns that do.
+/// whole matrix fits beside the panels (and the look-ahead's second panel set, the next
+/// panel's columns and tau), else the widest block columns that fit beside the panels.
 pub fn plan(n: usize, kd: usize, elem: usize, budget: u64) -> Result<Mode, ExecError> {
     let fixed = ((3 * n * kd + kd * kd) * elem) as u64;
     let whole = (n * n * elem) as u64;
-    if fixed + whole <= budget {
+    let resident_extra = ((3 * n * kd + 3 * kd * kd + n) * elem) as u64;
+    if fixed + resident_extra + whole <= budget {
         return Ok(Mode::Resident);
     }
     let per_col = (3 * n * elem) as u64;
@@ -361,6 +311,8 @@ struct Progress<T> {
     /// A SYR2K pass interrupted after its first `done` block columns, with its `V` and `X`
     /// (streaming mode only).
     pending: Option<Pending<T>>,
+    /// Resident mode: the final download has written part of the host matrix.
+    written_back: bool,
 }
 
 struct Pending<T> {
@@ -464,54 +416,102 @@ fn run<T: Real + Dense, E: Executor<T>>(
 
     match mode {
         Mode::Resident => {
+            let on_host = panel_on_host() || !exec.can_factor();
+            let mut ph = Phases::new(&["upload", "panel", "symm", "syr2k", "download", "band"]);
             let mut whole = exec.alloc(n * n)?;
+            let mut taubuf = exec.alloc(n)?;
             let host = &*job.host;
             exec.upload(&mut whole, 0, n * n, &mut |start, out| {
                 host.gather(0, n, 0, start, out)
             })?;
-            while progress.i + kd < n {
-                let i = progress.i;
-                let (h, s) = (n - i, i + kd);
-                let (pn, pk) = (n - s, (n - s).min(kd));
-                // Columns i..i+kd, rows i.. of the resident copy, through a contiguous span.
-                let span_off = i + i * n;
-                let span_len = n * (kd - 1) + h;
-                let mut span = vec![T::ZERO; span_len];
-                exec.download(&whole, span_off, span_len, &mut |start, piece| {
-                    span[start..start + piece.len()].copy_from_slice(piece)
+            ph.end(exec, 0)?;
+            if on_host {
+                while progress.i + kd < n {
+                    let i = progress.i;
+                    let (h, s) = (n - i, i + kd);
+                    let (pn, pk) = (n - s, (n - s).min(kd));
+                    // Columns i..i+kd, rows i.. of the resident copy, through a contiguous span.
+                    let span_off = i + i * n;
+                    let span_len = n * (kd - 1) + h;
+                    let mut span = vec![T::ZERO; span_len];
+                    exec.download(&whole, span_off, span_len, &mut |start, piece| {
+                        span[start..start + piece.len()].copy_from_slice(piece)
+                    })?;
+                    let (v, t) = factor_panel(job, i, &mut span, n);
+                    exec.upload(&mut whole, span_off, span_len, &mut |start, out| {
+                        out.copy_from_slice(&span[start..start + out.len()])
+                    })?;
+                    progress.banded = i + pk;
+                    upload_panel(exec, &mut vbuf, &mut tbuf, &mut zbuf, &v, &t, pn, pk)?;
+                    ph.end(exec, 1)?;
+                    let trailing = s + s * n;
+                    exec.symm(
+                        pn,
+                        pk,
+                        T::ONE,
+                        op(&whole, trailing, n),
+                        op(&zbuf, 0, pn),
+                        T::ZERO,
+                        op_mut(&mut xbuf, 0, pn),
+                    )?;
+                    finish_x(exec, pn, pk, &vbuf, &zbuf, &mut xbuf, &mut sbuf)?;
+                    ph.end(exec, 2)?;
+                    exec.syr2k(
+                        pn,
+                        pk,
+                        -T::ONE,
+                        op(&vbuf, 0, pn),
+                        op(&xbuf, 0, pn),
+                        T::ONE,
+                        op_mut(&mut whole, trailing, n),
+                    )?;
+                    ph.end(exec, 3)?;
+                    progress.i += kd;
+                }
+            } else {
+                let first = PanelSet {
+                    v: vbuf,
+                    z: zbuf,
+                    s: sbuf,
+                    t: tbuf,
+                };
+                let ahead = if lookahead() {
+                    let small = (pk_max * pk_max).max(1);
+                    let second = PanelSet {
+                        v: exec.alloc(panel_len)?,
+                        z: exec.alloc(panel_len)?,
+                        s: exec.alloc(small)?,
+                        t: exec.alloc(small)?,
+                    };
+                    Some((second, exec.alloc(panel_len)?))
+                } else {
+                    None
+                };
+                let resident = Resident {
+                    whole: &mut whole,
+                    taubuf: &mut taubuf,
+                    xbuf: &mut xbuf,
+                };
+                resident_steps(exec, n, kd, progress, resident, first, ahead, &mut ph)?;
+            }
+            if !on_host {
+                let tau = &mut *job.tau;
+                exec.download(&taubuf, 0, n - kd, &mut |start, piece| {
+                    tau[start..start + piece.len()].copy_from_slice(piece)
                 })?;
-                let (v, t) = factor_panel(job, i, &mut span, n);
-                exec.upload(&mut whole, span_off, span_len, &mut |start, out| {
-                    out.copy_from_slice(&span[start..start + out.len()])
-                })?;
-                progress.banded = i + pk;
-                upload_panel(exec, &mut vbuf, &mut tbuf, &mut zbuf, &v, &t, pn, pk)?;
-                let trailing = s + s * n;
-                exec.symm(
-                    pn,
-                    pk,
-                    T::ONE,
-                    op(&whole, trailing, n),
-                    op(&zbuf, 0, pn),
-                    T::ZERO,
-                    op_mut(&mut xbuf, 0, pn),
-                )?;
-                finish_x(exec, pn, pk, &vbuf, &zbuf, &mut xbuf, &mut sbuf)?;
-                exec.syr2k(
-                    pn,
-                    pk,
-                    -T::ONE,
-                    op(&vbuf, 0, pn),
-                    op(&xbuf, 0, pn),
-                    T::ONE,
-                    op_mut(&mut whole, trailing, n),
-                )?;
-                progress.i += kd;
             }
             let host = &mut *job.host;
+            let written = &mut progress.written_back;
             exec.download(&whole, 0, n * n, &mut |start, piece| {
+                *written = true;
                 host.scatter(0, n, 0, start, piece)
             })?;
+            ph.end(exec, 4)?;
+            if !on_host {
+                progress.banded = band_from_panels(job);
+            }
+            ph.end(exec, 5)?;
+            ph.report(n, kd, "resident");
         }
         Mode::Streaming { nb } => {
             let ring_len = n * nb;
@@ -529,6 +529,7 @@ fn run<T: Real + Dense, E: Executor<T>>(
                 syr2k_pass(exec, job, progress, &cols, &mut ring, &vbuf, &xbuf, s)?;
                 progress.i += kd;
             }
+            let mut ph = Phases::new(&["panel", "symm pass", "syr2k pass"]);
             while progress.i + kd < n {
                 let i = progress.i;
                 let (h, s) = (n - i, i + kd);
@@ -537,6 +538,7 @@ fn run<T: Real + Dense, E: Executor<T>>(
                 job.host.gather(i, h, i, 0, &mut p);
                 let (v, t) = factor_panel(job, i, &mut p, h);
                 upload_panel(exec, &mut vbuf, &mut tbuf, &mut zbuf, &v, &t, pn, pk)?;
+                ph.end(exec, 0)?;
                 let cols = block_columns(pn, nb);
                 symm_pass(exec, job, &cols, &mut ring, &zbuf, &mut xbuf, s, pk)?;
                 finish_x(exec, pn, pk, &vbuf, &zbuf, &mut xbuf, &mut sbuf)?;
@@ -551,12 +553,350 @@ fn run<T: Real + Dense, E: Executor<T>>(
                     done: 0,
                     panel: p,
                 });
+                ph.end(exec, 1)?;
                 syr2k_pass(exec, job, progress, &cols, &mut ring, &vbuf, &xbuf, s)?;
+                ph.end(exec, 2)?;
                 progress.i += kd;
             }
+            ph.report(n, kd, &describe(mode));
         }
     }
     Ok(())
+}
+
+/// Whether the resident mode factors its panels on the host (`HYLAPACK_SBR_PANEL=host`, kept
+/// for comparison) rather than on the executor.
+fn panel_on_host() -> bool {
+    crate::config::get().sbr.panel_on_host
+}
+
+/// Phase times of a run (`HYLAPACK_SBR_PROFILE=1`): the executor is synchronised at the end
+/// of each phase, and the sums are printed on stderr when the run ends.
+struct Phases {
+    on: bool,
+    last: Instant,
+    names: &'static [&'static str],
+    secs: Vec<f64>,
+}
+
+impl Phases {
+    fn new(names: &'static [&'static str]) -> Self {
+        Phases {
+            on: crate::config::get().sbr.profile,
+            last: Instant::now(),
+            names,
+            secs: vec![0.0; names.len()],
+        }
+    }
+
+    fn end<T: Real, E: Executor<T>>(
+        &mut self,
+        exec: &mut E,
+        phase: usize,
+    ) -> Result<(), ExecError> {
+        if self.on {
+            exec.sync()?;
+            let now = Instant::now();
+            self.secs[phase] += (now - self.last).as_secs_f64();
+            self.last = now;
+        }
+        Ok(())
+    }
+
+    fn report(&self, n: usize, kd: usize, what: &str) {
+        if self.on {
+            let parts: Vec<String> = (self.names.iter().zip(&self.secs))
+                .map(|(name, s)| format!("{name} {s:.3} s"))
+                .collect();
+            eprintln!(
+                "hylapack: syrdb phases n={n} kd={kd} {what}: {}",
+                parts.join(", ")
+            );
+        }
+    }
+}
+
+/// Whether the resident mode factors the next panel on a second lane of the executor while the
+/// rest of the trailing matrix is updated: off unless `HYLAPACK_SBR_LOOKAHEAD=1`. On the H100
+/// (n = 16384, kd = 32) it did not pay: 1.06 s against 0.98 s without. The second stream's
+/// small QR kernels seem to queue behind the SYR2K's blocks; a higher stream priority for lane
+/// 1 is the next thing to try.
+fn lookahead() -> bool {
+    crate::config::get().sbr.lookahead
+}
+
+/// A panel's buffers on the executor: `V`, `Z = V T`, and two k x k scratch matrices (`T`).
+struct PanelSet<B> {
+    v: B,
+    z: B,
+    s: B,
+    t: B,
+}
+
+/// The resident matrix and the buffers every step uses.
+struct Resident<'a, B> {
+    whole: &'a mut B,
+    taubuf: &'a mut B,
+    xbuf: &'a mut B,
+}
+
+/// The resident steps with the panels factored on the executor. Step i: `X = A₂ Z`; then,
+/// with look-ahead (`ahead`: a second panel set and room for the next panel's columns), the
+/// next panel's columns (the first kd of `A₂`) are updated first and copied aside, the rest of
+/// `A₂` is updated on lane 0 while lane 1 factors the copy (the host waits only for lane 1's
+/// small round trip), and the factored copy goes back into place. Without it, the whole of
+/// `A₂` is updated and the next panel factored in place.
+#[allow(clippy::too_many_arguments)]
+fn resident_steps<T: Real, E: Executor<T>>(
+    exec: &mut E,
+    n: usize,
+    kd: usize,
+    progress: &mut Progress<T>,
+    r: Resident<E::Buf>,
+    first: PanelSet<E::Buf>,
+    ahead: Option<(PanelSet<E::Buf>, E::Buf)>,
+    ph: &mut Phases,
+) -> Result<(), ExecError> {
+    let Resident {
+        whole,
+        taubuf,
+        xbuf,
+    } = r;
+    let (mut sets, mut next_cols) = match ahead {
+        Some((second, next)) => (vec![first, second], Some(next)),
+        None => (vec![first], None),
+    };
+    // The set that holds the current panel.
+    let mut k = 0;
+    let i0 = progress.i;
+    if i0 + kd < n {
+        let s = i0 + kd;
+        panel_on_executor(
+            exec,
+            op_mut(whole, s + i0 * n, n),
+            taubuf,
+            &mut sets[0],
+            n,
+            i0,
+            kd,
+        )?;
+    }
+    while progress.i + kd < n {
+        let i = progress.i;
+        let s = i + kd;
+        let (pn, pk) = (n - s, (n - s).min(kd));
+        ph.end(exec, 1)?;
+        let trailing = s + s * n;
+        let c = &mut sets[k];
+        exec.symm(
+            pn,
+            pk,
+            T::ONE,
+            op(whole, trailing, n),
+            op(&c.z, 0, pn),
+            T::ZERO,
+            op_mut(xbuf, 0, pn),
+        )?;
+        finish_x(exec, pn, pk, &c.v, &c.z, xbuf, &mut c.s)?;
+        ph.end(exec, 2)?;
+        // Is there a next step (i + kd + kd < n)?
+        let more = pn > kd;
+        match &mut next_cols {
+            Some(next) if more => {
+                let (a, b) = sets.split_at_mut(1);
+                let (c, o) = if k == 0 {
+                    (&mut a[0], &mut b[0])
+                } else {
+                    (&mut b[0], &mut a[0])
+                };
+                // The next panel's columns first: A₂[.., 0..kd] −= V X[0..kd]ᵀ + X V[0..kd]ᵀ.
+                let minus = -T::ONE;
+                exec.syr2k(
+                    kd,
+                    pk,
+                    minus,
+                    op(&c.v, 0, pn),
+                    op(xbuf, 0, pn),
+                    T::ONE,
+                    op_mut(whole, trailing, n),
+                )?;
+                let below = pn - kd;
+                let (v0, x0) = (op(&c.v, 0, pn), op(xbuf, 0, pn));
+                let (vk, xk) = (op(&c.v, kd, pn), op(xbuf, kd, pn));
+                let col = op_mut(whole, trailing + kd, n);
+                exec.gemm(false, true, below, kd, pk, minus, vk, x0, T::ONE, col)?;
+                let col = op_mut(whole, trailing + kd, n);
+                exec.gemm(false, true, below, kd, pk, minus, xk, v0, T::ONE, col)?;
+                exec.copy(pn, kd, op(whole, trailing, n), op_mut(next, 0, pn))?;
+                // The rest of A₂ on lane 0, the next panel meanwhile on lane 1.
+                exec.syr2k(
+                    below,
+                    pk,
+                    minus,
+                    op(&c.v, kd, pn),
+                    op(xbuf, kd, pn),
+                    T::ONE,
+                    op_mut(whole, trailing + kd + kd * n, n),
+                )?;
+                exec.lane(1)?;
+                let factored = panel_on_executor(exec, op_mut(next, kd, pn), taubuf, o, n, s, kd);
+                exec.lane(0)?;
+                factored?;
+                exec.copy(pn, kd, op(next, 0, pn), op_mut(whole, trailing, n))?;
+                k = 1 - k;
+            }
+            _ => {
+                exec.syr2k(
+                    pn,
+                    pk,
+                    -T::ONE,
+                    op(&c.v, 0, pn),
+                    op(xbuf, 0, pn),
+                    T::ONE,
+                    op_mut(whole, trailing, n),
+                )?;
+                if more {
+                    let panel = op_mut(whole, s + kd + s * n, n);
+                    panel_on_executor(exec, panel, taubuf, c, n, s, kd)?;
+                }
+            }
+        }
+        ph.end(exec, 3)?;
+        progress.i += kd;
+    }
+    Ok(())
+}
+
+/// Panel QR on the executor (resident mode): `L[s.., i..i+kd]` (at `panel`) is factored in place
+/// (xGEQRF's layout, R kept until [`band_from_panels`]), `tau[i..]` set; `V` (unit diagonal,
+/// zeros above it) goes to `&mut bufs.v`, `T` to `&mut bufs.t` and `Z = V T` to `&mut bufs.z`. T follows
+/// xLARFT's recurrence `T(0..j, j) = −τ_j T(0..j, 0..j) (VᵀV)(0..j, j)` on the host from the
+/// Gram matrix `VᵀV` (its rows below the panel's top block formed on the executor): one
+/// round trip of k² entries per panel instead of the panel itself.
+#[allow(clippy::too_many_arguments)]
+fn panel_on_executor<T: Real, E: Executor<T>>(
+    exec: &mut E,
+    panel: OpMut<E::Buf>,
+    taubuf: &mut E::Buf,
+    bufs: &mut PanelSet<E::Buf>,
+    n: usize,
+    i: usize,
+    kd: usize,
+) -> Result<(), ExecError> {
+    let s = i + kd;
+    let pn = n - s;
+    let pk = pn.min(kd);
+    let (at, ld) = (panel.off, panel.ld);
+    exec.geqrf(pn, kd, op_mut(panel.buf, at, ld), op_mut(taubuf, i, 1))?;
+    exec.copy(pn, pk, op(panel.buf, at, ld), op_mut(&mut bufs.v, 0, pn))?;
+    exec.copy(pk, pk, op(&bufs.v, 0, pn), op_mut(&mut bufs.t, 0, pk))?;
+    let mut gram = vec![T::ZERO; pk * pk];
+    if pn > pk {
+        exec.gemm(
+            true,
+            false,
+            pk,
+            pk,
+            pn - pk,
+            T::ONE,
+            op(&bufs.v, pk, pn),
+            op(&bufs.v, pk, pn),
+            T::ZERO,
+            op_mut(&mut bufs.s, 0, pk),
+        )?;
+        exec.download(&bufs.s, 0, pk * pk, &mut |start, piece| {
+            gram[start..start + piece.len()].copy_from_slice(piece)
+        })?;
+    }
+    let mut top = vec![T::ZERO; pk * pk];
+    exec.download(&bufs.t, 0, pk * pk, &mut |start, piece| {
+        top[start..start + piece.len()].copy_from_slice(piece)
+    })?;
+    let mut tau = vec![T::ZERO; pk];
+    exec.download(taubuf, i, pk, &mut |start, piece| {
+        tau[start..start + piece.len()].copy_from_slice(piece)
+    })?;
+    // V's top block: unit diagonal, zeros above it; its part of the Gram matrix.
+    for c in 0..pk {
+        for r in 0..c {
+            top[r + c * pk] = T::ZERO;
+        }
+        top[c + c * pk] = T::ONE;
+    }
+    for b in 0..pk {
+        for a in 0..pk {
+            let mut acc = gram[a + b * pk];
+            for r in a.max(b)..pk {
+                acc = acc + top[r + a * pk] * top[r + b * pk];
+            }
+            gram[a + b * pk] = acc;
+        }
+    }
+    let t = t_from_gram(pk, &gram, &tau);
+    upload_panels(exec, &mut bufs.s, &mut bufs.t, &top, &t)?;
+    exec.copy(pk, pk, op(&bufs.s, 0, pk), op_mut(&mut bufs.v, 0, pn))?;
+    exec.gemm(
+        false,
+        false,
+        pn,
+        pk,
+        pk,
+        T::ONE,
+        op(&bufs.v, 0, pn),
+        op(&bufs.t, 0, pk),
+        T::ZERO,
+        op_mut(&mut bufs.z, 0, pn),
+    )
+}
+
+/// The k x k upper triangular `T` of `I − V T Vᵀ = H₁ ⋯ H_k` from `G = VᵀV` and the `τ`s, by
+/// xLARFT's forward, column-wise recurrence (a zero τ gives a zero column).
+fn t_from_gram<T: Real>(k: usize, g: &[T], tau: &[T]) -> Vec<T> {
+    let mut t = vec![T::ZERO; k * k];
+    let mut w = vec![T::ZERO; k];
+    for j in 0..k {
+        t[j + j * k] = tau[j];
+        if tau[j] == T::ZERO {
+            continue;
+        }
+        for l in 0..j {
+            w[l] = T::ZERO - tau[j] * g[l + j * k];
+        }
+        for r in 0..j {
+            let mut acc = T::ZERO;
+            for l in r..j {
+                acc = acc + t[r + l * k] * w[l];
+            }
+            t[r + j * k] = acc;
+        }
+    }
+    t
+}
+
+/// After a resident run with the panels factored on the executor, the host's panels hold R
+/// where xSYTRD_SY2SB leaves a unit diagonal and zeros: the band of each panel's columns is
+/// read from the host matrix, then R is replaced. Returns the first column not yet in AB.
+fn band_from_panels<T: Real>(job: &mut Job<T>) -> usize {
+    let (n, kd, upper) = (job.n, job.kd, job.host.upper);
+    let (mut i, mut banded) = (0, 0);
+    while i + kd < n {
+        let s = i + kd;
+        let pk = (n - s).min(kd);
+        for c in 0..pk {
+            let j = i + c;
+            let host = &*job.host;
+            put_band(job.ab, job.ldab, kd, n, upper, j, |d| host.get(j + d, j));
+        }
+        for c in 0..pk {
+            for r in 0..=c {
+                let x = if r == c { T::ONE } else { T::ZERO };
+                job.host.set(s + r, i + c, x);
+            }
+        }
+        banded = i + pk;
+        i += kd;
+    }
+    banded
 }
 
 /// Uploads `V` and `T` and forms `Z = V T` on the executor.
@@ -920,6 +1260,7 @@ fn with_fallback<T: Real + Dense, E: Executor<T>>(
         i: 0,
         banded: 0,
         pending: None,
+        written_back: false,
     };
     let mut host = HostMat {
         a: &mut *p.a,
@@ -939,6 +1280,12 @@ fn with_fallback<T: Real + Dense, E: Executor<T>>(
         note: Some(describe(mode)),
     };
     if let Err(e) = run(exec, &mut job, &mut progress, mode) {
+        // Neither the input nor the result is on the host: no path can finish the call.
+        assert!(
+            !progress.written_back,
+            "syrdb: the {} failed ({e}) while writing the reduced matrix back; the input is lost",
+            backend.name()
+        );
         let untouched = mode == Mode::Resident || (progress.i == 0 && progress.pending.is_none());
         report.backend = Backend::Cpu;
         if untouched {
@@ -982,6 +1329,8 @@ mod tests {
     struct Flaky {
         cpu: cpu::CpuExecutor,
         left: usize,
+        /// A download that fails delivers the first half of its range first.
+        tear: bool,
     }
 
     impl Flaky {
@@ -1020,6 +1369,9 @@ mod tests {
             len: usize,
             take: &mut dyn FnMut(usize, &[f64]),
         ) -> Result<(), ExecError> {
+            if self.left == 0 && self.tear {
+                self.cpu.download(src, off, len / 2, take)?;
+            }
             self.tick()?;
             self.cpu.download(src, off, len, take)
         }
@@ -1052,6 +1404,29 @@ mod tests {
             self.tick()?;
             self.cpu.symm(m, n, alpha, a, b, beta, c)
         }
+        fn geqrf(
+            &mut self,
+            m: usize,
+            k: usize,
+            a: OpMut<Vec<f64>>,
+            tau: OpMut<Vec<f64>>,
+        ) -> Result<(), ExecError> {
+            self.tick()?;
+            self.cpu.geqrf(m, k, a, tau)
+        }
+        fn copy(
+            &mut self,
+            m: usize,
+            n: usize,
+            a: Op<Vec<f64>>,
+            c: OpMut<Vec<f64>>,
+        ) -> Result<(), ExecError> {
+            self.tick()?;
+            self.cpu.copy(m, n, a, c)
+        }
+        fn sync(&mut self) -> Result<(), ExecError> {
+            Executor::<f64>::sync(&mut self.cpu)
+        }
         fn syr2k(
             &mut self,
             n: usize,
@@ -1071,10 +1446,30 @@ mod tests {
     /// entry-by-entry copies, and scatter writes nothing above the diagonal of `L`.
     #[test]
     fn gather_and_scatter_in_pieces() {
+        gather_and_scatter(
+            70,
+            75,
+            &[(0, 0, 70, 70), (5, 5, 65, 40), (30, 3, 40, 33)],
+            5,
+        );
+    }
+
+    /// The same with blocks large enough to be copied by several threads (pieces that start
+    /// and end inside columns).
+    #[test]
+    fn gather_and_scatter_on_threads() {
+        gather_and_scatter(1100, 1103, &[(0, 0, 1100, 1100), (9, 9, 1091, 900)], 2);
+    }
+
+    fn gather_and_scatter(
+        n: usize,
+        lda: usize,
+        blocks: &[(usize, usize, usize, usize)],
+        extra_cuts: usize,
+    ) {
         let mut rng = Rng::new(crate::testmat::seed_from_time());
-        let (n, lda) = (70, 75);
         for upper in [false, true] {
-            for &(r0, c0, h, w) in &[(0, 0, 70, 70), (5, 5, 65, 40), (30, 3, 40, 33)] {
+            for &(r0, c0, h, w) in blocks {
                 let a0: Vec<f64> = (0..lda * n).map(|_| rng.range(-1.0, 1.0)).collect();
                 let mut a = a0.clone();
                 let host = HostMat {
@@ -1086,7 +1481,7 @@ mod tests {
                     .map(|t| host.get(r0 + t % h, c0 + t / h))
                     .collect();
                 let mut cuts = vec![0, h * w];
-                for _ in 0..5 {
+                for _ in 0..extra_cuts {
                     cuts.push(rng.below(h * w));
                 }
                 cuts.sort();
@@ -1110,13 +1505,46 @@ mod tests {
                     let expect = if r >= c { data[t] } else { a0[idx] };
                     assert_eq!(host.a[idx], expect, "scatter upper={upper} ({r},{c})");
                 }
-                let touched =
-                    |i: usize| (0..h * w).any(|t| host.index(r0 + t % h, c0 + t / h) == i);
+                let mut touched = vec![false; lda * n];
+                for t in 0..h * w {
+                    touched[host.index(r0 + t % h, c0 + t / h)] = true;
+                }
                 for i in (0..lda * n).step_by(7) {
-                    if !touched(i) {
+                    if !touched[i] {
                         assert_eq!(host.a[i], a0[i], "scatter wrote outside the block");
                     }
                 }
+            }
+        }
+    }
+
+    /// `T` from the Gram matrix equals xLARFT's, zero τs included.
+    #[test]
+    fn t_from_gram_matches_larft() {
+        let mut rng = Rng::new(crate::testmat::seed_from_time());
+        let (m, k) = (40, 9);
+        let mut v: Vec<f64> = (0..m * k).map(|_| rng.range(-1.0, 1.0)).collect();
+        let mut tau = vec![0.0; k];
+        assert_eq!(f64::geqrf(m, k, &mut v, m, &mut tau), 0);
+        tau[3] = 0.0;
+        for c in 0..k {
+            for r in 0..c {
+                v[r + c * m] = 0.0;
+            }
+            v[c + c * m] = 1.0;
+        }
+        let mut want = vec![0.0; k * k];
+        f64::larft(m, k, (&v, m), &tau, &mut want, k);
+        let mut g = vec![0.0; k * k];
+        f64::gemm(b'T', b'N', k, k, m, 1.0, (&v, m), (&v, m), 0.0, &mut g, k);
+        let got = t_from_gram(k, &g, &tau);
+        for c in 0..k {
+            for r in 0..=c {
+                let (x, y) = (got[r + c * k], want[r + c * k]);
+                assert!(
+                    (x - y).abs() <= 1e-13 * (1.0 + y.abs()),
+                    "T({r},{c}): {x} vs {y}"
+                );
             }
         }
     }
@@ -1165,6 +1593,7 @@ mod tests {
                         Flaky {
                             cpu: cpu::CpuExecutor::new(0),
                             left,
+                            tear: false,
                         },
                         mode,
                     ))
@@ -1200,5 +1629,46 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A resident run whose final download fails half way has neither the input nor the
+    /// result on the host: it must stop with an error, never restart LAPACK on the half-written
+    /// matrix. Downloads that fail before writing anything still restart from the input.
+    #[test]
+    fn torn_final_download_is_an_error() {
+        let mut rng = Rng::new(crate::testmat::seed_from_time());
+        let (n, kd) = (40, 4);
+        let a0: Vec<f64> = dense_symmetric(DenseFamily::Random, n, &mut rng);
+        let lapack = reduce(&a0, b'L', n, kd, None);
+        let (mut torn, mut restarted) = (0, 0);
+        for left in 0..2000 {
+            let exec = Flaky {
+                cpu: cpu::CpuExecutor::new(0),
+                left,
+                tear: true,
+            };
+            let run =
+                std::panic::catch_unwind(|| reduce(&a0, b'L', n, kd, Some((exec, Mode::Resident))));
+            match run {
+                Err(payload) => {
+                    let msg = payload
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .unwrap_or_default();
+                    assert!(msg.contains("the input is lost"), "left={left}: {msg}");
+                    torn += 1;
+                }
+                Ok(got) if got.3.backend == Backend::Gpu => break, // ran to the end
+                Ok(got) => {
+                    assert!(got.0 == lapack.0 && got.1 == lapack.1, "left={left}");
+                    restarted += 1;
+                }
+            }
+        }
+        assert_eq!(
+            torn, 1,
+            "exactly one failure point tears the final download"
+        );
+        assert!(restarted > 10);
     }
 }

@@ -6,7 +6,7 @@
 //!
 //! JOBZ = 'V' is not implemented: it is reported as an illegal first argument.
 
-use super::{gpu::CublasReal, syrdb, Path, SyrdbReport};
+use super::{gpu::CublasReal, syrdb, Mode, Path, SyrdbReport};
 use crate::dispatch::Backend;
 use crate::lapack::Dense;
 use crate::real::Real;
@@ -14,12 +14,38 @@ use crate::real::Real;
 /// ILAENV's block size for xSYTRD, which sizes LAPACK's optimal workspace.
 const SYTRD_NB: usize = 32;
 
-/// The bandwidth of the intermediate band matrix: wide enough for cuBLAS to run the rank-2kd
-/// updates near GEMM speed, narrow enough for the CPU's bulge chasing (whose cost grows with
-/// n² kd) to stay behind the first stage.
+/// The bandwidth of the intermediate band matrix when the matrix fits in the executor's
+/// memory. The bulge chasing costs O(n² kd) on the CPU, the band reduction's rank-2kd updates
+/// run faster on the GPU the wider the band: on an H100 at n = 16384 the whole path took 2.55 s
+/// with kd = 32 against 3.49 s with kd = 64 (band 0.96 s against 0.71 s, bulge chasing 1.52 s
+/// against 2.72 s; docs/bench/2026-11-22-h100-syev-2.txt), and at n = 4096 0.27 s against
+/// 0.33 s.
 pub fn bandwidth(n: usize) -> usize {
+    32.min(n.saturating_sub(1)).max(1)
+}
+
+/// The bandwidth when the matrix streams through the executor (out of core): each step moves
+/// the trailing matrix over the bus three times, so the traffic falls as 1/kd and a wider band
+/// pays.
+pub fn bandwidth_streaming(n: usize) -> usize {
     let kd = if n < 4096 { 32 } else { 64 };
     kd.min(n.saturating_sub(1)).max(1)
+}
+
+/// The bandwidth the drivers use on `path`: [`bandwidth`] if the matrix will be resident,
+/// else [`bandwidth_streaming`].
+fn driver_bandwidth<T>(n: usize, path: Path) -> usize {
+    let kd = bandwidth(n);
+    let budget = match path {
+        Path::Lapack => return kd,
+        Path::CpuBlocked { budget } => Some(budget),
+        Path::Gpu { budget } => super::gpu::budget(budget),
+    };
+    let elem = std::mem::size_of::<T>();
+    match budget.map(|b| super::plan(n, kd, elem, b)) {
+        Some(Ok(Mode::Resident)) | None => kd,
+        _ => bandwidth_streaming(n),
+    }
 }
 
 /// xSYEV's argument checks in LAPACK's order (1 JOBZ, 2 UPLO, 3 N, 5 LDA, 8 LWORK; −1 is a
@@ -145,7 +171,7 @@ fn tridiagonal<T: Real + Dense + CublasReal>(
     lda: usize,
     path: Path,
 ) -> (Vec<T>, Vec<T>, SyrdbReport) {
-    let kd = bandwidth(n);
+    let kd = driver_bandwidth::<T>(n, path);
     let ldab = kd + 1;
     let mut ab = vec![T::ZERO; ldab * n];
     let mut tau = vec![T::ZERO; n - kd.min(n)];

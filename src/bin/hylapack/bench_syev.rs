@@ -2,12 +2,12 @@
 //! LAPACK, in one run.
 //!
 //! Rows per order n (a random symmetric matrix):
-//! - hylapack dense → band (`syrdb`, bandwidth as the driver picks it) on the GPU, in core and
-//!   with a GPU budget of a quarter of the matrix's bytes (out of core); GFLOP/s counts
-//!   4n³/3 flops. "w/o transfers" subtracts the time of one upload and one download of the
+//! - hylapack dense → band (`syrdb`) on the GPU in core, at the bandwidth the drivers pick for
+//!   a resident matrix (or each of `--kd`), and with a GPU budget of a quarter of the matrix's
+//!   bytes (out of core, at the drivers' out-of-core bandwidth); GFLOP/s counts 4n³/3 flops. "w/o transfers" subtracts the time of one upload and one download of the
 //!   matrix through the same pinned staging (measured separately): an estimate, in core only.
-//! - band → tridiagonal (the threaded bulge chasing; LAPACK xSYTRD_SB2ST for comparison up to
-//!   n = 8192), then all eigenvalues by the GPU bisection (what `dsyev_ooc` does on the GPU
+//! - band → tridiagonal (the threaded bulge chasing, also with other numbers of sweeps per
+//!   group; LAPACK xSYTRD_SB2ST for comparison up to n = 8192), then all eigenvalues by the GPU bisection (what `dsyev_ooc` does on the GPU
 //!   path), and xSTERF for comparison;
 //! - the whole `dsyev_ooc` path (JOBZ = 'N'): the sum of the three stages as the driver runs them;
 //! - cuSOLVER Dsytrd and Dsyevd (eigenvalues only), device-resident: the matrix is on the GPU
@@ -19,6 +19,7 @@
 //! Dsyevd, else LAPACK dsyevd): max |Δλ| / (n ε ‖A‖).
 
 use crate::table::{time, Table};
+use hylapack::device::memory::par_copy;
 use hylapack::lapack::{Dense, Lapack};
 use hylapack::sbr::{self, gpu::GpuExecutor, Executor, Path};
 use hylapack::testmat::{self, DenseFamily, Rng};
@@ -31,6 +32,10 @@ struct Options {
     lapack_limit_s: f64,
     /// Out-of-core runs only up to this order (their time grows with n³ / bandwidth).
     ooc_max_n: usize,
+    /// Bandwidths of the hylapack rows (empty: the driver's choice).
+    kds: Vec<usize>,
+    /// Skip cuSOLVER.
+    no_peers: bool,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -39,6 +44,8 @@ fn parse(args: &[String]) -> Result<Options, String> {
         csv: None,
         lapack_limit_s: 60.0,
         ooc_max_n: 16384,
+        kds: Vec::new(),
+        no_peers: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -59,6 +66,14 @@ fn parse(args: &[String]) -> Result<Options, String> {
                 let v = it.next().ok_or("--ooc-max needs an order")?;
                 o.ooc_max_n = v.parse().map_err(|_| format!("bad order {v}"))?;
             }
+            "--kd" => {
+                let v = it.next().ok_or("--kd needs a list")?;
+                o.kds = v
+                    .split(',')
+                    .map(|s| s.trim().parse().map_err(|_| format!("bad bandwidth {s}")))
+                    .collect::<Result<_, _>>()?;
+            }
+            "--no-peers" => o.no_peers = true,
             "--quick" => {
                 o.sizes = vec![1024, 2048];
                 o.lapack_limit_s = 10.0;
@@ -69,13 +84,14 @@ fn parse(args: &[String]) -> Result<Options, String> {
     Ok(o)
 }
 
-/// `hylapack bench syev [--sizes 4096,8192] [--csv FILE] [--lapack-limit S] [--ooc-max N]`.
+/// `hylapack bench syev [--sizes 4096,8192] [--csv FILE] [--lapack-limit S] [--ooc-max N]
+/// [--kd 32,64] [--no-peers]`.
 pub fn bench_syev(args: &[String]) -> i32 {
     match parse(args) {
         Ok(o) => run(&o),
         Err(e) => {
             eprintln!("hylapack bench syev: {e}");
-            eprintln!("usage: hylapack bench syev [--sizes 4096,8192,16384,32768] [--csv FILE] [--lapack-limit 60] [--ooc-max 16384] [--quick]");
+            eprintln!("usage: hylapack bench syev [--sizes 4096,8192,16384,32768] [--csv FILE] [--lapack-limit 60] [--ooc-max 16384] [--kd 32,64] [--no-peers] [--quick]");
             2
         }
     }
@@ -92,13 +108,15 @@ fn transfer_time(a: &[f64]) -> Result<f64, String> {
     let mut exec = GpuExecutor::<f64>::new(None).map_err(|e| e.to_string())?;
     let mut buf = exec.alloc(a.len()).map_err(|e| e.to_string())?;
     let mut back = vec![0.0; a.len()];
+    // Touch the destination first: syrdb writes back into the user's (touched) matrix.
+    par_copy(&mut back, a);
     let t = Instant::now();
     exec.upload(&mut buf, 0, a.len(), &mut |s, out| {
-        out.copy_from_slice(&a[s..s + out.len()])
+        par_copy(out, &a[s..s + out.len()])
     })
     .map_err(|e| e.to_string())?;
     exec.download(&buf, 0, a.len(), &mut |s, piece| {
-        back[s..s + piece.len()].copy_from_slice(piece)
+        par_copy(&mut back[s..s + piece.len()], piece)
     })
     .map_err(|e| e.to_string())?;
     Ok(t.elapsed().as_secs_f64())
@@ -287,6 +305,13 @@ fn run(o: &Options) -> i32 {
             Ok(r) => println!("cuBLAS DGEMM 8192³: {:.0} GFLOP/s", r),
             Err(e) => println!("cuBLAS DGEMM: {e}"),
         }
+        // Loads cuSOLVER and makes the pooled handles once, outside the timed rows (cuSOLVER's
+        // own rows create their handles before the timer too).
+        let (n, kd) = (512, 32);
+        let mut w = testmat::dense_symmetric::<f64>(DenseFamily::Random, n, &mut Rng::new(1));
+        let (mut ab, mut tau) = (vec![0.0; (kd + 1) * n], vec![0.0; n - kd]);
+        let gpu_path = Path::Gpu { budget: None };
+        sbr::syrdb(b'L', n, kd, &mut w, n, &mut ab, kd + 1, &mut tau, gpu_path);
     }
     let mut table = Table::new(&["n", "method", "time", "GFLOP/s", "err/(n eps |A|)", "note"]);
     let mut rng = Rng::new(testmat::seed_from_time());
@@ -295,7 +320,6 @@ fn run(o: &Options) -> i32 {
     for &n in &o.sizes {
         let a = testmat::dense_symmetric::<f64>(DenseFamily::Random, n, &mut rng);
         let flops = 4.0 * (n as f64).powi(3) / 3.0;
-        let kd = sbr::syev::bandwidth(n);
         let mut reference: Option<Vec<f64>> = None;
         let mut rows: Vec<(String, f64, Option<f64>, Option<Vec<f64>>, String)> = Vec::new();
         let add =
@@ -304,121 +328,148 @@ fn run(o: &Options) -> i32 {
             };
         if gpu.is_ok() {
             let xfer = transfer_time(&a).ok();
-            let (mut ab, mut tau) = (vec![0.0; (kd + 1) * n], vec![0.0; n - kd]);
-            let mut work = a.clone();
-            let mut report = None;
-            let s_band = secs(|| {
-                report = Some(sbr::syrdb(
-                    b'L',
-                    n,
-                    kd,
-                    &mut work,
-                    n,
-                    &mut ab,
-                    kd + 1,
-                    &mut tau,
-                    Path::Gpu { budget: None },
-                ))
-            });
-            let s = s_band;
-            let note = report.and_then(|r| r.note).unwrap_or_default();
-            add(
-                &mut rows,
-                &format!("hylapack syrdb in-core, kd={kd}"),
-                s,
-                true,
-                None,
-                note,
-            );
-            if let Some(x) = xfer {
+            let kds = if o.kds.is_empty() {
+                vec![sbr::syev::bandwidth(n)]
+            } else {
+                o.kds.iter().map(|&k| k.clamp(1, n - 1)).collect()
+            };
+            for (q, &kd) in kds.iter().enumerate() {
+                let first = q == 0;
+                let (mut ab, mut tau) = (vec![0.0; (kd + 1) * n], vec![0.0; n - kd]);
+                let mut work = a.clone();
+                let mut report = None;
+                let s_band = secs(|| {
+                    report = Some(sbr::syrdb(
+                        b'L',
+                        n,
+                        kd,
+                        &mut work,
+                        n,
+                        &mut ab,
+                        kd + 1,
+                        &mut tau,
+                        Path::Gpu { budget: None },
+                    ))
+                });
+                let s = s_band;
+                let note = report.and_then(|r| r.note).unwrap_or_default();
                 add(
                     &mut rows,
-                    "  same, w/o transfers (est.)",
-                    s - x,
+                    &format!("hylapack syrdb in-core, kd={kd}"),
+                    s,
                     true,
                     None,
-                    format!("matrix up+down {}", time(x)),
+                    note,
                 );
-            }
-            let (mut d, mut e) = (Vec::new(), Vec::new());
-            let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
-            let s_tri = secs(|| {
-                (d, e) = sbr::sb2st::tridiagonalize(b'L', n, kd, &ab, kd + 1, 0);
-            });
-            add(
-                &mut rows,
-                "  band→tridiagonal (threaded bulge chasing)",
-                s_tri,
-                false,
-                None,
-                format!("{threads} threads"),
-            );
-            if n <= 8192 {
-                let mut ab2 = ab.clone();
-                let (mut d2, mut e2) = (vec![0.0; n], vec![0.0; n]);
-                let s = secs(|| {
-                    f64::sytrd_sb2st(b'L', n, kd, &mut ab2, kd + 1, &mut d2, &mut e2);
+                if let Some(x) = xfer {
+                    add(
+                        &mut rows,
+                        "  same, w/o transfers (est.)",
+                        s - x,
+                        true,
+                        None,
+                        format!("matrix up+down {}", time(x)),
+                    );
+                }
+                let (mut d, mut e) = (Vec::new(), Vec::new());
+                let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+                let s_tri = secs(|| {
+                    (d, e) = sbr::sb2st::tridiagonalize(b'L', n, kd, &ab, kd + 1, 0);
                 });
                 add(
                     &mut rows,
-                    "  (LAPACK sb2st instead)",
-                    s,
+                    "  band→tridiagonal (threaded bulge chasing)",
+                    s_tri,
+                    false,
+                    None,
+                    format!("{threads} threads"),
+                );
+                if first {
+                    // The same bulge chasing with other numbers of sweeps per thread's group.
+                    for group in [1, 4, 16] {
+                        let s = secs(|| {
+                            sbr::sb2st::tridiagonalize_grouped(b'L', n, kd, &ab, kd + 1, 0, group);
+                        });
+                        add(
+                            &mut rows,
+                            &format!("  (bulge chasing, {group} sweeps per group)"),
+                            s,
+                            false,
+                            None,
+                            format!("default {}", sbr::sb2st::sweep_group(n, kd, threads)),
+                        );
+                    }
+                }
+                if n <= 8192 && first {
+                    let mut ab2 = ab.clone();
+                    let (mut d2, mut e2) = (vec![0.0; n], vec![0.0; n]);
+                    let s = secs(|| {
+                        f64::sytrd_sb2st(b'L', n, kd, &mut ab2, kd + 1, &mut d2, &mut e2);
+                    });
+                    add(
+                        &mut rows,
+                        "  (LAPACK sb2st instead)",
+                        s,
+                        false,
+                        None,
+                        String::new(),
+                    );
+                }
+                let mut w = vec![0.0; n];
+                let s_values = secs(|| {
+                    let (mut iblock, mut isplit) = (vec![0; n], vec![0; n]);
+                    hylapack::stebz::stebz(
+                        b'A',
+                        b'E',
+                        0.0,
+                        0.0,
+                        0,
+                        0,
+                        0.0,
+                        &d,
+                        &e[..n - 1],
+                        &mut w,
+                        &mut iblock,
+                        &mut isplit,
+                        hylapack::dispatch::Backend::Gpu,
+                    );
+                });
+                add(
+                    &mut rows,
+                    "  all eigenvalues by GPU bisection (stebz)",
+                    s_values,
                     false,
                     None,
                     String::new(),
                 );
-            }
-            let mut w = vec![0.0; n];
-            let s_values = secs(|| {
-                let (mut iblock, mut isplit) = (vec![0; n], vec![0; n]);
-                hylapack::stebz::stebz(
-                    b'A',
-                    b'E',
-                    0.0,
-                    0.0,
-                    0,
-                    0,
-                    0.0,
-                    &d,
-                    &e[..n - 1],
-                    &mut w,
-                    &mut iblock,
-                    &mut isplit,
-                    hylapack::dispatch::Backend::Gpu,
-                );
-            });
-            add(
-                &mut rows,
-                "  all eigenvalues by GPU bisection (stebz)",
-                s_values,
-                false,
-                None,
-                String::new(),
-            );
-            // dsterf is O(n²) on one core: beside the bisection up to n = 16384 only.
-            if n <= 16384 {
-                let s_sterf = secs(|| {
-                    f64::sterf(&mut d, &mut e);
-                });
+                // dsterf is O(n²) on one core: beside the bisection up to n = 16384 only.
+                if n <= 16384 && first {
+                    let s_sterf = secs(|| {
+                        f64::sterf(&mut d, &mut e);
+                    });
+                    add(
+                        &mut rows,
+                        "  (dsterf on the host instead)",
+                        s_sterf,
+                        false,
+                        None,
+                        String::new(),
+                    );
+                }
+                // The dsyev_ooc driver runs exactly these stages (plus a scaling check).
                 add(
                     &mut rows,
-                    "  (dsterf on the host instead)",
-                    s_sterf,
+                    &format!("hylapack dsyev_ooc path, kd={kd} (sum of the stages)"),
+                    s_band + s_tri + s_values,
                     false,
-                    None,
+                    Some(w),
                     String::new(),
                 );
             }
-            // The dsyev_ooc driver runs exactly these stages (plus a scaling check).
-            add(
-                &mut rows,
-                "hylapack dsyev_ooc path (sum of the stages)",
-                s_band + s_tri + s_values,
-                false,
-                Some(w),
-                String::new(),
-            );
             if n <= o.ooc_max_n {
+                // At the bandwidth the drivers use out of core.
+                let kd = sbr::syev::bandwidth_streaming(n);
+                let (mut ab, mut tau) = (vec![0.0; (kd + 1) * n], vec![0.0; n - kd]);
                 let budget = (n * n * 8 / 4) as u64;
                 let mut work = a.clone();
                 let mut report = None;
@@ -440,42 +491,46 @@ fn run(o: &Options) -> i32 {
                 let note = report.and_then(|r| r.note).unwrap_or_default();
                 add(
                     &mut rows,
-                    "hylapack syrdb OOC, GPU budget n²·8/4",
+                    &format!("hylapack syrdb OOC, kd={kd}, GPU budget n²·8/4"),
                     s,
                     true,
                     None,
                     note,
                 );
             }
-            match cusolver(&a, n, false) {
-                Ok((s, _)) => add(
-                    &mut rows,
-                    "cuSOLVER Dsytrd (device-resident)",
-                    s,
-                    true,
-                    None,
-                    String::new(),
-                ),
-                Err(e) => println!("n={n}: cuSOLVER Dsytrd: {e}"),
-            }
-            match cusolver(&a, n, true) {
-                Ok((s, w)) => {
-                    reference = w.clone();
-                    add(
+            if o.no_peers {
+                // cuSOLVER and the host's LAPACK are left out.
+            } else {
+                match cusolver(&a, n, false) {
+                    Ok((s, _)) => add(
                         &mut rows,
-                        "cuSOLVER Dsyevd, values (device-resident)",
+                        "cuSOLVER Dsytrd (device-resident)",
                         s,
-                        false,
-                        w,
+                        true,
+                        None,
                         String::new(),
-                    );
+                    ),
+                    Err(e) => println!("n={n}: cuSOLVER Dsytrd: {e}"),
                 }
-                Err(e) => println!("n={n}: cuSOLVER Dsyevd: {e}"),
+                match cusolver(&a, n, true) {
+                    Ok((s, w)) => {
+                        reference = w.clone();
+                        add(
+                            &mut rows,
+                            "cuSOLVER Dsyevd, values (device-resident)",
+                            s,
+                            false,
+                            w,
+                            String::new(),
+                        );
+                    }
+                    Err(e) => println!("n={n}: cuSOLVER Dsyevd: {e}"),
+                }
             }
         }
         let n3 = (n as f64).powi(3);
         let fits = |r: Option<f64>| r.is_none_or(|r| r * n3 <= o.lapack_limit_s);
-        if fits(lapack_rate[0]) {
+        if !o.no_peers && fits(lapack_rate[0]) {
             let mut work = a.clone();
             let mut w = vec![0.0; n];
             let s = secs(|| {
@@ -494,7 +549,8 @@ fn run(o: &Options) -> i32 {
                 String::new(),
             );
         }
-        if fits(lapack_rate[1]) {
+        if !o.no_peers && fits(lapack_rate[1]) {
+            let kd = sbr::syev::bandwidth(n);
             let mut work = a.clone();
             let (mut ab, mut tau) = (vec![0.0; (kd + 1) * n], vec![0.0; n - kd]);
             let (mut d, mut e) = (vec![0.0; n], vec![0.0; n]);

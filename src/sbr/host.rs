@@ -1,0 +1,188 @@
+//! The user's matrix on the host, seen as its lower triangle, and the copies between it and an
+//! executor's staging buffers. One thread copies at a few GB/s, below what a copy engine moves:
+//! large copies are split over several threads (`copy_threads`), each on its own consecutive
+//! entries of the block.
+
+use crate::device::memory::copy_threads;
+use crate::real::Real;
+
+/// Columns of `L` copied together when `A` is read transposed (`UPLO = 'U'`).
+const TILE: usize = 32;
+/// How many threads copy `len` entries of `T`.
+fn threads_for<T>(len: usize) -> usize {
+    copy_threads(len * std::mem::size_of::<T>())
+}
+
+/// The user's matrix seen as its lower triangle `L` (`UPLO = 'U'` is read transposed).
+pub struct HostMat<'a, T> {
+    pub a: &'a mut [T],
+    pub lda: usize,
+    pub upper: bool,
+}
+
+impl<T: Real> HostMat<'_, T> {
+    #[inline]
+    pub(super) fn index(&self, r: usize, c: usize) -> usize {
+        index(self.upper, self.lda, r, c)
+    }
+
+    pub(super) fn get(&self, r: usize, c: usize) -> T {
+        self.a[self.index(r, c)]
+    }
+
+    pub(super) fn set(&mut self, r: usize, c: usize, x: T) {
+        let i = self.index(r, c);
+        self.a[i] = x;
+    }
+
+    /// Entries `start..start + out.len()` of the h-row block `L[r0.., c0..]` stored with
+    /// leading dimension `h`. A column of `L` is a slice of `A` (lower) or a row of it (upper,
+    /// copied in tiles of whole columns so that `A` is read along its columns).
+    pub(super) fn gather(&self, r0: usize, h: usize, c0: usize, start: usize, out: &mut [T]) {
+        let t = threads_for::<T>(out.len());
+        if t == 1 {
+            return self.gather_seq(r0, h, c0, start, out);
+        }
+        let piece = out.len().div_ceil(t);
+        std::thread::scope(|s| {
+            for (k, part) in out.chunks_mut(piece).enumerate() {
+                s.spawn(move || self.gather_seq(r0, h, c0, start + k * piece, part));
+            }
+        });
+    }
+
+    fn gather_seq(&self, r0: usize, h: usize, c0: usize, start: usize, out: &mut [T]) {
+        let (mut t, mut done, lda) = (start, 0, self.lda);
+        while done < out.len() {
+            let (r, c) = (t % h, t / h);
+            let run = (h - r).min(out.len() - done);
+            let col = c0 + c;
+            if self.upper && r == 0 && run == h {
+                let cols = ((out.len() - done) / h).min(TILE);
+                let tile = &mut out[done..done + cols * h];
+                for k in 0..h {
+                    let src = &self.a[col + (r0 + k) * lda..][..cols];
+                    for (j, &x) in src.iter().enumerate() {
+                        tile[j * h + k] = x;
+                    }
+                }
+                done += cols * h;
+                t += cols * h;
+                continue;
+            }
+            if self.upper {
+                for k in 0..run {
+                    out[done + k] = self.a[col + (r0 + r + k) * lda];
+                }
+            } else {
+                let s = (r0 + r) + col * lda;
+                out[done..done + run].copy_from_slice(&self.a[s..s + run]);
+            }
+            done += run;
+            t += run;
+        }
+    }
+
+    /// The inverse of `gather`: only entries on or below the diagonal of `L` are written.
+    pub(super) fn scatter(&mut self, r0: usize, h: usize, c0: usize, start: usize, data: &[T]) {
+        if data.is_empty() {
+            return;
+        }
+        let raw = RawMat {
+            ptr: self.a.as_mut_ptr(),
+            len: self.a.len(),
+            lda: self.lda,
+            upper: self.upper,
+        };
+        let t = threads_for::<T>(data.len());
+        let piece = data.len().div_ceil(t);
+        if t == 1 {
+            // SAFETY: `raw` comes from the exclusive borrow of `a`, alive for this call.
+            return unsafe { raw.scatter(r0, h, c0, start, data) };
+        }
+        std::thread::scope(|s| {
+            for (k, part) in data.chunks(piece).enumerate() {
+                // SAFETY: `raw` comes from the exclusive borrow of `a`, alive for this call.
+                // Distinct entries of the block are distinct entries of `A` (`index` is
+                // injective for rows and columns below `lda`), and the pieces are disjoint.
+                s.spawn(move || unsafe { raw.scatter(r0, h, c0, start + k * piece, part) });
+            }
+        });
+    }
+}
+
+#[inline]
+fn index(upper: bool, lda: usize, r: usize, c: usize) -> usize {
+    if upper {
+        c + r * lda
+    } else {
+        r + c * lda
+    }
+}
+
+/// `A` as a pointer, written by several threads at once on disjoint entries.
+#[derive(Clone, Copy)]
+struct RawMat<T> {
+    ptr: *mut T,
+    len: usize,
+    lda: usize,
+    upper: bool,
+}
+
+// SAFETY: a RawMat is only used inside `HostMat::scatter`, whose threads write disjoint entries
+// of a matrix it borrows exclusively.
+unsafe impl<T: Send> Send for RawMat<T> {}
+unsafe impl<T: Send> Sync for RawMat<T> {}
+
+impl<T: Real> RawMat<T> {
+    /// `HostMat::scatter` of one piece.
+    ///
+    /// # Safety
+    /// `ptr` is valid for writes of `len` entries during the call, and no other thread touches
+    /// the entries this piece writes.
+    unsafe fn scatter(&self, r0: usize, h: usize, c0: usize, start: usize, data: &[T]) {
+        let (mut t, mut done, lda, a) = (start, 0, self.lda, self.ptr);
+        // Every entry written lies at or before the last row of the last column touched.
+        let last_col = c0 + (start + data.len() - 1) / h;
+        assert!(
+            index(self.upper, lda, r0 + h - 1, last_col) < self.len,
+            "scatter past the end of A"
+        );
+        while done < data.len() {
+            let (r, c) = (t % h, t / h);
+            let run = (h - r).min(data.len() - done);
+            let col = c0 + c;
+            if self.upper && r == 0 && run == h {
+                let cols = ((data.len() - done) / h).min(TILE);
+                let tile = &data[done..done + cols * h];
+                for k in 0..h {
+                    let row = r0 + k;
+                    // Columns col.. col+j of L in row `row`: those with col + j <= row.
+                    let width = cols.min((row + 1).saturating_sub(col));
+                    let dst = a.add(col + row * lda);
+                    for j in 0..width {
+                        *dst.add(j) = tile[j * h + k];
+                    }
+                }
+                done += cols * h;
+                t += cols * h;
+                continue;
+            }
+            let first = r0 + r;
+            let lo = first.max(col);
+            let hi = first + run;
+            if lo < hi {
+                let src = &data[done + (lo - first)..done + run];
+                if self.upper {
+                    for (k, &x) in src.iter().enumerate() {
+                        *a.add(col + (lo + k) * lda) = x;
+                    }
+                } else {
+                    std::ptr::copy_nonoverlapping(src.as_ptr(), a.add(lo + col * lda), src.len());
+                }
+            }
+            done += run;
+            t += run;
+        }
+    }
+}
