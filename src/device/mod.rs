@@ -270,15 +270,6 @@ impl Gpu {
         Ok(loaded)
     }
 
-    /// A cuBLAS handle whose work goes to `stream`, for one call's use.
-    pub fn blas(&self, stream: &Arc<CudaStream>) -> Result<cudarc::cublas::CudaBlas, DeviceError> {
-        if !libraries().cublas {
-            return Err(DeviceError::MissingLibrary("cuBLAS"));
-        }
-        cudarc::cublas::CudaBlas::new(stream.clone())
-            .map_err(|e| DeviceError::Driver(format!("cuBLAS: {e:?}")))
-    }
-
     /// The part of a kernel cache key that names the toolchain: driver and NVRTC versions.
     pub fn kernel_tag(&self) -> String {
         let (major, minor) = self.info.nvrtc_version;

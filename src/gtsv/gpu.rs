@@ -16,7 +16,7 @@
 
 use super::MAX_REFINE_STEPS;
 use super::{judge, refine, residual_cols, split_rows, wants_refinement, Reject, Residual};
-use crate::device::memory::Pinned;
+use crate::device::memory::{par_copy, Pinned};
 use crate::device::{self, kernels, DeviceError, Gpu};
 use crate::lapack::Lapack;
 use crate::real::Real;
@@ -220,29 +220,6 @@ impl Drop for Work {
 /// work buffers (what is reserved from the budget).
 pub fn bytes_needed<T>(n: usize, nrhs: usize, o: &GpuOptions) -> u64 {
     ((3 * n + n * nrhs) * sz::<T>()) as u64 + work_bytes::<T>(n, nrhs, o)
-}
-
-/// Copies `src` into `dst` (equal lengths) on several threads when it is large: one host thread
-/// copies about 10 GB/s, well under what a PCIe 5 link moves.
-fn par_copy<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
-    const PER_THREAD: usize = 1 << 20; // bytes
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let cores = *CORES.get_or_init(|| {
-        std::thread::available_parallelism()
-            .map(|t| t.get())
-            .unwrap_or(1)
-    });
-    let threads = (std::mem::size_of_val(src) / PER_THREAD).clamp(1, cores.min(16));
-    if threads == 1 {
-        dst.copy_from_slice(src);
-        return;
-    }
-    let chunk = src.len().div_ceil(threads);
-    std::thread::scope(|s| {
-        for (d, c) in dst.chunks_mut(chunk).zip(src.chunks(chunk)) {
-            s.spawn(move || d.copy_from_slice(c));
-        }
-    });
 }
 
 /// Two pinned buffers used alternately (each waits for its own last copy before it is reused).
