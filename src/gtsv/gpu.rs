@@ -1238,11 +1238,14 @@ pub fn solve_device<T: Real>(
 }
 
 /// Returns when the work queued so far on the caller's stream `s` is done.
-pub fn wait_for_caller(s: cudarc::driver::sys::CUstream) -> Result<(), DeviceError> {
+///
+/// # Safety
+/// `s` is a live stream of the process's primary context for the whole call.
+pub unsafe fn wait_for_caller(s: cudarc::driver::sys::CUstream) -> Result<(), DeviceError> {
     let gpu = device::gpu()?;
     gpu.ctx.bind_to_thread()?;
     let pooled = gpu.stream()?;
-    // SAFETY: the caller's stream, live for the call (the C entry's contract).
+    // SAFETY: the caller's stream, live for the call (this function's contract).
     unsafe { device::wait_for_stream(&pooled, s)? };
     pooled.synchronize()?;
     Ok(())

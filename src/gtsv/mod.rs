@@ -294,7 +294,9 @@ pub fn gtsv_device<T: Lapack>(
         // LAPACK still factors (and reports singularity): do that on the host, once the
         // caller's queued work is done.
         if let Some(s) = after {
-            gpu::wait_for_caller(s)?;
+            // SAFETY: the caller's stream, live for the call (this function's contract, as for
+            // solve_device).
+            unsafe { gpu::wait_for_caller(s)? };
         }
         Err(None)
     } else {
