@@ -54,23 +54,33 @@ __device__ __forceinline__ void stage(T *s, int kind, const T *src, long long n,
     stage_store<T, M>(s, v);
 }
 
-// The first tiles of a level kernel: the matrix (a, b, c) and, with nrhs > 0, column 0 of F
-// (and of X0 with x0), all loads issued before the first store.
+// The columns of F a CTA solves for: blockIdx.y's share of the nrhs columns (all of them with a
+// grid of one row; one each with a grid of nrhs rows, where a level is too small to fill the
+// GPU otherwise).
+__device__ __forceinline__ void my_columns(int nrhs, int &col0, int &col1) {
+    int per = (nrhs + (int)gridDim.y - 1) / (int)gridDim.y;
+    col0 = min(nrhs, (int)blockIdx.y * per);
+    col1 = min(nrhs, col0 + per);
+}
+
+// The first tiles of a level kernel: the matrix (a, b, c) and, with col0 < nrhs, column col0 of
+// F (and of X0 with x0), all loads issued before the first store.
 template <typename T, int M>
 __device__ __forceinline__ void stage_first(T *sa, T *sb, T *sc, T *sf, T *sx, const T *dl, const T *d,
-                                            const T *du, const T *f, long long ldf, int nrhs, const T *x0,
-                                            long long ld0, long long n, long long row0) {
+                                            const T *du, const T *f, long long ldf, int col0, int nrhs,
+                                            const T *x0, long long ld0, long long n, long long row0) {
     T va[M], vb[M], vc[M], vf[M], vx[M];
+    bool rhs = col0 < nrhs;
     stage_load<T, M>(va, 0, dl, n, row0, ldf, 0);
     stage_load<T, M>(vb, 1, d, n, row0, ldf, 0);
     stage_load<T, M>(vc, 2, du, n, row0, ldf, 0);
-    if (nrhs > 0) stage_load<T, M>(vf, 3, f, n, row0, ldf, 0);
-    if (nrhs > 0 && x0) stage_load<T, M>(vx, 3, x0, n, row0, ld0, 0);
+    if (rhs) stage_load<T, M>(vf, 3, f, n, row0, ldf, col0);
+    if (rhs && x0) stage_load<T, M>(vx, 3, x0, n, row0, ld0, col0);
     stage_store<T, M>(sa, va);
     stage_store<T, M>(sb, vb);
     stage_store<T, M>(sc, vc);
-    if (nrhs > 0) stage_store<T, M>(sf, vf);
-    if (nrhs > 0 && x0) stage_store<T, M>(sx, vx);
+    if (rhs) stage_store<T, M>(sf, vf);
+    if (rhs && x0) stage_store<T, M>(sx, vx);
 }
 
 // The diagonal-pivoting factorization of one partition's MI interior rows, in registers: MI is
@@ -365,12 +375,14 @@ __device__ void spike_reduce(long long n, const T *dl, const T *d, const T *du, 
     long long my0 = row0 + (long long)t * M;
     bool owned = t + 1 < (int)blockDim.x && j < P;
     // The first column's tiles load with the matrix, not after the factorization.
-    stage_first<T, M>(sa, sb, sc, sf, sx, dl, d, du, f, ldf, nrhs, RES ? x0 : nullptr, ld0, n, row0);
+    int col0, col1;
+    my_columns(nrhs, col0, col1);
+    stage_first<T, M>(sa, sb, sc, sf, sx, dl, d, du, f, ldf, col0, nrhs, RES ? x0 : nullptr, ld0, n, row0);
     __syncthreads();
     const T *a = sa + t * (M + 1), *b = sb + t * (M + 1), *c = sc + t * (M + 1);
     RegFactor<T, MI> F;
     bool ok = reg_factor<T, MI>(a, b, c, F);
-    if (owned && !ok) atomicOr(flags, 1);
+    if (owned && blockIdx.y == 0 && !ok) atomicOr(flags, 1);
     T tmp[MI], tmp2[MI];
 #pragma unroll
     for (int e = 0; e < MI; ++e) {
@@ -385,13 +397,13 @@ __device__ void spike_reduce(long long n, const T *dl, const T *d, const T *du, 
     T wb = tmp[MI - 1], vb = tmp2[MI - 1];
     bool next = j + 1 < P;
     __syncthreads();
-    if (owned) {
+    if (owned && blockIdx.y == 0) {
         if (j > 0) rdl[j - 1] = -(as * wb);
         rd[j] = ds - as * vb - cs * (next ? top_w[t + 1] : T(0));
         if (next) rdu[j] = -(cs * top_v[t + 1]);
     }
-    for (int col = 0; col < nrhs; ++col) {
-        if (col > 0) {
+    for (int col = col0; col < col1; ++col) {
+        if (col > col0) {
             __syncthreads();
             stage<T, M>(sf, 3, f, n, row0, ldf, col);
             if (RES) stage<T, M>(sx, 3, x0, n, row0, ld0, col);
@@ -463,15 +475,17 @@ __device__ void spike_backsub(long long n, const T *dl, const T *d, const T *du,
     long long row0 = first_partition() * M;
     bool owned = t + 1 < (int)blockDim.x && j < P;
     // The first column's tiles load with the matrix, not after the factorization.
-    stage_first<T, M>(sa, sb, sc, sf, sx, dl, d, du, f, ldf, nrhs, UPD ? x0 : nullptr, ld0, n, row0);
+    int col0, col1;
+    my_columns(nrhs, col0, col1);
+    stage_first<T, M>(sa, sb, sc, sf, sx, dl, d, du, f, ldf, col0, nrhs, UPD ? x0 : nullptr, ld0, n, row0);
     __syncthreads();
     const T *a = sa + t * (M + 1), *b = sb + t * (M + 1), *c = sc + t * (M + 1);
     RegFactor<T, MI> F;
     reg_factor<T, MI>(a, b, c, F);
     T tmp[MI];
     long long my0 = row0 + (long long)t * M;
-    for (int col = 0; col < nrhs; ++col) {
-        if (col > 0) {
+    for (int col = col0; col < col1; ++col) {
+        if (col > col0) {
             __syncthreads();
             stage<T, M>(sf, 3, f, n, row0, ldf, col);
             if (UPD) stage<T, M>(sx, 3, x0, n, row0, ld0, col);

@@ -464,11 +464,22 @@ impl<'g, T: Real> Plan<'g, T> {
         let (rmax, smax, bmax) = self.sums_ptrs();
         let (old_rmax, old_smax, old_bmax) = self.old_sums_ptrs();
         // A CTA of `threads` threads owns threads − 1 partitions (the last thread is a halo).
-        // Shared memory: `tiles` staged arrays of (m + 1) × threads and 3 × threads more.
-        let tile_cfg = |p: usize, tiles: usize| LaunchConfig {
-            grid_dim: (p.div_ceil(o.threads as usize - 1) as u32, 1, 1),
-            block_dim: (o.threads, 1, 1),
-            shared_mem_bytes: ((tiles * (o.m + 1) + 3) * o.threads as usize * sz::<T>()) as u32,
+        // Shared memory: `tiles` staged arrays of (m + 1) × threads and 3 × threads more. A level
+        // whose CTAs would not fill the GPU twice over gets a row of CTAs per right-hand side
+        // (each refactors its partitions: cheap next to a latency-bound loop over the columns).
+        let sms = self.gpu.info.multiprocessors.max(1) as usize;
+        let tile_cfg = |p: usize, tiles: usize| {
+            let ctas = p.div_ceil(o.threads as usize - 1);
+            let rows = if ctas < 2 * sms {
+                ncols.clamp(1, 65535)
+            } else {
+                1
+            };
+            LaunchConfig {
+                grid_dim: (ctas as u32, rows as u32, 1),
+                block_dim: (o.threads, 1, 1),
+                shared_mem_bytes: ((tiles * (o.m + 1) + 3) * o.threads as usize * sz::<T>()) as u32,
+            }
         };
         // Level l's system and right-hand sides: the caller's on top, else the reduced ones.
         let system = |l: usize| -> (DevMatrix, DevCols) {
