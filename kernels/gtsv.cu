@@ -247,6 +247,21 @@ template <> __device__ __forceinline__ void atomic_max_nonneg<float>(float *p, f
     atomicMax((unsigned int *)p, __float_as_uint(v));
 }
 
+// Folds a warp's per-thread residual maxima into one column's summaries (the whole warp calls
+// it: the shuffles need every lane).
+template <typename T> __device__ __forceinline__ void summarize(T *rmax, T *smax, T *bmax, T rm, T sm, T bm) {
+    for (int off = 16; off > 0; off >>= 1) {
+        rm = fmax(rm, __shfl_xor_sync(0xffffffffu, rm, off));
+        sm = fmax(sm, __shfl_xor_sync(0xffffffffu, sm, off));
+        bm = fmax(bm, __shfl_xor_sync(0xffffffffu, bm, off));
+    }
+    if ((threadIdx.x & 31) == 0) {
+        atomic_max_nonneg(rmax, rm);
+        atomic_max_nonneg(smax, sm);
+        atomic_max_nonneg(bmax, bm);
+    }
+}
+
 // reg_solve for two right-hand sides at once: two independent dependency chains per step, so a
 // latency-bound thread issues twice the work (the spikes W and V).
 template <typename T, int MI>
@@ -427,16 +442,7 @@ __device__ void spike_reduce(long long n, const T *dl, const T *d, const T *du, 
                     bm = fmax(bm, fabs(fr[e]));
                 }
             }
-            for (int off = 16; off > 0; off >>= 1) {
-                rm = fmax(rm, __shfl_xor_sync(0xffffffffu, rm, off));
-                sm = fmax(sm, __shfl_xor_sync(0xffffffffu, sm, off));
-                bm = fmax(bm, __shfl_xor_sync(0xffffffffu, bm, off));
-            }
-            if ((t & 31) == 0) {
-                atomic_max_nonneg(rmax + col, rm);
-                atomic_max_nonneg(smax + col, sm);
-                atomic_max_nonneg(bmax + col, bm);
-            }
+            summarize(rmax + col, smax + col, bmax + col, rm, sm, bm);
         } else {
 #pragma unroll
             for (int e = 0; e < MI; ++e) tmp[e] = fr[e];
@@ -552,16 +558,7 @@ __device__ void spike_backsub(long long n, const T *dl, const T *d, const T *du,
             account(fs, a[MI], tmp[MI - 1], b[MI], xr, c[MI], xp);
         }
         if (check) {
-            for (int off = 16; off > 0; off >>= 1) {
-                rm = fmax(rm, __shfl_xor_sync(0xffffffffu, rm, off));
-                sm = fmax(sm, __shfl_xor_sync(0xffffffffu, sm, off));
-                bm = fmax(bm, __shfl_xor_sync(0xffffffffu, bm, off));
-            }
-            if ((t & 31) == 0) {
-                atomic_max_nonneg(rmax + col, rm);
-                atomic_max_nonneg(smax + col, sm);
-                atomic_max_nonneg(bmax + col, bm);
-            }
+            summarize(rmax + col, smax + col, bmax + col, rm, sm, bm);
             if (!finite) atomicOr(flags, 2);
         }
         int count = (blockDim.x - 1) * M;
@@ -625,16 +622,7 @@ __device__ void residual(long long n, const T *dl, const T *d, const T *du, cons
                 bm = fmax(bm, fabs(fi));
             }
         }
-        for (int off = 16; off > 0; off >>= 1) {
-            rm = fmax(rm, __shfl_xor_sync(0xffffffffu, rm, off));
-            sm = fmax(sm, __shfl_xor_sync(0xffffffffu, sm, off));
-            bm = fmax(bm, __shfl_xor_sync(0xffffffffu, bm, off));
-        }
-        if ((threadIdx.x & 31) == 0) {
-            atomic_max_nonneg(rmax + col, rm);
-            atomic_max_nonneg(smax + col, sm);
-            atomic_max_nonneg(bmax + col, bm);
-        }
+        summarize(rmax + col, smax + col, bmax + col, rm, sm, bm);
         if (!finite) atomicOr(flags, 2);
     }
 }
