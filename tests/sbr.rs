@@ -643,6 +643,72 @@ fn driver_argument_checks_in_lapack_order() {
     assert_eq!(c(b'N', b'A', b'L', 5, 5, 0.0, 0.0, 0, 0, 1, -1), 0);
 }
 
+/// A random band matrix of bandwidth kd in lower and upper band storage (leading dimension
+/// kd + 3, the spare rows NaN), with its eigenvalues from LAPACK xSYTRD_SB2ST + xSTERF and the
+/// agreement allowed against them.
+struct RandomBand<T> {
+    ldab: usize,
+    lower: Vec<T>,
+    upper: Vec<T>,
+    eigenvalues: Vec<f64>,
+    tol: f64,
+}
+
+fn random_band<T: Real + Dense>(rng: &mut Rng, n: usize, kd: usize) -> RandomBand<T> {
+    let ldab = kd + 3;
+    let mut ab = vec![T::from_f64(f64::NAN); ldab * n];
+    for j in 0..n {
+        for d in 0..=kd.min(n - 1 - j) {
+            let x = T::from_f64(rng.range(-1.0, 1.0));
+            ab[d + j * ldab] = x; // lower
+        }
+    }
+    // The same matrix in upper storage: AB(kd + i − j, j) = B(i, j), i ≤ j.
+    let mut ab_upper = vec![T::from_f64(f64::NAN); ldab * n];
+    for j in 0..n {
+        for d in 0..=kd.min(n - 1 - j) {
+            ab_upper[kd - d + (j + d) * ldab] = ab[d + j * ldab];
+        }
+    }
+    let (mut d_ref, mut e_ref) = (vec![T::ZERO; n], vec![T::ZERO; n]);
+    let mut work = ab.clone();
+    assert_eq!(
+        T::sytrd_sb2st(b'L', n, kd, &mut work, ldab, &mut d_ref, &mut e_ref),
+        0
+    );
+    assert_eq!(T::sterf(&mut d_ref, &mut e_ref), 0);
+    let lam: Vec<f64> = d_ref.iter().map(|x| x.to_f64()).collect();
+    let tol = agreement::<T>(n, norm_of(&lam));
+    RandomBand {
+        ldab,
+        lower: ab,
+        upper: ab_upper,
+        eigenvalues: lam,
+        tol,
+    }
+}
+
+/// Checks a tridiagonal (d, e) against the band's eigenvalues.
+fn check_tridiagonal<T: Real + Dense>(
+    band: &RandomBand<T>,
+    mut d: Vec<T>,
+    mut e: Vec<T>,
+    what: impl Fn() -> String,
+) {
+    let n = band.eigenvalues.len();
+    assert_eq!(d.len(), n, "{}", what());
+    assert_eq!(e.len(), n.saturating_sub(1), "{}", what());
+    assert_eq!(T::sterf(&mut d, &mut e), 0, "{}", what());
+    let got: Vec<f64> = d.iter().map(|x| x.to_f64()).collect();
+    let err = max_diff(&got, &band.eigenvalues);
+    assert!(
+        err <= band.tol,
+        "{}: off by {err:e} > {:e}",
+        what(),
+        band.tol
+    );
+}
+
 /// The threaded bulge chasing (`sbr::sb2st`) against LAPACK xSYTRD_SB2ST: the tridiagonal
 /// matrices have the same eigenvalues (xSTERF on both) within 4 n ε ‖B‖, for both UPLO and
 /// 1, 3 and 8 threads running 1, 3, 8 or 50 sweeps per group (the pipeline's waits run even
@@ -661,31 +727,8 @@ fn sb2st_suite<T: Real + Dense>() {
         (301, 64),
         (90, 120),
     ] {
-        let ldab = kd + 3;
-        let mut ab = vec![T::from_f64(f64::NAN); ldab * n];
-        for j in 0..n {
-            for d in 0..=kd.min(n - 1 - j) {
-                let x = T::from_f64(rng.range(-1.0, 1.0));
-                ab[d + j * ldab] = x; // lower
-            }
-        }
-        // The same matrix in upper storage: AB(kd + i − j, j) = B(i, j), i ≤ j.
-        let mut ab_upper = vec![T::from_f64(f64::NAN); ldab * n];
-        for j in 0..n {
-            for d in 0..=kd.min(n - 1 - j) {
-                ab_upper[kd - d + (j + d) * ldab] = ab[d + j * ldab];
-            }
-        }
-        let (mut d_ref, mut e_ref) = (vec![T::ZERO; n], vec![T::ZERO; n]);
-        let mut work = ab.clone();
-        assert_eq!(
-            T::sytrd_sb2st(b'L', n, kd, &mut work, ldab, &mut d_ref, &mut e_ref),
-            0
-        );
-        assert_eq!(T::sterf(&mut d_ref, &mut e_ref), 0);
-        let lam: Vec<f64> = d_ref.iter().map(|x| x.to_f64()).collect();
-        let tol = agreement::<T>(n, norm_of(&lam));
-        for (uplo, band) in [(b'L', &ab), (b'U', &ab_upper)] {
+        let band = random_band::<T>(&mut rng, n, kd);
+        for (uplo, ab) in [(b'L', &band.lower), (b'U', &band.upper)] {
             for (threads, group) in [
                 (1, 1),
                 (3, 1),
@@ -696,21 +739,69 @@ fn sb2st_suite<T: Real + Dense>() {
                 (3, 50),
                 (8, 0),
             ] {
-                let (mut d, mut e) =
-                    sbr::sb2st::tridiagonalize_grouped(uplo, n, kd, band, ldab, threads, group);
-                assert_eq!(e.len(), n.saturating_sub(1));
-                assert_eq!(T::sterf(&mut d, &mut e), 0);
-                let got: Vec<f64> = d.iter().map(|x| x.to_f64()).collect();
-                let err = max_diff(&got, &lam);
-                assert!(
-                    err <= tol,
-                    "{}sb2st n={n} kd={kd} uplo={} threads={threads} group={group} seed={seed}: off by {err:e} > {tol:e}",
-                    T::PREFIX,
-                    uplo as char
-                );
+                let (d, e) =
+                    sbr::sb2st::tridiagonalize_grouped(uplo, n, kd, ab, band.ldab, threads, group);
+                check_tridiagonal(&band, d, e, || {
+                    format!(
+                        "{}sb2st n={n} kd={kd} uplo={} threads={threads} group={group} seed={seed}",
+                        T::PREFIX,
+                        uplo as char
+                    )
+                });
             }
         }
     }
+}
+
+/// The GPU bulge chasing (`sbr::sb2st::gpu`, 32- and 64-thread CTAs) against LAPACK
+/// xSYTRD_SB2ST, as [`sb2st_suite`]; skipped without a GPU unless HYLAPACK_REQUIRE_GPU=1.
+fn sb2st_gpu_suite<T: Real + Dense>() {
+    if let Err(e) = hylapack::device::gpu() {
+        assert!(!require_gpu(), "HYLAPACK_REQUIRE_GPU=1 but no GPU: {e}");
+        return;
+    }
+    let seed = seed();
+    let mut rng = Rng::new(seed);
+    for &(n, kd) in &[
+        (1, 1),
+        (3, 2),
+        (4, 3),
+        (10, 3),
+        (33, 32),
+        (65, 1),
+        (65, 8),
+        (200, 31),
+        (200, 32),
+        (300, 33),
+        (301, 64),
+        (90, 63),
+        (1000, 32),
+        (1500, 64),
+    ] {
+        let band = random_band::<T>(&mut rng, n, kd);
+        for (uplo, ab) in [(b'L', &band.lower), (b'U', &band.upper)] {
+            let what = || {
+                format!(
+                    "{}sb2st GPU n={n} kd={kd} uplo={} seed={seed}",
+                    T::PREFIX,
+                    uplo as char
+                )
+            };
+            let (d, e) = sbr::sb2st::gpu::tridiagonalize(uplo, n, kd, ab, band.ldab)
+                .unwrap_or_else(|err| panic!("{}: {err}", what()));
+            check_tridiagonal(&band, d, e, what);
+        }
+    }
+}
+
+#[test]
+fn dsb2st_gpu_matches_lapack() {
+    sb2st_gpu_suite::<f64>();
+}
+
+#[test]
+fn ssb2st_gpu_matches_lapack() {
+    sb2st_gpu_suite::<f32>();
 }
 
 #[test]

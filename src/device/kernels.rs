@@ -32,8 +32,14 @@ pub static INTERVAL: KernelSource = KernelSource {
     source: include_str!("../../kernels/interval.cu"),
 };
 
+/// Band → tridiagonal bulge chasing for the dense eigenvalue path.
+pub static SB2ST: KernelSource = KernelSource {
+    name: "sb2st",
+    source: include_str!("../../kernels/sb2st.cu"),
+};
+
 /// Every kernel family (the compile test walks this list).
-pub static ALL: &[&KernelSource] = &[&STEBZ, &GTSV, &INTERVAL];
+pub static ALL: &[&KernelSource] = &[&STEBZ, &GTSV, &INTERVAL, &SB2ST];
 
 /// NVRTC options for every kernel: IEEE division and square root, no flush-to-zero and no
 /// contraction into FMA, because Sturm counts and directed rounding must match the CPU bit for bit.

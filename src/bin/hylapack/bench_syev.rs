@@ -312,6 +312,10 @@ fn run(o: &Options) -> i32 {
         let (mut ab, mut tau) = (vec![0.0; (kd + 1) * n], vec![0.0; n - kd]);
         let gpu_path = Path::Gpu { budget: None };
         sbr::syrdb(b'L', n, kd, &mut w, n, &mut ab, kd + 1, &mut tau, gpu_path);
+        // And loads the bulge-chasing kernels.
+        if let Err(e) = sbr::sb2st::gpu::tridiagonalize(b'L', n, kd, &ab, kd + 1) {
+            println!("GPU bulge chasing: {e}");
+        }
     }
     let mut table = Table::new(&["n", "method", "time", "GFLOP/s", "err/(n eps |A|)", "note"]);
     let mut rng = Rng::new(testmat::seed_from_time());
@@ -384,6 +388,29 @@ fn run(o: &Options) -> i32 {
                     None,
                     format!("{threads} threads"),
                 );
+                // The GPU bulge chasing, which the drivers use on the GPU path.
+                let mut s_tri = s_tri;
+                if kd <= sbr::sb2st::gpu::MAX_BANDWIDTH {
+                    let mut gpu = None;
+                    let s = secs(|| {
+                        gpu = Some(sbr::sb2st::gpu::tridiagonalize(b'L', n, kd, &ab, kd + 1));
+                    });
+                    match gpu.expect("set above") {
+                        Ok(de) => {
+                            add(
+                                &mut rows,
+                                "  band→tridiagonal (GPU bulge chasing)",
+                                s,
+                                false,
+                                None,
+                                String::new(),
+                            );
+                            (d, e) = de;
+                            s_tri = s;
+                        }
+                        Err(err) => println!("n={n}: GPU bulge chasing: {err}"),
+                    }
+                }
                 if first {
                     // The same bulge chasing with other numbers of sweeps per thread's group.
                     for group in [1, 4, 16] {
@@ -464,6 +491,32 @@ fn run(o: &Options) -> i32 {
                     false,
                     Some(w),
                     String::new(),
+                );
+            }
+            // The driver itself, end to end, at the bandwidth it chooses.
+            {
+                let mut work = a.clone();
+                let mut w = vec![0.0; n];
+                let mut report = None;
+                let s = secs(|| {
+                    report = Some(sbr::syev::syev(
+                        b'L',
+                        n,
+                        &mut work,
+                        n,
+                        &mut w,
+                        Path::Gpu { budget: None },
+                    ))
+                });
+                let report = report.expect("set above");
+                let note = report.reduction.and_then(|r| r.note).unwrap_or_default();
+                add(
+                    &mut rows,
+                    "hylapack dsyev_ooc driver (measured)",
+                    s,
+                    false,
+                    (report.info == 0).then_some(w),
+                    note,
                 );
             }
             if n <= o.ooc_max_n {

@@ -1,25 +1,12 @@
-//! Band → tridiagonal by bulge chasing with Householder reflectors (the second stage of the
-//! two-stage reduction, as LAPACK's xSYTRD_SB2ST does it), with the sweeps pipelined over
-//! threads: LAPACK's routine runs them one after another on one core here (it needs OpenMP,
+//! The bulge chasing on the CPU's threads (the schedule is in the parent module's notes).
+//! LAPACK's xSYTRD_SB2ST runs the sweeps one after another on one core here (it needs OpenMP,
 //! which the system OpenBLAS is built without), and it dominated the eigenvalue path.
 //!
-//! Sweep `i` annihilates column `i` below the subdiagonal and chases the bulge down:
-//! - step 0: a reflector H from column `i` (rows `i+1 ..= i+b`), applied from both sides to
-//!   the diagonal block of those rows;
-//! - step k ≥ 1: the previous H applied from the right to the block below the last diagonal
-//!   block (this creates the bulge), a new H annihilating the bulge's first column, applied from
-//!   the left to the rest of that block and from both sides to the next diagonal block.
-//!   The rest of the bulge is removed by the following sweeps.
-//!
-//! Step k of sweep i touches rows and columns `i+1+(k−1)b ..= i+(k+1)b` only, so step k of
-//! sweep i+1 may run as soon as sweep i has finished its steps `0 ..= k+2`. Groups of
-//! consecutive sweeps are dealt to the threads round-robin; a thread runs its group's sweeps
-//! interleaved, each three steps behind the previous one, so that the entries they share stay
-//! in one core's cache (see `chase`), and the group's first sweep waits on the previous group's
-//! progress counter. The inner loops are also compiled for AVX2, chosen at run time.
-//!
-//! The band is held in lower band storage with `2b + 1` rows: entry (r, c), `r ≥ c`, at
-//! `(r − c) + c · ld`, the extra rows holding the bulge.
+//! Groups of consecutive sweeps are dealt to the threads round-robin; a thread runs its
+//! group's sweeps interleaved, each three steps behind the previous one, so that the entries
+//! they share stay in one core's cache (see `chase`), and the group's first sweep waits on the
+//! previous group's progress counter. The inner loops are also compiled for AVX2, chosen at run
+//! time.
 
 use crate::real::Real;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -267,20 +254,6 @@ unsafe fn step<T: Real>(
     true
 }
 
-/// The symmetric tridiagonal matrix (d, e) orthogonally similar to the band matrix `ab`
-/// (LAPACK band storage of the `uplo` triangle, `kd` off-diagonals, leading dimension `ldab`),
-/// on `threads` threads (0: all available). `d` gets n entries, `e` n − 1.
-pub fn tridiagonalize<T: Real>(
-    uplo: u8,
-    n: usize,
-    kd: usize,
-    ab: &[T],
-    ldab: usize,
-    threads: usize,
-) -> (Vec<T>, Vec<T>) {
-    tridiagonalize_grouped(uplo, n, kd, ab, ldab, threads, 0)
-}
-
 /// The sweeps per group (see `chase`) on `threads` threads when none is asked for: 4 when the
 /// pipeline is deep enough to keep every thread busy with groups of 4, else 1. A sweep has
 /// about n / 2b steps and trails the previous sweep by three steps of its thread, so about
@@ -296,50 +269,6 @@ pub fn sweep_group(n: usize, kd: usize, threads: usize) -> usize {
     }
 }
 
-/// [`tridiagonalize`] with `group` sweeps per task (1: one sweep per task, as a plain
-/// pipeline; 0: [`sweep_group`]'s choice); for measurements.
-pub fn tridiagonalize_grouped<T: Real>(
-    uplo: u8,
-    n: usize,
-    kd: usize,
-    ab: &[T],
-    ldab: usize,
-    threads: usize,
-    group: usize,
-) -> (Vec<T>, Vec<T>) {
-    let b = kd.max(1);
-    let ld = 2 * b + 1;
-    let mut w = vec![T::ZERO; ld * n];
-    let upper = uplo.eq_ignore_ascii_case(&b'U');
-    for j in 0..n {
-        for d in 0..=kd.min(n - 1 - j) {
-            // Lower entry (j + d, j); the upper triangle stores it as (j, j + d).
-            w[d + j * ld] = if upper {
-                ab[kd - d + (j + d) * ldab]
-            } else {
-                ab[d + j * ldab]
-            };
-        }
-    }
-    if n > 2 && kd > 1 {
-        let threads = if threads == 0 {
-            std::thread::available_parallelism().map_or(1, |t| t.get())
-        } else {
-            threads
-        };
-        let threads = threads.clamp(1, n - 2);
-        let group = if group == 0 {
-            sweep_group(n, b, threads)
-        } else {
-            group
-        };
-        chase(&mut w, ld, n, b, threads, group);
-    }
-    let d = (0..n).map(|j| w[j * ld]).collect();
-    let e = (0..n.saturating_sub(1)).map(|j| w[1 + j * ld]).collect();
-    (d, e)
-}
-
 /// Sweeps `0 .. n − 2` (the last sweeps have nothing to annihilate) in groups of `group`
 /// consecutive sweeps, the groups dealt round-robin to `threads` threads. A thread runs the
 /// sweeps of its group interleaved, sweep `j` of the group three steps behind sweep `j − 1`
@@ -347,7 +276,14 @@ pub fn tridiagonalize_grouped<T: Real>(
 /// steps apart, so the entries stay in that core's cache instead of moving to another core
 /// after every step, which is what limited the one-sweep-per-thread pipeline. The first sweep
 /// of a group waits on the last sweep of the previous group (another thread).
-fn chase<T: Real>(w: &mut [T], ld: usize, n: usize, b: usize, threads: usize, group: usize) {
+pub(super) fn chase<T: Real>(
+    w: &mut [T],
+    ld: usize,
+    n: usize,
+    b: usize,
+    threads: usize,
+    group: usize,
+) {
     let sweeps = n - 2;
     let group = group.max(1);
     let band = Band {

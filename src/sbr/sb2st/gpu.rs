@@ -1,0 +1,131 @@
+//! The bulge chasing on the GPU (`kernels/sb2st.cu`): one kernel whose CTAs each run one sweep
+//! at a time, waiting on the previous sweep's progress counter in global memory. The band
+//! (n · (2b + 1) entries, 8.5 MB at n = 16384, b = 32) stays in L2, so a step costs a few
+//! microseconds of latency; the pipeline's length, about 3n steps, sets the time.
+
+use super::{diagonals, needs_chase, workspace};
+use crate::device::{self, kernels, DeviceError};
+use crate::real::Real;
+use cudarc::driver::sys::CUfunction_attribute_enum;
+use cudarc::driver::{DevicePtrMut, LaunchConfig, PushKernelArg};
+
+/// How long a CTA waits on the sweep before its own before the kernel gives up (then the
+/// caller chases on the CPU instead). A step takes microseconds; only a fault gets near this.
+const WAIT_TIMEOUT_NS: u64 = 10_000_000_000;
+
+/// The widest band the kernel takes: its CTAs have 32 or 64 threads, one per row of a block.
+pub const MAX_BANDWIDTH: usize = 64;
+
+/// As [`super::tridiagonalize`], on the GPU; `kd` at most [`MAX_BANDWIDTH`].
+pub fn tridiagonalize<T: Real>(
+    uplo: u8,
+    n: usize,
+    kd: usize,
+    ab: &[T],
+    ldab: usize,
+) -> Result<(Vec<T>, Vec<T>), DeviceError> {
+    assert!(kd <= MAX_BANDWIDTH, "bandwidth {kd} above {MAX_BANDWIDTH}");
+    let (mut w, ld, b) = workspace(uplo, n, kd, ab, ldab);
+    if needs_chase(n, kd) {
+        chase(&mut w, ld, n, b)?;
+    }
+    Ok(diagonals(&w, ld, n))
+}
+
+fn chase<T: Real>(w: &mut [T], ld: usize, n: usize, b: usize) -> Result<(), DeviceError> {
+    let gpu = device::gpu()?;
+    let threads = if b <= 32 { 32 } else { 64 };
+    let sweeps = n - 2;
+    let int = |x: usize| {
+        i32::try_from(x).map_err(|_| DeviceError::Driver(format!("n = {n} exceeds 32-bit rows")))
+    };
+    let (n_arg, b_arg, ld_arg) = (int(n)?, int(b)?, int(ld)?);
+    let elem = std::mem::size_of::<T>();
+    let _memory = gpu
+        .budget
+        .reserve((w.len() * elem + 4 * (sweeps + 1)) as u64)?;
+    // The function attribute and occupancy queries below need the context current here.
+    gpu.ctx.bind_to_thread()?;
+    let module = gpu.module(&kernels::SB2ST)?;
+    let func = module.load_function(&format!("sb2st_chase_{}{threads}", T::PREFIX))?;
+    // Two blocks of threads × (threads + 1) and three vectors (kernels/sb2st.cu).
+    let smem = (2 * threads * (threads + 1) + 3 * threads) * elem;
+    if smem > 48 * 1024 {
+        func.set_attribute(
+            CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            smem as i32,
+        )?;
+    }
+    // Every CTA must be resident at once (a sweep spins until the one before it moves), and
+    // about n / 3b sweeps are under way at a time: more CTAs would only spin.
+    let per_sm = func.occupancy_max_active_blocks_per_multiprocessor(threads as u32, smem, None)?;
+    let resident = per_sm as usize * gpu.info.multiprocessors.max(1) as usize;
+    if resident == 0 {
+        return Err(DeviceError::Driver(
+            "bulge chasing kernel: no CTA fits on a multiprocessor".into(),
+        ));
+    }
+    let grid = sweeps.min(resident).min(n.div_ceil(2 * b) + 1);
+    let stream = gpu.stream()?;
+    let mut band = stream.clone_htod(w)?;
+    let mut done = stream.alloc_zeros::<u32>(sweeps)?;
+    let mut failed = stream.alloc_zeros::<u32>(1)?;
+    // HYLAPACK_SBR_PROFILE=1: clock cycles per phase of the steps, summed over the CTAs.
+    let profile = crate::config::get().sbr.profile;
+    let mut cycles = stream.alloc_zeros::<u64>(PHASES.len() + 1)?;
+    let cycles_ptr: u64 = if profile {
+        let (ptr, _sync) = cycles.device_ptr_mut(&stream);
+        ptr
+    } else {
+        0
+    };
+    let cfg = LaunchConfig {
+        grid_dim: (grid as u32, 1, 1),
+        block_dim: (threads as u32, 1, 1),
+        shared_mem_bytes: smem as u32,
+    };
+    let mut launch = stream.launch_builder(&func);
+    launch
+        .arg(&mut band)
+        .arg(&n_arg)
+        .arg(&b_arg)
+        .arg(&ld_arg)
+        .arg(&mut done)
+        .arg(&mut failed)
+        .arg(&WAIT_TIMEOUT_NS)
+        .arg(&cycles_ptr);
+    // SAFETY: the arguments match sb2st_chase_{s,d}{32,64} in kernels/sb2st.cu: the band holds
+    // n · ld entries with ld = 2b + 1 and b ≤ threads, `done` one counter per sweep (zeroed),
+    // `failed` one flag, `cycles_ptr` null or PHASES + 1 counters (zeroed); every CTA is
+    // resident (grid ≤ occupancy × multiprocessors), so no sweep waits on one that cannot run.
+    unsafe { launch.launch(cfg) }?;
+    if stream.clone_dtoh(&failed)?[0] != 0 {
+        return Err(DeviceError::Driver(
+            "bulge chasing kernel: a sweep waited past its timeout".into(),
+        ));
+    }
+    stream.memcpy_dtoh(&band, w)?;
+    stream.synchronize()?;
+    if profile {
+        let sums = stream.clone_dtoh(&cycles)?;
+        let steps = sums[PHASES.len()].max(1) as f64;
+        let parts: Vec<String> = (PHASES.iter().zip(&sums))
+            .map(|(name, &c)| format!("{name} {:.0}", c as f64 / steps))
+            .collect();
+        eprintln!(
+            "hylapack: sb2st GPU n={n} b={b} grid={grid}: cycles per step: {}",
+            parts.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// The phases `kernels/sb2st.cu` profiles, in its order.
+const PHASES: [&str; 6] = [
+    "wait",
+    "load",
+    "update B",
+    "store B",
+    "two-sided",
+    "publish",
+];

@@ -1,0 +1,107 @@
+//! Band → tridiagonal by bulge chasing with Householder reflectors (the second stage of the
+//! two-stage reduction, as LAPACK's xSYTRD_SB2ST does it), with the sweeps pipelined: over the
+//! CPU's threads ([`cpu`]) or over the CTAs of one GPU kernel ([`gpu`]). Both run the same
+//! steps in the same dependency order; only the arithmetic's rounding order differs.
+//!
+//! Sweep `i` annihilates column `i` below the subdiagonal and chases the bulge down:
+//! - step 0: a reflector H from column `i` (rows `i+1 ..= i+b`), applied from both sides to
+//!   the diagonal block of those rows;
+//! - step k ≥ 1: the previous H applied from the right to the block below the last diagonal
+//!   block (this creates the bulge), a new H annihilating the bulge's first column, applied from
+//!   the left to the rest of that block and from both sides to the next diagonal block.
+//!   The rest of the bulge is removed by the following sweeps.
+//!
+//! Step k of sweep i touches rows and columns `i+1+(k−1)b ..= i+(k+1)b` only, so step k of
+//! sweep i+1 may run as soon as sweep i has finished its steps `0 ..= k+2`.
+//!
+//! The band is held in lower band storage with `2b + 1` rows: entry (r, c), `r ≥ c`, at
+//! `(r − c) + c · ld`, the extra rows holding the bulge.
+
+pub mod cpu;
+pub mod gpu;
+
+pub use cpu::sweep_group;
+
+use crate::real::Real;
+
+/// The working band of `ab` (LAPACK band storage of the `uplo` triangle, `kd` off-diagonals,
+/// leading dimension `ldab`): lower storage with room for the bulge. Returns it with its
+/// leading dimension and the bandwidth b = max(kd, 1).
+fn workspace<T: Real>(
+    uplo: u8,
+    n: usize,
+    kd: usize,
+    ab: &[T],
+    ldab: usize,
+) -> (Vec<T>, usize, usize) {
+    let b = kd.max(1);
+    let ld = 2 * b + 1;
+    let mut w = vec![T::ZERO; ld * n];
+    let upper = uplo.eq_ignore_ascii_case(&b'U');
+    for j in 0..n {
+        for d in 0..=kd.min(n - 1 - j) {
+            // Lower entry (j + d, j); the upper triangle stores it as (j, j + d).
+            w[d + j * ld] = if upper {
+                ab[kd - d + (j + d) * ldab]
+            } else {
+                ab[d + j * ldab]
+            };
+        }
+    }
+    (w, ld, b)
+}
+
+/// The diagonal and subdiagonal of the working band once it is tridiagonal.
+fn diagonals<T: Real>(w: &[T], ld: usize, n: usize) -> (Vec<T>, Vec<T>) {
+    let d = (0..n).map(|j| w[j * ld]).collect();
+    let e = (0..n.saturating_sub(1)).map(|j| w[1 + j * ld]).collect();
+    (d, e)
+}
+
+/// Whether there is anything to chase: a band wider than tridiagonal, more than two rows.
+fn needs_chase(n: usize, kd: usize) -> bool {
+    n > 2 && kd > 1
+}
+
+/// The symmetric tridiagonal matrix (d, e) orthogonally similar to the band matrix `ab`
+/// (LAPACK band storage of the `uplo` triangle, `kd` off-diagonals, leading dimension `ldab`),
+/// on `threads` CPU threads (0: all available). `d` gets n entries, `e` n − 1.
+pub fn tridiagonalize<T: Real>(
+    uplo: u8,
+    n: usize,
+    kd: usize,
+    ab: &[T],
+    ldab: usize,
+    threads: usize,
+) -> (Vec<T>, Vec<T>) {
+    tridiagonalize_grouped(uplo, n, kd, ab, ldab, threads, 0)
+}
+
+/// [`tridiagonalize`] with `group` sweeps per task (1: one sweep per task, as a plain
+/// pipeline; 0: [`sweep_group`]'s choice); for measurements.
+pub fn tridiagonalize_grouped<T: Real>(
+    uplo: u8,
+    n: usize,
+    kd: usize,
+    ab: &[T],
+    ldab: usize,
+    threads: usize,
+    group: usize,
+) -> (Vec<T>, Vec<T>) {
+    let (mut w, ld, b) = workspace(uplo, n, kd, ab, ldab);
+    if needs_chase(n, kd) {
+        let threads = if threads == 0 {
+            std::thread::available_parallelism().map_or(1, |t| t.get())
+        } else {
+            threads
+        };
+        let threads = threads.clamp(1, n - 2);
+        let group = if group == 0 {
+            sweep_group(n, b, threads)
+        } else {
+            group
+        };
+        cpu::chase(&mut w, ld, n, b, threads, group);
+    }
+    diagonals(&w, ld, n)
+}
