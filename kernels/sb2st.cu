@@ -3,9 +3,11 @@
 // The sweeps and steps are those of src/sbr/sb2st/cpu.rs (its module notes say which entries a
 // step touches): sweep i annihilates column i below the subdiagonal, then chases the bulge
 // down in steps of b rows, and step k of sweep i may start once sweep i - 1 has finished its
-// steps 0 ..= k + 2. One CTA runs one sweep at a time, its thread t owning row t of the
-// blocks; the sweeps are dealt round-robin to a grid that is resident all at once (the host
-// sizes it from the occupancy), so a sweep only ever waits on a running one.
+// steps 0 ..= k + 2. One CTA runs one sweep at a time; the sweeps are dealt round-robin to a
+// grid that is resident all at once (the host sizes it from the occupancy), so a sweep only
+// ever waits on a running one. The time is about 3n steps of latency, so a step is spread
+// over R x 4 threads: thread (r, g) owns row r of the step's blocks in column group g (R / 4
+// columns), or, where columns are reduced, column t / 4 in row group t % 4.
 //
 // The band (lower storage, 2b + 1 rows: entry (r, c), r >= c, at (r - c) + c * ld) lives in
 // global memory, small enough to stay in L2. Other CTAs write it, so it is read with ld.cg
@@ -14,13 +16,13 @@
 // the caller's timeout sets *failed, and every CTA then stops: the host falls back to the CPU
 // instead of hanging.
 //
-// Loops stay rolled (unrolled by 4 or 8 at most): one warp runs each step's code once, so a
-// fully unrolled kernel (90 KB of instructions) spent most of its time fetching instructions.
-// The shared blocks are zero outside the step's rows and columns, so every loop runs to a
-// multiple of 4 without tests, and fma() is explicit (the kernels are compiled without
-// contraction).
+// The shared blocks are zero outside the step's rows and columns, so loops need no bounds, and
+// fma() is explicit (the kernels are compiled without contraction). Loops over a thread's
+// columns are short and unrolled; nothing else is (a fully unrolled kernel spent most of its
+// time fetching instructions).
 
 #define DONE 0xffffffffu
+#define GROUPS 4
 
 __device__ __forceinline__ unsigned long long now_ns() {
     unsigned long long t;
@@ -28,55 +30,43 @@ __device__ __forceinline__ unsigned long long now_ns() {
     return t;
 }
 
-template <typename T, int NT>
-__device__ __forceinline__ T block_sum(T x, T *red) {
+// Sum (or max) over the R rows of a value every thread holds for its row r = t % R; all
+// threads get the total. R = 32: each warp holds all rows. R = 64: warps 0 and 1 do.
+template <typename T, int R, bool MAX>
+__device__ __forceinline__ T over_rows(T x, T *red) {
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
-    if (NT == 32) return x;
-    __syncthreads(); // red may still be read by a previous reduction
+    for (int o = 16; o > 0; o >>= 1) {
+        const T y = __shfl_xor_sync(0xffffffffu, x, o);
+        x = MAX ? fmax(x, y) : x + y;
+    }
+    if (R == 32) return x;
+    __syncthreads(); // red may still be read by the previous reduction
     if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = x;
     __syncthreads();
-    x = red[0];
-#pragma unroll
-    for (int j = 1; j < NT / 32; ++j) x += red[j];
-    return x;
-}
-
-template <typename T, int NT>
-__device__ __forceinline__ T block_max(T x, T *red) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) x = fmax(x, __shfl_xor_sync(0xffffffffu, x, o));
-    if (NT == 32) return x;
-    __syncthreads();
-    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = x;
-    __syncthreads();
-    x = red[0];
-#pragma unroll
-    for (int j = 1; j < NT / 32; ++j) x = fmax(x, red[j]);
-    return x;
+    return MAX ? fmax(red[0], red[1]) : red[0] + red[1];
 }
 
 // The reflector I - tau v v^T (v[0] = 1) mapping x[0 .. len) (shared memory, complete) to
-// beta e1, with xLARFG's sign; thread t gets v[t] (0 past len). As the CPU code: norms of x
-// scaled by its largest entry, so no square under- or overflows.
-template <typename T, int NT>
+// beta e1, with xLARFG's sign; each thread gets v[r] of its row r (0 past len). As the CPU
+// code: norms of x scaled by its largest entry, so no square under- or overflows.
+template <typename T, int R>
 __device__ T householder(const T *x, int len, T &tau, T &v, T *red) {
-    const int t = threadIdx.x;
+    const int r = threadIdx.x % R;
     const T alpha = x[0];
-    const T xt = (t >= 1 && t < len) ? x[t] : T(0);
-    const T big = block_max<T, NT>(fmax(fabs(alpha), fabs(xt)), red);
-    const T u = big > T(0) ? xt / big : T(0);
-    const T tail2 = block_sum<T, NT>(u * u, red);
+    const T xr = (r >= 1 && r < len) ? x[r] : T(0);
+    const T big = over_rows<T, R, true>(fmax(fabs(alpha), fabs(xr)), red);
+    const T u = big > T(0) ? xr / big : T(0);
+    const T tail2 = over_rows<T, R, false>(u * u, red);
     if (tail2 == T(0)) {
         tau = T(0);
-        v = t == 0 ? T(1) : T(0);
+        v = r == 0 ? T(1) : T(0);
         return alpha;
     }
     const T a = alpha / big;
     const T norm = big * sqrt(a * a + tail2);
     const T beta = alpha >= T(0) ? -norm : norm;
     tau = (beta - alpha) / beta;
-    v = t == 0 ? T(1) : xt * (T(1) / (alpha - beta));
+    v = r == 0 ? T(1) : xr * (T(1) / (alpha - beta));
     return beta;
 }
 
@@ -103,7 +93,7 @@ __device__ bool wait_for(const unsigned *done, int i, unsigned need, unsigned *f
                         break;
                     }
                 }
-                __nanosleep(64);
+                __nanosleep(32);
             }
             __threadfence();
         } else if (*(volatile unsigned *)failed) {
@@ -125,77 +115,8 @@ __device__ __forceinline__ void publish(unsigned *done, int i, unsigned steps) {
     }
 }
 
-// dot(x, y) over the first len4 entries (x[c * xs], y[c * ys]), len4 a multiple of 4, in four
-// partial sums so that the additions do not form one long dependent chain.
-template <typename T>
-__device__ __forceinline__ T dot(const T *x, int xs, const T *y, int ys, int len4) {
-    T a0 = T(0), a1 = T(0), a2 = T(0), a3 = T(0);
-    for (int c = 0; c < len4; c += 4) {
-        a0 = fma(x[c * xs], y[c * ys], a0);
-        a1 = fma(x[(c + 1) * xs], y[(c + 1) * ys], a1);
-        a2 = fma(x[(c + 2) * xs], y[(c + 2) * ys], a2);
-        a3 = fma(x[(c + 3) * xs], y[(c + 3) * ys], a3);
-    }
-    return (a0 + a2) + (a1 + a3);
-}
-
-__device__ __forceinline__ int round4(int x) { return (x + 3) & ~3; }
-
-// Loads a step's blocks into shared memory (column-major, stride S, zero outside): B, lm x m,
-// whose entry (t, c) is at b0[c * (ld - 1)] for row t's b0 (null at step 0: no B), and the
-// symmetric diagonal block of rows s0 .. s0 + len - 1 (both triangles). Entry (r, c) of the
-// band is at (r - c) + c * ld, so along a row of either block the address steps by ld - 1.
-// Eight columns' loads are in flight at a time.
-template <typename T, int NT>
-__device__ __forceinline__ void load_blocks(const T *w, int ld, const T *b0, int lm, int m, int s0,
-                                            int len, T *sb, T *sd) {
-    constexpr int S = NT + 1;
-    const int t = threadIdx.x;
-    const T *d0 = w + t + (size_t)s0 * ld;
-    const int step = ld - 1;
-    for (int c0 = 0; c0 < NT; c0 += 8) {
-        T rb[8], rd[8];
-#pragma unroll
-        for (int c = 0; c < 8; ++c) {
-            const int cc = c0 + c;
-            rb[c] = (b0 && t < lm && cc < m) ? __ldcg(b0 + cc * step) : T(0);
-            rd[c] = (t < len && cc <= t) ? __ldcg(d0 + cc * step) : T(0);
-        }
-#pragma unroll
-        for (int c = 0; c < 8; ++c) {
-            const int cc = c0 + c;
-            sb[cc * S + t] = rb[c];
-            if (cc <= t) {
-                sd[cc * S + t] = rd[c];
-                sd[t * S + cc] = rd[c];
-            }
-        }
-    }
-}
-
-// D := H D H on the diagonal block in sd (rows s0 ..), H = I - tau v v^T with thread t's v in
-// `v` and all of it in sv; the lower triangle goes back to the band.
-template <typename T, int NT>
-__device__ __forceinline__ void two_sided(T *w, int ld, int s0, int len, const T *sd, const T *sv,
-                                          T *sy, T v, T tau, T *red) {
-    constexpr int S = NT + 1;
-    const int t = threadIdx.x;
-    if (tau == T(0)) return;
-    // y = tau D v, y -= (tau / 2)(y^T v) v, D -= v y^T + y v^T.
-    T y = tau * dot(sd + t, S, sv, 1, round4(len));
-    const T yv = block_sum<T, NT>(y * v, red);
-    y = fma(T(-0.5) * tau * yv, v, y);
-    sy[t] = y;
-    __syncthreads();
-    if (t < len) {
-        T *d0 = w + t + (size_t)s0 * ld;
-        for (int c = 0; c <= t; ++c)
-            __stcg(d0 + c * (ld - 1), fma(-y, sv[c], fma(-v, sy[c], sd[c * S + t])));
-    }
-}
-
-// Optional profile (prof non-null): thread 0 of each CTA sums the clock cycles of each phase of
-// the steps k >= 1 and adds them to prof[0 .. PHASES) at the end, prof[PHASES] the steps.
+// Optional profile (out non-null): thread 0 of each CTA sums the clock cycles of each phase of
+// the steps k >= 1 and adds them to out[0 .. PHASES) at the end, out[PHASES] the steps.
 #define PHASES 6
 struct Profile {
     unsigned long long *out;
@@ -217,32 +138,108 @@ struct Profile {
     }
 };
 
-template <typename T, int NT>
+template <typename T, int R>
+struct Step {
+    static constexpr int S = R + 1;           // shared blocks' column stride
+    static constexpr int CG = R / GROUPS;     // columns per group, rows per row group
+    T *sb, *sd, *sv, *sy, *part, *red;        // shared memory
+    int r, g;                                 // this thread's row and column group
+
+    // Loads B (lm x m, entry (r, c) at b0[c * (ld - 1)] for row r's b0; none if b0 is null)
+    // and the symmetric diagonal block of rows s0 .. s0 + len - 1 into shared memory (both
+    // triangles), zero outside. Along a row of either block the address steps by ld - 1.
+    // Returns this thread's entries of B in rb.
+    __device__ void load(const T *w, int ld, const T *b0, int lm, int m, int s0, int len,
+                         T (&rb)[CG]) {
+        const T *d0 = w + r + (size_t)s0 * ld;
+        const int step = ld - 1;
+        T rd[CG];
+#pragma unroll
+        for (int j = 0; j < CG; ++j) {
+            const int c = g * CG + j;
+            rb[j] = (b0 && r < lm && c < m) ? __ldcg(b0 + c * step) : T(0);
+            rd[j] = (r < len && c <= r) ? __ldcg(d0 + c * step) : T(0);
+        }
+#pragma unroll
+        for (int j = 0; j < CG; ++j) {
+            const int c = g * CG + j;
+            sb[c * S + r] = rb[j];
+            if (c <= r) { // (r, c) and its mirror; the upper part is the other rows' mirror
+                sd[c * S + r] = rd[j];
+                sd[r * S + c] = rd[j];
+            }
+        }
+    }
+
+    // The sum over the groups of each thread's partial for its row (all four get it).
+    __device__ T row_total(T partial) {
+        part[g * R + r] = partial;
+        __syncthreads();
+        T s = part[r];
+#pragma unroll
+        for (int q = 1; q < GROUPS; ++q) s += part[q * R + r];
+        return s;
+    }
+
+    // D := H D H on the diagonal block in sd (rows s0 .. s0 + len - 1), H = I - tau v v^T
+    // with this row's v in v and all of it in sv; the lower triangle goes back to the band.
+    __device__ void two_sided(T *w, int ld, int s0, int len, T v, T tau) {
+        if (tau == T(0)) return;
+        // y = tau D v, y -= (tau / 2)(y^T v) v, D -= v y^T + y v^T.
+        T partial = T(0);
+#pragma unroll
+        for (int j = 0; j < CG; ++j) partial = fma(sd[(g * CG + j) * S + r], sv[g * CG + j], partial);
+        T y = tau * row_total(partial);
+        const T yv = over_rows<T, R, false>(y * v, red);
+        y = fma(T(-0.5) * tau * yv, v, y);
+        if (g == 0) sy[r] = y;
+        __syncthreads();
+        T *d0 = w + r + (size_t)s0 * ld;
+#pragma unroll
+        for (int j = 0; j < CG; ++j) {
+            const int c = g * CG + j;
+            if (r < len && c <= r)
+                __stcg(d0 + c * (ld - 1), fma(-y, sv[c], fma(-v, sy[c], sd[c * S + r])));
+        }
+    }
+};
+
+template <typename T, int R>
 __device__ void chase(T *w, int n, int b, int ld, unsigned *done, unsigned *failed,
                       unsigned long long timeout_ns, unsigned long long *prof_out) {
-    Profile prof = {prof_out, {0, 0, 0, 0, 0, 0, 0}, 0};
-    constexpr int S = NT + 1;
+    using St = Step<T, R>;
+    constexpr int S = St::S, CG = St::CG;
     extern __shared__ __align__(16) unsigned char smem[];
-    T *sb = reinterpret_cast<T *>(smem); // off-diagonal block, column-major, stride S
-    T *sd = sb + NT * S;                 // diagonal block
-    T *sv = sd + NT * S;                 // the sweep's reflector
-    T *sy = sv + NT;
-    T *red = sy + NT;
+    T *base = reinterpret_cast<T *>(smem);
+    St p;
+    p.sb = base;              // B, column-major
+    p.sd = p.sb + R * S;      // the diagonal block
+    p.sv = p.sd + R * S;      // the sweep's reflector
+    p.sy = p.sv + R;
+    p.part = p.sy + R;        // GROUPS x R partial sums
+    p.red = p.part + GROUPS * R;
+    p.r = threadIdx.x % R;
+    p.g = threadIdx.x / R;
+    const int r = p.r, g = p.g;
     const int t = threadIdx.x;
+    Profile prof = {prof_out, {0, 0, 0, 0, 0, 0, 0}, 0};
+    T rb[CG];
     for (int i = blockIdx.x; i < n - 2; i += gridDim.x) {
         // Step 0: the reflector of column i, applied to the diagonal block of its rows.
         if (!wait_for(done, i, 3, failed, timeout_ns)) return;
         int st = i + 1, m = min(b, n - 1 - i);
-        if (t < m) sv[t] = __ldcg(w + (st + t - i) + (size_t)i * ld);
-        load_blocks<T, NT>(w, ld, nullptr, 0, 0, st, m, sb, sd);
+        if (g == 0) p.sy[r] = r < m ? __ldcg(w + (st + r - i) + (size_t)i * ld) : T(0);
+        p.load(w, ld, nullptr, 0, 0, st, m, rb);
         __syncthreads();
         T tau, v;
-        T beta = householder<T, NT>(sv, m, tau, v, red);
-        __syncthreads(); // everyone has read sv
-        sv[t] = v;
-        if (t < m) __stcg(w + (st + t - i) + (size_t)i * ld, t == 0 ? beta : T(0));
+        T beta = householder<T, R>(p.sy, m, tau, v, p.red);
+        __syncthreads(); // everyone has read sy
+        if (g == 0) {
+            p.sv[r] = v;
+            if (r < m) __stcg(w + (st + r - i) + (size_t)i * ld, r == 0 ? beta : T(0));
+        }
         __syncthreads();
-        two_sided<T, NT>(w, ld, st, m, sd, sv, sy, v, tau, red);
+        p.two_sided(w, ld, st, m, v, tau);
         publish(done, i, 1);
         for (unsigned k = 1;; ++k) {
             const int j1 = st + m;
@@ -256,38 +253,56 @@ __device__ void chase(T *w, int n, int b, int ld, unsigned *done, unsigned *fail
             prof.lap(0);
             // The block B below the last diagonal block (rows j1 .., columns st ..) and the
             // next diagonal block.
-            T *b0 = w + (j1 - st + t) + (size_t)st * ld; // B's row t
-            load_blocks<T, NT>(w, ld, b0, lm, m, j1, lm, sb, sd);
+            T *b0 = w + (j1 - st + r) + (size_t)st * ld; // B's row r
+            p.load(w, ld, b0, lm, m, j1, lm, rb);
             __syncthreads();
             prof.lap(1);
             // B := B H (the bulge appears), row by row.
             if (tau != T(0)) {
-                const T s = tau * dot(sb + t, S, sv, 1, round4(m));
-#pragma unroll 4
-                for (int c = 0; c < round4(m); ++c) sb[c * S + t] = fma(-s, sv[c], sb[c * S + t]);
+                T partial = T(0);
+#pragma unroll
+                for (int j = 0; j < CG; ++j) partial = fma(rb[j], p.sv[g * CG + j], partial);
+                const T s = tau * p.row_total(partial);
+#pragma unroll
+                for (int j = 0; j < CG; ++j)
+                    p.sb[(g * CG + j) * S + r] = fma(-s, p.sv[g * CG + j], rb[j]);
+                __syncthreads();
+            }
+            // A new H annihilates B's first column below its first row ...
+            beta = householder<T, R>(p.sb, lm, tau, v, p.red);
+            __syncthreads();
+            if (g == 0) {
+                p.sv[r] = v;
+                p.sb[r] = r == 0 ? beta : T(0);
             }
             __syncthreads();
-            // A new H annihilates B's first column below its first row ...
-            beta = householder<T, NT>(sb, lm, tau, v, red);
-            __syncthreads();
-            sv[t] = v;
-            if (t < lm) sb[t] = t == 0 ? beta : T(0);
-            __syncthreads();
-            // ... and goes to the rest of B from the left, column by column ...
-            if (tau != T(0) && t >= 1 && t < m) {
-                const T s = tau * dot(sv, 1, sb + t * S, 1, round4(lm));
-#pragma unroll 4
-                for (int r = 0; r < round4(lm); ++r) sb[t * S + r] = fma(-sv[r], s, sb[t * S + r]);
+            // ... and goes to the rest of B from the left, column c = t / 4 by the four
+            // threads of row groups h = t % 4 (neighbouring lanes).
+            if (tau != T(0)) {
+                const int c = t / GROUPS, h = t % GROUPS;
+                T *col = p.sb + c * S + h * CG;
+                const T *vh = p.sv + h * CG;
+                T partial = T(0);
+#pragma unroll
+                for (int j = 0; j < CG; ++j) partial = fma(vh[j], col[j], partial);
+                partial += __shfl_xor_sync(0xffffffffu, partial, 1);
+                partial += __shfl_xor_sync(0xffffffffu, partial, 2);
+                if (c >= 1 && c < m) {
+                    const T s = tau * partial;
+#pragma unroll
+                    for (int j = 0; j < CG; ++j) col[j] = fma(-vh[j], s, col[j]);
+                }
             }
             __syncthreads();
             prof.lap(2);
-            if (t < lm) {
-#pragma unroll 4
-                for (int c = 0; c < m; ++c) __stcg(b0 + c * (ld - 1), sb[c * S + t]);
+#pragma unroll
+            for (int j = 0; j < CG; ++j) {
+                const int c = g * CG + j;
+                if (r < lm && c < m) __stcg(b0 + c * (ld - 1), p.sb[c * S + r]);
             }
             prof.lap(3);
             // ... and to the next diagonal block from both sides.
-            two_sided<T, NT>(w, ld, j1, lm, sd, sv, sy, v, tau, red);
+            p.two_sided(w, ld, j1, lm, v, tau);
             prof.lap(4);
             publish(done, i, k + 1);
             prof.lap(5);
@@ -299,12 +314,13 @@ __device__ void chase(T *w, int n, int b, int ld, unsigned *done, unsigned *fail
     prof.flush();
 }
 
-// Shared memory of chase<T, NT>: two blocks of NT x (NT + 1), three vectors of NT.
-#define CHASE(NAME, T, NT)                                                                     \
-    extern "C" __global__ void __launch_bounds__(NT)                                           \
+// R rows, GROUPS x R threads. Shared memory: two blocks of R x (R + 1), GROUPS + 2 vectors of
+// R, and R / 32 for reductions (the host computes the same size).
+#define CHASE(NAME, T, R)                                                                      \
+    extern "C" __global__ void __launch_bounds__(GROUPS * R)                                   \
         NAME(T *w, int n, int b, int ld, unsigned *done, unsigned *failed,                     \
              unsigned long long timeout_ns, unsigned long long *prof) {                        \
-        chase<T, NT>(w, n, b, ld, done, failed, timeout_ns, prof);                             \
+        chase<T, R>(w, n, b, ld, done, failed, timeout_ns, prof);                              \
     }
 
 CHASE(sb2st_chase_s32, float, 32)

@@ -312,9 +312,27 @@ fn run(o: &Options) -> i32 {
         let (mut ab, mut tau) = (vec![0.0; (kd + 1) * n], vec![0.0; n - kd]);
         let gpu_path = Path::Gpu { budget: None };
         sbr::syrdb(b'L', n, kd, &mut w, n, &mut ab, kd + 1, &mut tau, gpu_path);
-        // And loads the bulge-chasing kernels.
-        if let Err(e) = sbr::sb2st::gpu::tridiagonalize(b'L', n, kd, &ab, kd + 1) {
-            println!("GPU bulge chasing: {e}");
+        // And loads the bulge-chasing and bisection kernels.
+        match sbr::sb2st::gpu::tridiagonalize(b'L', n, kd, &ab, kd + 1) {
+            Ok((d, e)) => {
+                let (mut w, mut iblock, mut isplit) = (vec![0.0; n], vec![0; n], vec![0; n]);
+                hylapack::stebz::stebz(
+                    b'A',
+                    b'E',
+                    0.0,
+                    0.0,
+                    0,
+                    0,
+                    0.0,
+                    &d,
+                    &e[..n - 1],
+                    &mut w,
+                    &mut iblock,
+                    &mut isplit,
+                    hylapack::dispatch::Backend::Gpu,
+                );
+            }
+            Err(e) => println!("GPU bulge chasing: {e}"),
         }
     }
     let mut table = Table::new(&["n", "method", "time", "GFLOP/s", "err/(n eps |A|)", "note"]);

@@ -13,7 +13,7 @@ use cudarc::driver::{DevicePtrMut, LaunchConfig, PushKernelArg};
 /// caller chases on the CPU instead). A step takes microseconds; only a fault gets near this.
 const WAIT_TIMEOUT_NS: u64 = 10_000_000_000;
 
-/// The widest band the kernel takes: its CTAs have 32 or 64 threads, one per row of a block.
+/// The widest band the kernel takes: its blocks have 32 or 64 rows.
 pub const MAX_BANDWIDTH: usize = 64;
 
 /// As [`super::tridiagonalize`], on the GPU; `kd` at most [`MAX_BANDWIDTH`].
@@ -34,7 +34,9 @@ pub fn tridiagonalize<T: Real>(
 
 fn chase<T: Real>(w: &mut [T], ld: usize, n: usize, b: usize) -> Result<(), DeviceError> {
     let gpu = device::gpu()?;
-    let threads = if b <= 32 { 32 } else { 64 };
+    // Blocks of R = 32 or 64 rows, four threads per row (kernels/sb2st.cu).
+    let rows = if b <= 32 { 32 } else { 64 };
+    let threads = 4 * rows;
     let sweeps = n - 2;
     let int = |x: usize| {
         i32::try_from(x).map_err(|_| DeviceError::Driver(format!("n = {n} exceeds 32-bit rows")))
@@ -47,9 +49,9 @@ fn chase<T: Real>(w: &mut [T], ld: usize, n: usize, b: usize) -> Result<(), Devi
     // The function attribute and occupancy queries below need the context current here.
     gpu.ctx.bind_to_thread()?;
     let module = gpu.module(&kernels::SB2ST)?;
-    let func = module.load_function(&format!("sb2st_chase_{}{threads}", T::PREFIX))?;
-    // Two blocks of threads × (threads + 1) and three vectors (kernels/sb2st.cu).
-    let smem = (2 * threads * (threads + 1) + 3 * threads) * elem;
+    let func = module.load_function(&format!("sb2st_chase_{}{rows}", T::PREFIX))?;
+    // Two blocks of R × (R + 1), six vectors of R and one entry per warp.
+    let smem = (2 * rows * (rows + 1) + 6 * rows + threads / 32) * elem;
     if smem > 48 * 1024 {
         func.set_attribute(
             CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -95,7 +97,7 @@ fn chase<T: Real>(w: &mut [T], ld: usize, n: usize, b: usize) -> Result<(), Devi
         .arg(&WAIT_TIMEOUT_NS)
         .arg(&cycles_ptr);
     // SAFETY: the arguments match sb2st_chase_{s,d}{32,64} in kernels/sb2st.cu: the band holds
-    // n · ld entries with ld = 2b + 1 and b ≤ threads, `done` one counter per sweep (zeroed),
+    // n · ld entries with ld = 2b + 1 and b ≤ rows, `done` one counter per sweep (zeroed),
     // `failed` one flag, `cycles_ptr` null or PHASES + 1 counters (zeroed); every CTA is
     // resident (grid ≤ occupancy × multiprocessors), so no sweep waits on one that cannot run.
     unsafe { launch.launch(cfg) }?;
