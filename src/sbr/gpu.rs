@@ -107,6 +107,19 @@ pub trait CublasReal: Real {
         lwork: i32,
         info: *mut i32,
     ) -> cs::cusolverStatus_t;
+    /// cublas<t>trsm with SIDE = right, UPLO = upper, no transpose, non-unit: B := B R⁻¹.
+    ///
+    /// # Safety
+    /// As for `gemm`.
+    unsafe fn trsm_right_upper(
+        h: cublasHandle_t,
+        m: i32,
+        n: i32,
+        r: *const Self,
+        ldr: i32,
+        b: *mut Self,
+        ldb: i32,
+    ) -> cublasStatus_t;
     /// cublas<t>syr2k with UPLO = lower, TRANS = N.
     ///
     /// # Safety
@@ -127,8 +140,34 @@ pub trait CublasReal: Real {
 }
 
 macro_rules! impl_cublas {
-    ($t:ty, $gemm:ident, $symm:ident, $syr2k:ident, $geam:ident, $geqrf_ws:ident, $geqrf:ident) => {
+    ($t:ty, $gemm:ident, $symm:ident, $syr2k:ident, $geam:ident, $geqrf_ws:ident, $geqrf:ident,
+     $trsm:ident) => {
         impl CublasReal for $t {
+            unsafe fn trsm_right_upper(
+                h: cublasHandle_t,
+                m: i32,
+                n: i32,
+                r: *const Self,
+                ldr: i32,
+                b: *mut Self,
+                ldb: i32,
+            ) -> cublasStatus_t {
+                let one: Self = 1.0;
+                cb::$trsm(
+                    h,
+                    cublasSideMode_t::CUBLAS_SIDE_RIGHT,
+                    cublasFillMode_t::CUBLAS_FILL_MODE_UPPER,
+                    cublasOperation_t::CUBLAS_OP_N,
+                    cb::cublasDiagType_t::CUBLAS_DIAG_NON_UNIT,
+                    m,
+                    n,
+                    &one,
+                    r,
+                    ldr,
+                    b,
+                    ldb,
+                )
+            }
             unsafe fn geam_copy(
                 h: cublasHandle_t,
                 m: i32,
@@ -266,7 +305,8 @@ impl_cublas!(
     cublasDsyr2k_v2,
     cublasDgeam,
     cusolverDnDgeqrf_bufferSize,
-    cusolverDnDgeqrf
+    cusolverDnDgeqrf,
+    cublasDtrsm_v2
 );
 impl_cublas!(
     f32,
@@ -275,7 +315,8 @@ impl_cublas!(
     cublasSsyr2k_v2,
     cublasSgeam,
     cusolverDnSgeqrf_bufferSize,
-    cusolverDnSgeqrf
+    cusolverDnSgeqrf,
+    cublasStrsm_v2
 );
 
 /// A device matrix buffer and its share of the memory budget.
@@ -648,6 +689,36 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
             )
         };
         solver_ok(st, "geqrf")
+    }
+
+    fn trsm_right_upper(
+        &mut self,
+        m: usize,
+        n: usize,
+        r: Op<GpuBuf<T>>,
+        b: OpMut<GpuBuf<T>>,
+    ) -> Result<(), ExecError> {
+        if m == 0 || n == 0 {
+            return Ok(());
+        }
+        let handle = self.handle();
+        let stream: &CudaStream = &self.cur().stream;
+        let (pr, _rr) = r.buf.slice.device_ptr(stream);
+        let (pb, _wb) = b.buf.slice.device_ptr_mut(stream);
+        // SAFETY: as in gemm.
+        unsafe {
+            T::trsm_right_upper(
+                handle,
+                dim(m),
+                dim(n),
+                at::<T>(pr, r.off) as *const T,
+                dim(r.ld),
+                at::<T>(pb, b.off) as *mut T,
+                dim(b.ld),
+            )
+        }
+        .result()
+        .map_err(blas_err)
     }
 
     fn copy(
