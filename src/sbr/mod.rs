@@ -770,6 +770,8 @@ fn resident_steps<T: Real + Dense, E: Executor<T>>(
                     T::ONE,
                     op_mut(whole, trailing, n),
                 )?;
+                // The next panel's time goes to the panel phase (the loop's first `end`).
+                ph.end(exec, 3)?;
                 if more {
                     let panel = op_mut(whole, s + kd + s * n, n);
                     let how = panel_on_executor(exec, panel, taubuf, c, n, s, kd)?;
@@ -777,7 +779,9 @@ fn resident_steps<T: Real + Dense, E: Executor<T>>(
                 }
             }
         }
-        ph.end(exec, 3)?;
+        if next_cols.is_some() {
+            ph.end(exec, 3)?;
+        }
         progress.i += kd;
     }
     Ok(())
