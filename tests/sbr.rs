@@ -271,9 +271,11 @@ fn reduction_suite<T: Real + Dense + CublasReal>() {
                         uplo as char
                     );
                     let note = check_reduction(&full, n, kd, uplo, path, &what);
-                    // The resident CPU path runs the GPU's panel algorithm: CholeskyQR2 must
-                    // take the random matrices' panels (all but a last square or wide one).
-                    let resident = path == Path::CpuBlocked { budget: u64::MAX };
+                    // The resident paths (the CPU's runs the GPU's panel algorithm):
+                    // CholeskyQR2 must take the random matrices' panels (all but a last square
+                    // or wide one).
+                    let resident = path == Path::CpuBlocked { budget: u64::MAX }
+                        || (path == Path::Gpu { budget: None } && require_gpu());
                     if resident && family == DenseFamily::Random && n > 2 * kd + 1 {
                         assert!(
                             note.contains("CholeskyQR2") && !note.contains(": 0 CholeskyQR2"),
