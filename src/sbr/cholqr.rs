@@ -1,14 +1,16 @@
 //! Panel QR by CholeskyQR2 and Householder reconstruction (the idea of Ballard, Demmel,
 //! Grigori, Jacquelin, Nguyen and Solomonik, "Reconstructing Householder vectors from
-//! tall-skinny QR", 2015): a few large BLAS calls on the executor and two round trips of k²
+//! tall-skinny QR", 2015): a few large BLAS calls on the executor and one round trip of 3k²
 //! entries per panel, where xGEQRF sweeps the panel column by column (on the GPU, hundreds of
 //! small launches). The result has xGEQRF's form, so the rest of the reduction is unchanged.
 //!
 //! For the m x k panel P (m > k):
-//! 1. `G₁ = PᵀP` on the executor, `R₁ = chol(G₁)` on the host, `Q₁ = P R₁⁻¹` by TRSM (a
-//!    triangular solve's backward error keeps `‖P − Q₁R₁‖` at O(ε)‖P‖ whatever κ(P)).
-//! 2. `G₂ = Q₁ᵀQ₁`. If `‖G₂ − I‖_F ≤ 1/10`, Q₁ is well conditioned and `Q₂ = Q₁R₂⁻¹`,
-//!    `R₂ = chol(G₂)`, is orthonormal to O(ε) (CholeskyQR2); `P = Q₂ R₂R₁`.
+//! 1. `G₁ = PᵀP`, `R₁ = chol(G₁)`, `Q₁ = P R₁⁻¹` by TRSM, all on the executor (a triangular
+//!    solve's backward error keeps `‖P − Q₁R₁‖` at O(ε)‖P‖ for any finite R₁ with a positive
+//!    diagonal, whatever κ(P)), and `G₂ = Q₁ᵀQ₁`; R₁, G₂ and Q₁'s top block go to the host.
+//! 2. If `‖G₂ − I‖_F ≤ 1/10`, Q₁ is well conditioned and `Q₂ = Q₁R₂⁻¹`, `R₂ = chol(G₂)` on
+//!    the host, is orthonormal to O(ε) (CholeskyQR2); `P = Q₂ R₂R₁`. (So a Cholesky
+//!    factorisation of G₁ that failed on the executor is caught whatever it left in R₁.)
 //! 3. The LU without pivoting `Q₂ − [S; 0] = V U`, the signs `S = diag(±1)` chosen during the
 //!    elimination as minus each pivot's sign (so every pivot has modulus ≥ 1), gives
 //!    `Q₂S = (I − V T Vᵀ)[I; 0]` with `T = −U S V₁⁻ᵀ`: the Householder QR
@@ -32,11 +34,11 @@ use std::time::Instant;
 const MAX_GRAM_DEFECT: f64 = 0.1;
 
 /// Names of the panel's steps timed under `HYLAPACK_SBR_PROFILE=1`.
-const STEPS: [&str; 5] = ["G1 round trip", "chol", "Q1+G2 round trip", "host", "V,Z"];
+const STEPS: [&str; 4] = ["round trip", "R1 check", "host", "V,Z"];
 
 thread_local! {
     /// Seconds spent in each of [`STEPS`] since the last [`report`], and the panels counted.
-    static SPLIT: RefCell<([f64; 5], usize)> = const { RefCell::new(([0.0; 5], 0)) };
+    static SPLIT: RefCell<([f64; 4], usize)> = const { RefCell::new(([0.0; 4], 0)) };
 }
 
 /// Profiling: the executor synchronised at the end of each step (the round trips already
@@ -44,7 +46,7 @@ thread_local! {
 struct Clock {
     on: bool,
     last: Instant,
-    secs: [f64; 5],
+    secs: [f64; 4],
 }
 
 impl Clock {
@@ -52,7 +54,7 @@ impl Clock {
         Clock {
             on: crate::config::get().sbr.profile,
             last: Instant::now(),
-            secs: [0.0; 5],
+            secs: [0.0; 4],
         }
     }
 
@@ -93,8 +95,8 @@ pub(super) fn report() -> Option<String> {
     })
 }
 
-/// Entries of the executor buffer [`PanelSet::q`] for panels of k columns: the Gram matrix and
-/// Q₁'s top block on the way down, `[top | V₁ | U R₂ | T]` on the way up.
+/// Entries of the executor buffer [`PanelSet::q`] for panels of k columns: `[R₁ | G₂ | Q₁'s
+/// top block]` on the way down, `[top | V₁ | U R₂ | T]` on the way up.
 pub(super) fn scratch_len(k: usize) -> usize {
     4 * k * k
 }
@@ -121,28 +123,30 @@ pub(super) fn factor<T: Real + Dense, E: Executor<T>>(
     let mut clock = Clock::new();
     let kk = k * k;
     let (p, at, ld) = (panel.buf, panel.off, panel.ld);
-    let mut g = vec![T::ZERO; 2 * kk];
-    let q = &mut bufs.q;
+    let (q, v) = (&mut bufs.q, &mut bufs.v);
+    // R₁, G₂ and Q₁'s top block come down together: one round trip. R₁ is factored on the
+    // executor, its failure seen on the host (NaN, a non-positive pivot, or G₂ far from I).
     gram_matrix(exec, m, k, op(p, at, ld), op_mut(q, 0, k))?;
-    exec.download(q, 0, kk, &mut |start, piece| {
+    exec.potrf_upper(k, op_mut(q, 0, k))?;
+    exec.copy(m, k, op(p, at, ld), op_mut(v, 0, m))?;
+    exec.trsm_right_upper(m, k, op(q, 0, k), op_mut(v, 0, m))?;
+    gram_matrix(exec, m, k, op(v, 0, m), op_mut(q, kk, k))?;
+    exec.copy(k, k, op(v, 0, m), op_mut(q, 2 * kk, k))?;
+    let mut g = vec![T::ZERO; 3 * kk];
+    exec.download(q, 0, 3 * kk, &mut |start, piece| {
         g[start..start + piece.len()].copy_from_slice(piece)
     })?;
     clock.end(exec, 0)?;
-    let Some(r1) = cholesky(k, &g[..kk]) else {
+    let (r1, rest) = g.split_at_mut(kk);
+    let (g2, q1_top) = rest.split_at(kk);
+    for c in 0..k {
+        r1[c * k + c + 1..(c + 1) * k].fill(T::ZERO);
+    }
+    let pivots_ok = (0..k).all(|j| r1[j + j * k] > T::ZERO);
+    if !pivots_ok || !r1.iter().all(|x| x.is_finite()) {
         return Ok(false);
-    };
+    }
     clock.end(exec, 1)?;
-    upload(exec, &mut bufs.t, 0, &r1)?;
-    let v = &mut bufs.v;
-    exec.copy(m, k, op(p, at, ld), op_mut(v, 0, m))?;
-    exec.trsm_right_upper(m, k, op(&bufs.t, 0, k), op_mut(v, 0, m))?;
-    gram_matrix(exec, m, k, op(v, 0, m), op_mut(q, 0, k))?;
-    exec.copy(k, k, op(v, 0, m), op_mut(q, kk, k))?;
-    exec.download(q, 0, 2 * kk, &mut |start, piece| {
-        g[start..start + piece.len()].copy_from_slice(piece)
-    })?;
-    clock.end(exec, 2)?;
-    let (g2, q1_top) = g.split_at(kk);
     let defect = gram_defect(k, g2);
     if defect.is_nan() || defect > MAX_GRAM_DEFECT {
         return Ok(false);
@@ -150,14 +154,16 @@ pub(super) fn factor<T: Real + Dense, E: Executor<T>>(
     let Some(r2) = cholesky(k, g2) else {
         return Ok(false);
     };
-    let h = reconstruct(k, &r1, &r2, q1_top);
+    let h = reconstruct(k, r1, &r2, q1_top);
     if !h.iter().all(|x| x.is_finite()) {
         return Ok(false);
     }
-    clock.end(exec, 3)?;
-    upload(exec, q, 0, &h)?;
-    let tau: Vec<T> = (0..k).map(|j| h[3 * kk + j + j * k]).collect();
-    upload(exec, taubuf, tau_at, &tau)?;
+    clock.end(exec, 2)?;
+    exec.upload(q, 0, h.len(), &mut |start, out| {
+        out.copy_from_slice(&h[start..start + out.len()])
+    })?;
+    // τ is T's diagonal: a 1 x k copy whose source columns are k + 1 apart.
+    exec.copy(1, k, op(q, 3 * kk, k + 1), op_mut(taubuf, tau_at, 1))?;
     if m > k {
         exec.trsm_right_upper(m - k, k, op(q, 2 * kk, k), op_mut(v, k, m))?;
         exec.copy(m - k, k, op(v, k, m), op_mut(p, at + k, ld))?;
@@ -177,19 +183,8 @@ pub(super) fn factor<T: Real + Dense, E: Executor<T>>(
         T::ZERO,
         z,
     )?;
-    clock.end(exec, 4)?;
+    clock.end(exec, 3)?;
     Ok(true)
-}
-
-fn upload<T: Real, E: Executor<T>>(
-    exec: &mut E,
-    dst: &mut E::Buf,
-    off: usize,
-    src: &[T],
-) -> Result<(), ExecError> {
-    exec.upload(dst, off, src.len(), &mut |start, out| {
-        out.copy_from_slice(&src[start..start + out.len()])
-    })
 }
 
 /// `‖G − I‖_F` of the k x k `g`.

@@ -132,6 +132,16 @@ impl<T: Real + Dense> Executor<T> for CpuExecutor {
         Ok(())
     }
 
+    fn potrf_upper(&mut self, n: usize, a: OpMut<Vec<T>>) -> Result<(), ExecError> {
+        let m = &mut a.buf[a.off..];
+        if T::potrf_upper(n, m, a.ld) != 0 {
+            for c in 0..n {
+                m[c * a.ld..][..=c].fill(T::from_f64(f64::NAN));
+            }
+        }
+        Ok(())
+    }
+
     fn trsm_right_upper(
         &mut self,
         m: usize,

@@ -107,6 +107,30 @@ pub trait CublasReal: Real {
         lwork: i32,
         info: *mut i32,
     ) -> cs::cusolverStatus_t;
+    /// cusolverDn<t>potrf_bufferSize with UPLO = upper.
+    ///
+    /// # Safety
+    /// As for `gemm`; `lwork` is host memory.
+    unsafe fn potrf_buffer_size(
+        h: cs::cusolverDnHandle_t,
+        n: i32,
+        a: *mut Self,
+        lda: i32,
+        lwork: *mut i32,
+    ) -> cs::cusolverStatus_t;
+    /// cusolverDn<t>potrf with UPLO = upper.
+    ///
+    /// # Safety
+    /// As for `gemm`, with a workspace of `lwork` elements and a device `info`.
+    unsafe fn potrf(
+        h: cs::cusolverDnHandle_t,
+        n: i32,
+        a: *mut Self,
+        lda: i32,
+        work: *mut Self,
+        lwork: i32,
+        info: *mut i32,
+    ) -> cs::cusolverStatus_t;
     /// cublas<t>trsm with SIDE = right, UPLO = upper, no transpose, non-unit: B := B R⁻¹.
     ///
     /// # Safety
@@ -141,8 +165,36 @@ pub trait CublasReal: Real {
 
 macro_rules! impl_cublas {
     ($t:ty, $gemm:ident, $symm:ident, $syr2k:ident, $geam:ident, $geqrf_ws:ident, $geqrf:ident,
-     $trsm:ident) => {
+     $trsm:ident, $potrf_ws:ident, $potrf:ident) => {
         impl CublasReal for $t {
+            unsafe fn potrf_buffer_size(
+                h: cs::cusolverDnHandle_t,
+                n: i32,
+                a: *mut Self,
+                lda: i32,
+                lwork: *mut i32,
+            ) -> cs::cusolverStatus_t {
+                cs::$potrf_ws(
+                    h,
+                    cs::cublasFillMode_t::CUBLAS_FILL_MODE_UPPER,
+                    n,
+                    a,
+                    lda,
+                    lwork,
+                )
+            }
+            unsafe fn potrf(
+                h: cs::cusolverDnHandle_t,
+                n: i32,
+                a: *mut Self,
+                lda: i32,
+                work: *mut Self,
+                lwork: i32,
+                info: *mut i32,
+            ) -> cs::cusolverStatus_t {
+                let upper = cs::cublasFillMode_t::CUBLAS_FILL_MODE_UPPER;
+                cs::$potrf(h, upper, n, a, lda, work, lwork, info)
+            }
             unsafe fn trsm_right_upper(
                 h: cublasHandle_t,
                 m: i32,
@@ -306,7 +358,9 @@ impl_cublas!(
     cublasDgeam,
     cusolverDnDgeqrf_bufferSize,
     cusolverDnDgeqrf,
-    cublasDtrsm_v2
+    cublasDtrsm_v2,
+    cusolverDnDpotrf_bufferSize,
+    cusolverDnDpotrf
 );
 impl_cublas!(
     f32,
@@ -316,7 +370,9 @@ impl_cublas!(
     cublasSgeam,
     cusolverDnSgeqrf_bufferSize,
     cusolverDnSgeqrf,
-    cublasStrsm_v2
+    cublasStrsm_v2,
+    cusolverDnSpotrf_bufferSize,
+    cusolverDnSpotrf
 );
 
 /// A device matrix buffer and its share of the memory budget.
@@ -325,7 +381,7 @@ pub struct GpuBuf<T> {
     _reserved: Reservation<'static>,
 }
 
-/// cuSOLVER's workspace for the panel QR, sized for the largest panel asked so far.
+/// cuSOLVER's workspace for the panel's geqrf and potrf, sized for the largest asked so far.
 struct QrWork<T> {
     work: CudaSlice<T>,
     lwork: usize,
@@ -444,6 +500,11 @@ impl<T: CublasReal> GpuExecutor<T> {
             T::geqrf_buffer_size(solver, dim(m), dim(k), a as *mut T, dim(lda), &mut lwork)
         };
         solver_ok(st, "geqrf_bufferSize")?;
+        self.solver_workspace(lwork)
+    }
+
+    /// Makes cuSOLVER's workspace hold at least `lwork` elements.
+    fn solver_workspace(&mut self, lwork: i32) -> Result<(), ExecError> {
         let lwork = (lwork.max(1)) as usize;
         if self.qr.as_ref().is_some_and(|q| q.lwork >= lwork) {
             return Ok(());
@@ -689,6 +750,41 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
             )
         };
         solver_ok(st, "geqrf")
+    }
+
+    fn potrf_upper(&mut self, n: usize, a: OpMut<GpuBuf<T>>) -> Result<(), ExecError> {
+        if n == 0 {
+            return Ok(());
+        }
+        let solver = self.cur_mut().solver()?.cu();
+        let stream = self.cur().stream.clone();
+        let stream: &CudaStream = &stream;
+        let mut lwork = 0i32;
+        {
+            let (pa, _wa) = a.buf.slice.device_ptr_mut(stream);
+            let pa = at::<T>(pa, a.off) as *mut T;
+            // SAFETY: the matrix lies inside its buffer; only lwork is written.
+            let st = unsafe { T::potrf_buffer_size(solver, dim(n), pa, dim(a.ld), &mut lwork) };
+            solver_ok(st, "potrf_bufferSize")?;
+        }
+        self.solver_workspace(lwork)?;
+        let qr = self.qr.as_mut().expect("reserved above");
+        let (pa, _wa) = a.buf.slice.device_ptr_mut(stream);
+        let (pw, _ww) = qr.work.device_ptr_mut(stream);
+        let (pi, _wi) = qr.info.device_ptr_mut(stream);
+        // SAFETY: as in geqrf. INFO stays on the device: the caller checks the factor.
+        let st = unsafe {
+            T::potrf(
+                solver,
+                dim(n),
+                at::<T>(pa, a.off) as *mut T,
+                dim(a.ld),
+                pw as *mut T,
+                dim(qr.lwork),
+                pi as *mut i32,
+            )
+        };
+        solver_ok(st, "potrf")
     }
 
     fn trsm_right_upper(

@@ -230,6 +230,10 @@ pub trait Executor<T: Real> {
         a: OpMut<Self::Buf>,
         tau: OpMut<Self::Buf>,
     ) -> Result<(), ExecError>;
+    /// The Cholesky factor R (A = RᵀR) of the n x n symmetric `a` into its upper triangle (the
+    /// only one read). Failure is not reported: the caller checks R or what it computes from
+    /// it (the CPU leaves NaN).
+    fn potrf_upper(&mut self, n: usize, a: OpMut<Self::Buf>) -> Result<(), ExecError>;
     /// B := B R⁻¹, B m x n, R n x n upper triangular (its upper triangle read).
     fn trsm_right_upper(
         &mut self,
@@ -1477,6 +1481,10 @@ mod tests {
         ) -> Result<(), ExecError> {
             self.tick()?;
             self.cpu.trsm_right_upper(m, n, r, b)
+        }
+        fn potrf_upper(&mut self, n: usize, a: OpMut<Vec<f64>>) -> Result<(), ExecError> {
+            self.tick()?;
+            Executor::<f64>::potrf_upper(&mut self.cpu, n, a)
         }
         fn sync(&mut self) -> Result<(), ExecError> {
             Executor::<f64>::sync(&mut self.cpu)
