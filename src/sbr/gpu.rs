@@ -395,7 +395,8 @@ pub struct GpuExecutor<T> {
     /// The compute stream with its cuBLAS and cuSOLVER handles (pooled: creating handles
     /// costs milliseconds per call otherwise).
     la: PooledLinalg,
-    /// Lane 1's stream and handles, made when first asked for.
+    /// Lane 1's stream (of the highest priority: the look-ahead's panel goes ahead of the
+    /// update's blocks) and handles, made when first asked for.
     la1: Option<PooledLinalg>,
     /// The lane operations go to (0: `la`, 1: `la1`).
     lane: usize,
@@ -854,7 +855,7 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
     fn lane(&mut self, lane: usize) -> Result<(), ExecError> {
         assert!(lane < 2, "the GPU executor has two lanes");
         if lane == 1 && self.la1.is_none() {
-            self.la1 = Some(self.gpu.linalg()?);
+            self.la1 = Some(self.gpu.linalg_urgent()?);
         }
         self.lane = lane;
         Ok(())
