@@ -49,13 +49,14 @@ impl DigemmMethod {
 }
 
 /// Diagnostic switches of the band reduction (`sbr`), for measurements.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SbrTuning {
     /// `HYLAPACK_SBR_PROFILE=1`: synchronise after each phase and print the phase times.
     pub profile: bool,
     /// `HYLAPACK_SBR_PANEL`: how the resident mode factors its panels.
     pub panel: SbrPanel,
-    /// `HYLAPACK_SBR_LOOKAHEAD=1`: the resident mode factors the next panel on a second stream.
+    /// `HYLAPACK_SBR_LOOKAHEAD` (default 1): the resident mode factors the next panel on a
+    /// second stream while the rest of the trailing matrix is updated.
     pub lookahead: bool,
 }
 
@@ -241,7 +242,7 @@ pub fn load(env: impl Fn(&str) -> Option<String>) -> Config {
                 parse_bool,
                 "0 or 1",
             )
-            .unwrap_or(false),
+            .unwrap_or(true),
     };
     let cache_dir = s
         .lookup(

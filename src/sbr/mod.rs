@@ -8,11 +8,10 @@
 //!    the executor. Resident: the executor factors the panel in place by CholeskyQR2 with
 //!    Householder reconstruction (see [`cholqr`]), or by xGEQRF (cuSOLVER on the GPU) where
 //!    that cannot be trusted, the host forming the small `T` from `VᵀV` (see
-//!    [`panel_on_executor`]), so the panel never travels; with look-ahead (opt-in: it did not pay on the H100) the next panel is
-//!    factored on a second lane (stream) while the rest of the trailing matrix is updated (see
-//!    [`resident_steps`]). Streaming: the
-//!    panel is on the host anyway; it is factored there (xGEQRT3) and `V`, `T` go to the
-//!    executor.
+//!    [`panel_on_executor`]), so the panel never travels; with look-ahead (the default) the
+//!    next panel is factored on a second lane (a stream of the highest priority) while the
+//!    rest of the trailing matrix is updated (see [`resident_steps`]). Streaming: the panel
+//!    is on the host anyway; it is factored there (xGEQRT3) and `V`, `T` go to the executor.
 //! 2. Two-sided update of the trailing `A₂ = L[s.., s..]` as in the paper's (8)–(11), with
 //!    LAPACK's signs: `X = A₂ Z` (SYMM), `X −= ½ V (Zᵀ X)`, `A₂ −= V Xᵀ + X Vᵀ` (SYR2K).
 //!
@@ -28,7 +27,8 @@
 //!
 //! Phase times: `HYLAPACK_SBR_PROFILE=1` synchronises the executor after each phase and prints
 //! the sums on stderr; `HYLAPACK_SBR_PANEL=geqrf` factors the resident mode's panels with
-//! xGEQRF on the executor, `=host` on the host, as before, for comparison; `HYLAPACK_SBR_LOOKAHEAD=1` turns the look-ahead on.
+//! xGEQRF on the executor, `=host` on the host, as before, for comparison;
+//! `HYLAPACK_SBR_LOOKAHEAD=0` turns the look-ahead off.
 //!
 //! Data safety: in resident mode the host `A` is written only at the end (the final download,
 //! then the band and LAPACK's unit-diagonal layout of the panels), so a failure before then
@@ -640,10 +640,11 @@ impl Phases {
 }
 
 /// Whether the resident mode factors the next panel on a second lane of the executor while the
-/// rest of the trailing matrix is updated: off unless `HYLAPACK_SBR_LOOKAHEAD=1`. On the H100
-/// (n = 16384, kd = 32) it did not pay: 1.06 s against 0.98 s without. The second stream's
-/// small QR kernels seem to queue behind the SYR2K's blocks; a higher stream priority for lane
-/// 1 is the next thing to try.
+/// rest of the trailing matrix is updated: on unless `HYLAPACK_SBR_LOOKAHEAD=0`. On the H100
+/// (n = 16384) with CholeskyQR2 panels on a lane of the highest priority it takes the
+/// reduction from 0.74 to 0.55 s at kd = 64 and from 0.96 to 0.81 s at kd = 32
+/// (docs/bench/2026-11-22-h100-syev-3.txt); with cuSOLVER geqrf panels and lane 1 at the
+/// default priority it had not paid (1.06 s against 0.98 s at kd = 32).
 fn lookahead() -> bool {
     crate::config::get().sbr.lookahead
 }
