@@ -139,9 +139,7 @@ pub(super) fn factor<T: Real + Dense, E: Executor<T>>(
     clock.end(exec, 0)?;
     let (r1, rest) = g.split_at_mut(kk);
     let (g2, q1_top) = rest.split_at(kk);
-    for c in 0..k {
-        r1[c * k + c + 1..(c + 1) * k].fill(T::ZERO);
-    }
+    zero_below_diagonal(k, r1);
     let pivots_ok = (0..k).all(|j| r1[j + j * k] > T::ZERO);
     if !pivots_ok || !r1.iter().all(|x| x.is_finite()) {
         return Ok(false);
@@ -199,6 +197,13 @@ fn gram_defect<T: Real>(k: usize, g: &[T]) -> f64 {
     sum.sqrt()
 }
 
+/// Zeros below the diagonal of the k x k `a` (xPOTRF leaves G's entries there).
+fn zero_below_diagonal<T: Real>(k: usize, a: &mut [T]) {
+    for c in 0..k {
+        a[c * k + c + 1..(c + 1) * k].fill(T::ZERO);
+    }
+}
+
 /// The upper triangular R with `RᵀR = G` (k x k, both triangles set), zeros below its
 /// diagonal; None where G is not finite or not numerically positive definite.
 fn cholesky<T: Real + Dense>(k: usize, g: &[T]) -> Option<Vec<T>> {
@@ -209,11 +214,7 @@ fn cholesky<T: Real + Dense>(k: usize, g: &[T]) -> Option<Vec<T>> {
     if T::potrf_upper(k, &mut r, k) != 0 {
         return None;
     }
-    for c in 0..k {
-        for x in &mut r[c * k + c + 1..(c + 1) * k] {
-            *x = T::ZERO;
-        }
-    }
+    zero_below_diagonal(k, &mut r);
     r.iter().all(|x| x.is_finite()).then_some(r)
 }
 
