@@ -49,15 +49,28 @@ impl DigemmMethod {
 }
 
 /// Diagnostic switches of the band reduction (`sbr`), for measurements.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SbrTuning {
     /// `HYLAPACK_SBR_PROFILE=1`: synchronise after each phase and print the phase times.
     pub profile: bool,
-    /// `HYLAPACK_SBR_PANEL=host`: the resident mode factors its panels on the host (as before
-    /// the executor did), for comparison.
-    pub panel_on_host: bool,
-    /// `HYLAPACK_SBR_LOOKAHEAD=1`: the resident mode factors the next panel on a second stream.
+    /// `HYLAPACK_SBR_PANEL`: how the resident mode factors its panels.
+    pub panel: SbrPanel,
+    /// `HYLAPACK_SBR_LOOKAHEAD` (default 1): the resident mode factors the next panel on a
+    /// second stream while the rest of the trailing matrix is updated.
     pub lookahead: bool,
+}
+
+/// How the band reduction's resident mode factors its panels (`HYLAPACK_SBR_PANEL`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SbrPanel {
+    /// `cholqr` (or `executor`, the default): CholeskyQR2 and Householder reconstruction on the
+    /// executor, xGEQRF there where CholeskyQR2 cannot be trusted.
+    #[default]
+    CholQr,
+    /// `geqrf`: xGEQRF on the executor for every panel (cuSOLVER on the GPU), for comparison.
+    Geqrf,
+    /// `host`: on the host, as before the executor factored them, for comparison.
+    Host,
 }
 
 /// Smallest problem order sent to the GPU in `auto` mode, per routine family.
@@ -209,18 +222,19 @@ pub fn load(env: impl Fn(&str) -> Option<String>) -> Config {
         profile: s
             .lookup("HYLAPACK_SBR_PROFILE", "sbr.profile", parse_bool, "0 or 1")
             .unwrap_or(false),
-        panel_on_host: s
+        panel: s
             .lookup(
                 "HYLAPACK_SBR_PANEL",
                 "sbr.panel",
                 |v| match v.to_ascii_lowercase().as_str() {
-                    "host" => Some(true),
-                    "executor" | "gpu" => Some(false),
+                    "host" => Some(SbrPanel::Host),
+                    "geqrf" => Some(SbrPanel::Geqrf),
+                    "cholqr" | "executor" | "gpu" => Some(SbrPanel::CholQr),
                     _ => None,
                 },
-                "host or executor",
+                "cholqr, geqrf or host",
             )
-            .unwrap_or(false),
+            .unwrap_or_default(),
         lookahead: s
             .lookup(
                 "HYLAPACK_SBR_LOOKAHEAD",
@@ -228,7 +242,7 @@ pub fn load(env: impl Fn(&str) -> Option<String>) -> Config {
                 parse_bool,
                 "0 or 1",
             )
-            .unwrap_or(false),
+            .unwrap_or(true),
     };
     let cache_dir = s
         .lookup(

@@ -155,7 +155,8 @@ fn max_diff(x: &[f64], y: &[f64]) -> f64 {
         .fold(0.0, f64::max)
 }
 
-/// Runs one reduction on `path` and checks it; returns a description of any failure.
+/// Runs one reduction on `path` and checks it (panics with `what` on a failure); returns the
+/// report's note.
 fn check_reduction<T: Real + Dense + CublasReal>(
     full: &[T],
     n: usize,
@@ -163,7 +164,7 @@ fn check_reduction<T: Real + Dense + CublasReal>(
     uplo: u8,
     path: Path,
     what: &str,
-) {
+) -> String {
     let upper = uplo == b'U';
     let ldab = kd + 2; // one spare row: LDAB > KD + 1 must work too
     let mut a = one_triangle(full, n, upper);
@@ -202,8 +203,9 @@ fn check_reduction<T: Real + Dense + CublasReal>(
             }
         }
     }
+    let note = report.note.unwrap_or_default();
     if n > 400 {
-        return; // Q costs O(n³) in the checker; the eigenvalue test covers larger n
+        return note; // Q costs O(n³) in the checker; the eigenvalue test covers larger n
     }
     let q = build_q(&a, n, kd, &tau, upper);
     let af: Vec<f64> = full.iter().map(|x| x.to_f64()).collect();
@@ -242,6 +244,7 @@ fn check_reduction<T: Real + Dense + CublasReal>(
             );
         }
     }
+    note
 }
 
 fn reduction_suite<T: Real + Dense + CublasReal>() {
@@ -267,7 +270,18 @@ fn reduction_suite<T: Real + Dense + CublasReal>() {
                         family.name(),
                         uplo as char
                     );
-                    check_reduction(&full, n, kd, uplo, path, &what);
+                    let note = check_reduction(&full, n, kd, uplo, path, &what);
+                    // The resident paths (the CPU's runs the GPU's panel algorithm):
+                    // CholeskyQR2 must take the random matrices' panels (all but a last square
+                    // or wide one).
+                    let resident = path == Path::CpuBlocked { budget: u64::MAX }
+                        || (path == Path::Gpu { budget: None } && require_gpu());
+                    if resident && family == DenseFamily::Random && n > 2 * kd + 1 {
+                        assert!(
+                            note.contains("CholeskyQR2") && !note.contains(": 0 CholeskyQR2"),
+                            "{what}: {note}"
+                        );
+                    }
                 }
             }
         }

@@ -29,13 +29,15 @@ impl Linalg {
     }
 }
 
-fn pool() -> &'static Mutex<Vec<Linalg>> {
-    static POOL: OnceLock<Mutex<Vec<Linalg>>> = OnceLock::new();
-    POOL.get_or_init(|| Mutex::new(Vec::new()))
+/// The pool of streams of default priority, or (`urgent`) of the highest.
+fn pool(urgent: bool) -> &'static Mutex<Vec<Linalg>> {
+    static POOLS: [OnceLock<Mutex<Vec<Linalg>>>; 2] = [OnceLock::new(), OnceLock::new()];
+    POOLS[urgent as usize].get_or_init(|| Mutex::new(Vec::new()))
 }
 
-/// A [`Linalg`] borrowed from the pool; it goes back when dropped if its stream is healthy.
-pub struct PooledLinalg(Option<Linalg>);
+/// A [`Linalg`] borrowed from a pool (the urgent one if `.1`); it goes back when dropped if its
+/// stream is healthy.
+pub struct PooledLinalg(Option<Linalg>, bool);
 
 impl std::ops::Deref for PooledLinalg {
     type Target = Linalg;
@@ -54,7 +56,7 @@ impl Drop for PooledLinalg {
     fn drop(&mut self) {
         if let Some(l) = self.0.take() {
             if l.stream.synchronize().is_ok() {
-                lock(pool()).push(l);
+                lock(pool(self.1)).push(l);
             }
         }
     }
@@ -63,19 +65,39 @@ impl Drop for PooledLinalg {
 impl Gpu {
     /// A stream with cuBLAS (and lazily cuSOLVER) handles, from the pool or new.
     pub fn linalg(&'static self) -> Result<PooledLinalg, DeviceError> {
-        if let Some(l) = lock(pool()).pop() {
-            return Ok(PooledLinalg(Some(l)));
+        self.linalg_of(false)
+    }
+
+    /// The same on a stream of the highest priority: the GPU starts its kernels' blocks ahead
+    /// of those waiting on other streams (a panel factored beside a long update).
+    pub fn linalg_urgent(&'static self) -> Result<PooledLinalg, DeviceError> {
+        self.linalg_of(true)
+    }
+
+    fn linalg_of(&'static self, urgent: bool) -> Result<PooledLinalg, DeviceError> {
+        if let Some(l) = lock(pool(urgent)).pop() {
+            return Ok(PooledLinalg(Some(l), urgent));
         }
         if !libraries().cublas {
             return Err(DeviceError::MissingLibrary("cuBLAS"));
         }
-        let stream = self.ctx.new_stream()?;
+        let stream = if urgent {
+            self.ctx.bind_to_thread()?;
+            // Numerically lowest is highest.
+            let (_, highest) = cudarc::driver::result::stream::get_priority_range()?;
+            self.ctx.new_stream_with_priority(highest)?
+        } else {
+            self.ctx.new_stream()?
+        };
         let blas = CudaBlas::new(stream.clone())
             .map_err(|e| DeviceError::Driver(format!("cublasCreate: {e:?}")))?;
-        Ok(PooledLinalg(Some(Linalg {
-            stream,
-            blas,
-            solver: None,
-        })))
+        Ok(PooledLinalg(
+            Some(Linalg {
+                stream,
+                blas,
+                solver: None,
+            }),
+            urgent,
+        ))
     }
 }

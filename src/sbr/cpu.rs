@@ -3,7 +3,7 @@
 //! (and finishes a run the GPU could not).
 
 use super::{ExecError, Executor, Op, OpMut};
-use crate::lapack::Dense;
+use crate::lapack::{Dense, TriangularOp};
 use crate::real::Real;
 
 pub struct CpuExecutor {
@@ -129,6 +129,39 @@ impl<T: Real + Dense> Executor<T> for CpuExecutor {
             &mut tau.buf[tau.off..tau.off + m.min(k)],
         );
         assert_eq!(info, 0, "xGEQRF rejected its arguments");
+        Ok(())
+    }
+
+    fn potrf_upper(&mut self, n: usize, a: OpMut<Vec<T>>) -> Result<(), ExecError> {
+        let m = &mut a.buf[a.off..];
+        if T::potrf_upper(n, m, a.ld) != 0 {
+            for c in 0..n {
+                m[c * a.ld..][..=c].fill(T::from_f64(f64::NAN));
+            }
+        }
+        Ok(())
+    }
+
+    fn trsm_right_upper(
+        &mut self,
+        m: usize,
+        n: usize,
+        r: Op<Vec<T>>,
+        b: OpMut<Vec<T>>,
+    ) -> Result<(), ExecError> {
+        if m == 0 || n == 0 {
+            return Ok(());
+        }
+        T::triangular(
+            TriangularOp::Solve,
+            *b"RUNN",
+            m,
+            n,
+            T::ONE,
+            (&r.buf[r.off..], r.ld),
+            &mut b.buf[b.off..],
+            b.ld,
+        );
         Ok(())
     }
 

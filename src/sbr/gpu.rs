@@ -110,6 +110,43 @@ pub trait CublasReal: Real + Syrkx {
         lwork: i32,
         info: *mut i32,
     ) -> cs::cusolverStatus_t;
+    /// cusolverDn<t>potrf_bufferSize with UPLO = upper.
+    ///
+    /// # Safety
+    /// As for `gemm`; `lwork` is host memory.
+    unsafe fn potrf_buffer_size(
+        h: cs::cusolverDnHandle_t,
+        n: i32,
+        a: *mut Self,
+        lda: i32,
+        lwork: *mut i32,
+    ) -> cs::cusolverStatus_t;
+    /// cusolverDn<t>potrf with UPLO = upper.
+    ///
+    /// # Safety
+    /// As for `gemm`, with a workspace of `lwork` elements and a device `info`.
+    unsafe fn potrf(
+        h: cs::cusolverDnHandle_t,
+        n: i32,
+        a: *mut Self,
+        lda: i32,
+        work: *mut Self,
+        lwork: i32,
+        info: *mut i32,
+    ) -> cs::cusolverStatus_t;
+    /// cublas<t>trsm with SIDE = right, UPLO = upper, no transpose, non-unit: B := B R⁻¹.
+    ///
+    /// # Safety
+    /// As for `gemm`.
+    unsafe fn trsm_right_upper(
+        h: cublasHandle_t,
+        m: i32,
+        n: i32,
+        r: *const Self,
+        ldr: i32,
+        b: *mut Self,
+        ldb: i32,
+    ) -> cublasStatus_t;
     /// cublas<t>syr2k with UPLO = lower, TRANS = N.
     ///
     /// # Safety
@@ -130,8 +167,62 @@ pub trait CublasReal: Real + Syrkx {
 }
 
 macro_rules! impl_cublas {
-    ($t:ty, $gemm:ident, $symm:ident, $syr2k:ident, $geam:ident, $geqrf_ws:ident, $geqrf:ident) => {
+    ($t:ty, $gemm:ident, $symm:ident, $syr2k:ident, $geam:ident, $geqrf_ws:ident, $geqrf:ident,
+     $trsm:ident, $potrf_ws:ident, $potrf:ident) => {
         impl CublasReal for $t {
+            unsafe fn potrf_buffer_size(
+                h: cs::cusolverDnHandle_t,
+                n: i32,
+                a: *mut Self,
+                lda: i32,
+                lwork: *mut i32,
+            ) -> cs::cusolverStatus_t {
+                cs::$potrf_ws(
+                    h,
+                    cs::cublasFillMode_t::CUBLAS_FILL_MODE_UPPER,
+                    n,
+                    a,
+                    lda,
+                    lwork,
+                )
+            }
+            unsafe fn potrf(
+                h: cs::cusolverDnHandle_t,
+                n: i32,
+                a: *mut Self,
+                lda: i32,
+                work: *mut Self,
+                lwork: i32,
+                info: *mut i32,
+            ) -> cs::cusolverStatus_t {
+                let upper = cs::cublasFillMode_t::CUBLAS_FILL_MODE_UPPER;
+                cs::$potrf(h, upper, n, a, lda, work, lwork, info)
+            }
+            unsafe fn trsm_right_upper(
+                h: cublasHandle_t,
+                m: i32,
+                n: i32,
+                r: *const Self,
+                ldr: i32,
+                b: *mut Self,
+                ldb: i32,
+            ) -> cublasStatus_t {
+                let one: Self = 1.0;
+                cb::$trsm(
+                    h,
+                    cublasSideMode_t::CUBLAS_SIDE_RIGHT,
+                    cublasFillMode_t::CUBLAS_FILL_MODE_UPPER,
+                    cublasOperation_t::CUBLAS_OP_N,
+                    cb::cublasDiagType_t::CUBLAS_DIAG_NON_UNIT,
+                    m,
+                    n,
+                    &one,
+                    r,
+                    ldr,
+                    b,
+                    ldb,
+                )
+            }
             unsafe fn geam_copy(
                 h: cublasHandle_t,
                 m: i32,
@@ -269,7 +360,10 @@ impl_cublas!(
     cublasDsyr2k_v2,
     cublasDgeam,
     cusolverDnDgeqrf_bufferSize,
-    cusolverDnDgeqrf
+    cusolverDnDgeqrf,
+    cublasDtrsm_v2,
+    cusolverDnDpotrf_bufferSize,
+    cusolverDnDpotrf
 );
 impl_cublas!(
     f32,
@@ -278,7 +372,10 @@ impl_cublas!(
     cublasSsyr2k_v2,
     cublasSgeam,
     cusolverDnSgeqrf_bufferSize,
-    cusolverDnSgeqrf
+    cusolverDnSgeqrf,
+    cublasStrsm_v2,
+    cusolverDnSpotrf_bufferSize,
+    cusolverDnSpotrf
 );
 
 /// cublas<t>syrkx with UPLO = lower, TRANS = N: the lower triangle of C := alpha A Bᵀ + beta C.
@@ -346,7 +443,7 @@ pub struct GpuBuf<T> {
     _reserved: Reservation<'static>,
 }
 
-/// cuSOLVER's workspace for the panel QR, sized for the largest panel asked so far.
+/// cuSOLVER's workspace for the panel's geqrf and potrf, sized for the largest asked so far.
 struct QrWork<T> {
     work: CudaSlice<T>,
     lwork: usize,
@@ -368,7 +465,8 @@ pub struct GpuExecutor<T> {
     /// The compute stream with its cuBLAS and cuSOLVER handles (pooled: creating handles
     /// costs milliseconds per call otherwise).
     la: PooledLinalg,
-    /// Lane 1's stream and handles, made when first asked for.
+    /// Lane 1's stream (of the highest priority: the look-ahead's panel goes ahead of the
+    /// update's blocks) and handles, made when first asked for.
     la1: Option<PooledLinalg>,
     /// The lane operations go to (0: `la`, 1: `la1`).
     lane: usize,
@@ -609,6 +707,11 @@ impl<T: CublasReal> GpuExecutor<T> {
             T::geqrf_buffer_size(solver, dim(m), dim(k), a as *mut T, dim(lda), &mut lwork)
         };
         solver_ok(st, "geqrf_bufferSize")?;
+        self.solver_workspace(lwork)
+    }
+
+    /// Makes cuSOLVER's workspace hold at least `lwork` elements.
+    fn solver_workspace(&mut self, lwork: i32) -> Result<(), ExecError> {
         let lwork = (lwork.max(1)) as usize;
         if self.qr.as_ref().is_some_and(|q| q.lwork >= lwork) {
             return Ok(());
@@ -856,6 +959,71 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
         solver_ok(st, "geqrf")
     }
 
+    fn potrf_upper(&mut self, n: usize, a: OpMut<GpuBuf<T>>) -> Result<(), ExecError> {
+        if n == 0 {
+            return Ok(());
+        }
+        let solver = self.cur_mut().solver()?.cu();
+        let stream = self.cur().stream.clone();
+        let stream: &CudaStream = &stream;
+        let mut lwork = 0i32;
+        {
+            let (pa, _wa) = a.buf.slice.device_ptr_mut(stream);
+            let pa = at::<T>(pa, a.off) as *mut T;
+            // SAFETY: the matrix lies inside its buffer; only lwork is written.
+            let st = unsafe { T::potrf_buffer_size(solver, dim(n), pa, dim(a.ld), &mut lwork) };
+            solver_ok(st, "potrf_bufferSize")?;
+        }
+        self.solver_workspace(lwork)?;
+        let qr = self.qr.as_mut().expect("reserved above");
+        let (pa, _wa) = a.buf.slice.device_ptr_mut(stream);
+        let (pw, _ww) = qr.work.device_ptr_mut(stream);
+        let (pi, _wi) = qr.info.device_ptr_mut(stream);
+        // SAFETY: as in geqrf. INFO stays on the device: the caller checks the factor.
+        let st = unsafe {
+            T::potrf(
+                solver,
+                dim(n),
+                at::<T>(pa, a.off) as *mut T,
+                dim(a.ld),
+                pw as *mut T,
+                dim(qr.lwork),
+                pi as *mut i32,
+            )
+        };
+        solver_ok(st, "potrf")
+    }
+
+    fn trsm_right_upper(
+        &mut self,
+        m: usize,
+        n: usize,
+        r: Op<GpuBuf<T>>,
+        b: OpMut<GpuBuf<T>>,
+    ) -> Result<(), ExecError> {
+        if m == 0 || n == 0 {
+            return Ok(());
+        }
+        let handle = self.handle();
+        let stream: &CudaStream = &self.cur().stream;
+        let (pr, _rr) = r.buf.slice.device_ptr(stream);
+        let (pb, _wb) = b.buf.slice.device_ptr_mut(stream);
+        // SAFETY: as in gemm.
+        unsafe {
+            T::trsm_right_upper(
+                handle,
+                dim(m),
+                dim(n),
+                at::<T>(pr, r.off) as *const T,
+                dim(r.ld),
+                at::<T>(pb, b.off) as *mut T,
+                dim(b.ld),
+            )
+        }
+        .result()
+        .map_err(blas_err)
+    }
+
     fn copy(
         &mut self,
         m: usize,
@@ -893,7 +1061,7 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
     fn lane(&mut self, lane: usize) -> Result<(), ExecError> {
         assert!(lane < 2, "the GPU executor has two lanes");
         if lane == 1 && self.la1.is_none() {
-            self.la1 = Some(self.gpu.linalg()?);
+            self.la1 = Some(self.gpu.linalg_urgent()?);
         }
         self.lane = lane;
         Ok(())

@@ -5,13 +5,13 @@
 //! Step `i` (`i = 0, kd, 2kd, …` while `i + kd < n`) works on the lower view `L` of `A`
 //! (`UPLO = 'U'` is read transposed, so both triangles run the same code):
 //! 1. QR of the panel `L[s.., i..i+kd]`, `s = i + kd`: `Q = I − V T Vᵀ`, and `Z = V T` on
-//!    the executor. Resident: the executor factors the panel in place (xGEQRF; cuSOLVER on the
-//!    GPU) and the host forms the small `T` from `VᵀV` (see [`panel_on_executor`]), so the panel
-//!    never travels; with look-ahead (opt-in: it did not pay on the H100) the next panel is
-//!    factored on a second lane (stream) while the rest of the trailing matrix is updated (see
-//!    [`resident_steps`]). Streaming: the
-//!    panel is on the host anyway; it is factored there (xGEQRT3) and `V`, `T` go to the
-//!    executor.
+//!    the executor. Resident: the executor factors the panel in place by CholeskyQR2 with
+//!    Householder reconstruction (see [`cholqr`]), or by xGEQRF (cuSOLVER on the GPU) where
+//!    that cannot be trusted, the host forming the small `T` from `VᵀV` (see
+//!    [`panel_on_executor`]), so the panel never travels; with look-ahead (the default) the
+//!    next panel is factored on a second lane (a stream of the highest priority) while the
+//!    rest of the trailing matrix is updated (see [`resident_steps`]). Streaming: the panel
+//!    is on the host anyway; it is factored there (xGEQRT3) and `V`, `T` go to the executor.
 //! 2. Two-sided update of the trailing `A₂ = L[s.., s..]` as in the paper's (8)–(11), with
 //!    LAPACK's signs: `X = A₂ Z` (SYMM), `X −= ½ V (Zᵀ X)`, `A₂ −= V Xᵀ + X Vᵀ` (SYR2K).
 //!
@@ -26,8 +26,9 @@
 //! (see `host`).
 //!
 //! Phase times: `HYLAPACK_SBR_PROFILE=1` synchronises the executor after each phase and prints
-//! the sums on stderr; `HYLAPACK_SBR_PANEL=host` factors the resident mode's panels on the
-//! host, as before, for comparison; `HYLAPACK_SBR_LOOKAHEAD=1` turns the look-ahead on.
+//! the sums on stderr; `HYLAPACK_SBR_PANEL=geqrf` factors the resident mode's panels with
+//! xGEQRF on the executor, `=host` on the host, as before, for comparison;
+//! `HYLAPACK_SBR_LOOKAHEAD=0` turns the look-ahead off.
 //!
 //! Data safety: in resident mode the host `A` is written only at the end (the final download,
 //! then the band and LAPACK's unit-diagonal layout of the panels), so a failure before then
@@ -39,12 +40,14 @@
 //! `V`, `X` of the step are kept on the host, so a failure resumes on the CPU executor where it
 //! stopped.
 
+mod cholqr;
 pub mod cpu;
 pub mod gpu;
 mod host;
 pub mod sb2st;
 pub mod syev;
 
+use crate::config::SbrPanel;
 use crate::device::DeviceError;
 use crate::dispatch::Backend;
 use crate::lapack::Dense;
@@ -227,6 +230,18 @@ pub trait Executor<T: Real> {
         a: OpMut<Self::Buf>,
         tau: OpMut<Self::Buf>,
     ) -> Result<(), ExecError>;
+    /// The Cholesky factor R (A = RᵀR) of the n x n symmetric `a` into its upper triangle (the
+    /// only one read). Failure is not reported: the caller checks R or what it computes from
+    /// it (the CPU leaves NaN).
+    fn potrf_upper(&mut self, n: usize, a: OpMut<Self::Buf>) -> Result<(), ExecError>;
+    /// B := B R⁻¹, B m x n, R n x n upper triangular (its upper triangle read).
+    fn trsm_right_upper(
+        &mut self,
+        m: usize,
+        n: usize,
+        r: Op<Self::Buf>,
+        b: OpMut<Self::Buf>,
+    ) -> Result<(), ExecError>;
     /// C := A, both m x n.
     fn copy(
         &mut self,
@@ -285,7 +300,8 @@ pub enum Mode {
 pub fn plan(n: usize, kd: usize, elem: usize, budget: u64) -> Result<Mode, ExecError> {
     let fixed = ((3 * n * kd + kd * kd) * elem) as u64;
     let whole = (n * n * elem) as u64;
-    let resident_extra = ((3 * n * kd + 3 * kd * kd + n) * elem) as u64;
+    let resident_extra =
+        ((3 * n * kd + (3 + 2 * cholqr::scratch_len(1)) * kd * kd + n) * elem) as u64;
     if fixed + resident_extra + whole <= budget {
         return Ok(Mode::Resident);
     }
@@ -313,6 +329,8 @@ struct Progress<T> {
     pending: Option<Pending<T>>,
     /// Resident mode: the final download has written part of the host matrix.
     written_back: bool,
+    /// Resident panels factored on the executor by CholeskyQR2 and by xGEQRF.
+    panels: [usize; 2],
 }
 
 struct Pending<T> {
@@ -416,7 +434,7 @@ fn run<T: Real + Dense, E: Executor<T>>(
 
     match mode {
         Mode::Resident => {
-            let on_host = panel_on_host() || !exec.can_factor();
+            let on_host = panel_mode() == SbrPanel::Host || !exec.can_factor();
             let mut ph = Phases::new(&["upload", "panel", "symm", "syr2k", "download", "band"]);
             let mut whole = exec.alloc(n * n)?;
             let mut taubuf = exec.alloc(n)?;
@@ -474,6 +492,7 @@ fn run<T: Real + Dense, E: Executor<T>>(
                     z: zbuf,
                     s: sbuf,
                     t: tbuf,
+                    q: exec.alloc(cholqr::scratch_len(pk_max).max(1))?,
                 };
                 let ahead = if lookahead() {
                     let small = (pk_max * pk_max).max(1);
@@ -482,6 +501,7 @@ fn run<T: Real + Dense, E: Executor<T>>(
                         z: exec.alloc(panel_len)?,
                         s: exec.alloc(small)?,
                         t: exec.alloc(small)?,
+                        q: exec.alloc(cholqr::scratch_len(pk_max).max(1))?,
                     };
                     Some((second, exec.alloc(panel_len)?))
                 } else {
@@ -512,6 +532,9 @@ fn run<T: Real + Dense, E: Executor<T>>(
             }
             ph.end(exec, 5)?;
             ph.report(n, kd, "resident");
+            if let (true, Some(split)) = (ph.on, cholqr::report()) {
+                eprintln!("hylapack: syrdb panel steps n={n} kd={kd}: {split}");
+            }
         }
         Mode::Streaming { nb } => {
             let ring_len = n * nb;
@@ -564,10 +587,10 @@ fn run<T: Real + Dense, E: Executor<T>>(
     Ok(())
 }
 
-/// Whether the resident mode factors its panels on the host (`HYLAPACK_SBR_PANEL=host`, kept
-/// for comparison) rather than on the executor.
-fn panel_on_host() -> bool {
-    crate::config::get().sbr.panel_on_host
+/// How the resident mode factors its panels: by CholeskyQR2 on the executor (the default),
+/// xGEQRF there, or on the host (`HYLAPACK_SBR_PANEL`, the last two kept for comparison).
+fn panel_mode() -> SbrPanel {
+    crate::config::get().sbr.panel
 }
 
 /// Phase times of a run (`HYLAPACK_SBR_PROFILE=1`): the executor is synchronised at the end
@@ -617,20 +640,23 @@ impl Phases {
 }
 
 /// Whether the resident mode factors the next panel on a second lane of the executor while the
-/// rest of the trailing matrix is updated: off unless `HYLAPACK_SBR_LOOKAHEAD=1`. On the H100
-/// (n = 16384, kd = 32) it did not pay: 1.06 s against 0.98 s without. The second stream's
-/// small QR kernels seem to queue behind the SYR2K's blocks; a higher stream priority for lane
-/// 1 is the next thing to try.
+/// rest of the trailing matrix is updated: on unless `HYLAPACK_SBR_LOOKAHEAD=0`. On the H100
+/// (n = 16384) with CholeskyQR2 panels on a lane of the highest priority it takes the
+/// reduction from 0.74 to 0.55 s at kd = 64 and from 0.96 to 0.81 s at kd = 32
+/// (docs/bench/2026-11-22-h100-syev-3.txt); with cuSOLVER geqrf panels and lane 1 at the
+/// default priority it had not paid (1.06 s against 0.98 s at kd = 32).
 fn lookahead() -> bool {
     crate::config::get().sbr.lookahead
 }
 
-/// A panel's buffers on the executor: `V`, `Z = V T`, and two k x k scratch matrices (`T`).
+/// A panel's buffers on the executor: `V`, `Z = V T`, two k x k scratch matrices (`T`), and
+/// the small matrices of the CholeskyQR2 panel ([`cholqr::scratch_len`]).
 struct PanelSet<B> {
     v: B,
     z: B,
     s: B,
     t: B,
+    q: B,
 }
 
 /// The resident matrix and the buffers every step uses.
@@ -647,7 +673,7 @@ struct Resident<'a, B> {
 /// small round trip), and the factored copy goes back into place. Without it, the whole of
 /// `A₂` is updated and the next panel factored in place.
 #[allow(clippy::too_many_arguments)]
-fn resident_steps<T: Real, E: Executor<T>>(
+fn resident_steps<T: Real + Dense, E: Executor<T>>(
     exec: &mut E,
     n: usize,
     kd: usize,
@@ -671,15 +697,9 @@ fn resident_steps<T: Real, E: Executor<T>>(
     let i0 = progress.i;
     if i0 + kd < n {
         let s = i0 + kd;
-        panel_on_executor(
-            exec,
-            op_mut(whole, s + i0 * n, n),
-            taubuf,
-            &mut sets[0],
-            n,
-            i0,
-            kd,
-        )?;
+        let panel = op_mut(whole, s + i0 * n, n);
+        let how = panel_on_executor(exec, panel, taubuf, &mut sets[0], n, i0, kd)?;
+        progress.panels[how] += 1;
     }
     while progress.i + kd < n {
         let i = progress.i;
@@ -741,7 +761,7 @@ fn resident_steps<T: Real, E: Executor<T>>(
                 exec.lane(1)?;
                 let factored = panel_on_executor(exec, op_mut(next, kd, pn), taubuf, o, n, s, kd);
                 exec.lane(0)?;
-                factored?;
+                progress.panels[factored?] += 1;
                 exec.copy(pn, kd, op(next, 0, pn), op_mut(whole, trailing, n))?;
                 k = 1 - k;
             }
@@ -755,13 +775,18 @@ fn resident_steps<T: Real, E: Executor<T>>(
                     T::ONE,
                     op_mut(whole, trailing, n),
                 )?;
+                // The next panel's time goes to the panel phase (the loop's first `end`).
+                ph.end(exec, 3)?;
                 if more {
                     let panel = op_mut(whole, s + kd + s * n, n);
-                    panel_on_executor(exec, panel, taubuf, c, n, s, kd)?;
+                    let how = panel_on_executor(exec, panel, taubuf, c, n, s, kd)?;
+                    progress.panels[how] += 1;
                 }
             }
         }
-        ph.end(exec, 3)?;
+        if next_cols.is_some() {
+            ph.end(exec, 3)?;
+        }
         progress.i += kd;
     }
     Ok(())
@@ -769,12 +794,14 @@ fn resident_steps<T: Real, E: Executor<T>>(
 
 /// Panel QR on the executor (resident mode): `L[s.., i..i+kd]` (at `panel`) is factored in place
 /// (xGEQRF's layout, R kept until [`band_from_panels`]), `tau[i..]` set; `V` (unit diagonal,
-/// zeros above it) goes to `&mut bufs.v`, `T` to `&mut bufs.t` and `Z = V T` to `&mut bufs.z`. T follows
+/// zeros above it) goes to `&mut bufs.v` and `Z = V T` to `&mut bufs.z`. By CholeskyQR2 (see
+/// [`cholqr`]) where it can be trusted, else by xGEQRF: then T follows
 /// xLARFT's recurrence `T(0..j, j) = −τ_j T(0..j, 0..j) (VᵀV)(0..j, j)` on the host from the
 /// Gram matrix `VᵀV` (its rows below the panel's top block formed on the executor): one
-/// round trip of k² entries per panel instead of the panel itself.
+/// round trip of k² entries per panel instead of the panel itself. Returns 0 (CholeskyQR2) or
+/// 1 (xGEQRF).
 #[allow(clippy::too_many_arguments)]
-fn panel_on_executor<T: Real, E: Executor<T>>(
+fn panel_on_executor<T: Real + Dense, E: Executor<T>>(
     exec: &mut E,
     panel: OpMut<E::Buf>,
     taubuf: &mut E::Buf,
@@ -782,26 +809,26 @@ fn panel_on_executor<T: Real, E: Executor<T>>(
     n: usize,
     i: usize,
     kd: usize,
-) -> Result<(), ExecError> {
+) -> Result<usize, ExecError> {
     let s = i + kd;
     let pn = n - s;
     let pk = pn.min(kd);
     let (at, ld) = (panel.off, panel.ld);
+    if panel_mode() == SbrPanel::CholQr
+        && cholqr::factor(exec, op_mut(panel.buf, at, ld), taubuf, bufs, pn, kd, i)?
+    {
+        return Ok(0);
+    }
     exec.geqrf(pn, kd, op_mut(panel.buf, at, ld), op_mut(taubuf, i, 1))?;
     exec.copy(pn, pk, op(panel.buf, at, ld), op_mut(&mut bufs.v, 0, pn))?;
     exec.copy(pk, pk, op(&bufs.v, 0, pn), op_mut(&mut bufs.t, 0, pk))?;
     let mut gram = vec![T::ZERO; pk * pk];
     if pn > pk {
-        exec.gemm(
-            true,
-            false,
-            pk,
-            pk,
+        gram_matrix(
+            exec,
             pn - pk,
-            T::ONE,
+            pk,
             op(&bufs.v, pk, pn),
-            op(&bufs.v, pk, pn),
-            T::ZERO,
             op_mut(&mut bufs.s, 0, pk),
         )?;
         exec.download(&bufs.s, 0, pk * pk, &mut |start, piece| {
@@ -846,7 +873,20 @@ fn panel_on_executor<T: Real, E: Executor<T>>(
         op(&bufs.t, 0, pk),
         T::ZERO,
         op_mut(&mut bufs.z, 0, pn),
-    )
+    )?;
+    Ok(1)
+}
+
+/// The Gram matrix C := AᵀA of the m x k `a` (C k x k).
+fn gram_matrix<T: Real, E: Executor<T>>(
+    exec: &mut E,
+    m: usize,
+    k: usize,
+    a: Op<E::Buf>,
+    c: OpMut<E::Buf>,
+) -> Result<(), ExecError> {
+    let (x, y) = (op(a.buf, a.off, a.ld), op(a.buf, a.off, a.ld));
+    exec.gemm(true, false, k, k, m, T::ONE, x, y, T::ZERO, c)
 }
 
 /// The k x k upper triangular `T` of `I − V T Vᵀ = H₁ ⋯ H_k` from `G = VᵀV` and the `τ`s, by
@@ -1261,6 +1301,7 @@ fn with_fallback<T: Real + Dense, E: Executor<T>>(
         banded: 0,
         pending: None,
         written_back: false,
+        panels: [0, 0],
     };
     let mut host = HostMat {
         a: &mut *p.a,
@@ -1279,7 +1320,15 @@ fn with_fallback<T: Real + Dense, E: Executor<T>>(
         backend,
         note: Some(describe(mode)),
     };
-    if let Err(e) = run(exec, &mut job, &mut progress, mode) {
+    let ran = run(exec, &mut job, &mut progress, mode);
+    let [chol, geqrf] = progress.panels;
+    if chol + geqrf > 0 {
+        report.note = Some(format!(
+            "{} (panels: {chol} CholeskyQR2, {geqrf} xGEQRF)",
+            describe(mode)
+        ));
+    }
+    if let Err(e) = ran {
         // Neither the input nor the result is on the host: no path can finish the call.
         assert!(
             !progress.written_back,
@@ -1423,6 +1472,20 @@ mod tests {
         ) -> Result<(), ExecError> {
             self.tick()?;
             self.cpu.copy(m, n, a, c)
+        }
+        fn trsm_right_upper(
+            &mut self,
+            m: usize,
+            n: usize,
+            r: Op<Vec<f64>>,
+            b: OpMut<Vec<f64>>,
+        ) -> Result<(), ExecError> {
+            self.tick()?;
+            self.cpu.trsm_right_upper(m, n, r, b)
+        }
+        fn potrf_upper(&mut self, n: usize, a: OpMut<Vec<f64>>) -> Result<(), ExecError> {
+            self.tick()?;
+            Executor::<f64>::potrf_upper(&mut self.cpu, n, a)
         }
         fn sync(&mut self) -> Result<(), ExecError> {
             Executor::<f64>::sync(&mut self.cpu)
