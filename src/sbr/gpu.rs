@@ -24,15 +24,12 @@ use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 const CHUNK: usize = 1 << 22;
 /// Staging buffers for uploads (filled by the host while earlier ones are in flight).
 const UP_BUFFERS: usize = 3;
-/// Rank-2k updates of at least this order go through SYRKX (see `syr2k_by_syrkx`).
-const SYRKX_MIN_N: usize = 512;
-const SYR2K_BLOCK: usize = 1024;
 /// GPU memory left outside the budget for cuBLAS's own workspace.
 const CUBLAS_MARGIN: u64 = 64 << 20;
 
 /// The cuBLAS routines of one precision.
 #[allow(clippy::too_many_arguments)]
-pub trait CublasReal: Real + Syrkx {
+pub trait CublasReal: Real {
     /// cublas<t>gemm.
     ///
     /// # Safety
@@ -378,65 +375,6 @@ impl_cublas!(
     cusolverDnSpotrf
 );
 
-/// cublas<t>syrkx with UPLO = lower, TRANS = N: the lower triangle of C := alpha A Bᵀ + beta C.
-pub trait Syrkx: Sized {
-    /// # Safety
-    /// As for `CublasReal::gemm`.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn syrkx(
-        h: cublasHandle_t,
-        n: i32,
-        k: i32,
-        alpha: &Self,
-        a: *const Self,
-        lda: i32,
-        b: *const Self,
-        ldb: i32,
-        beta: &Self,
-        c: *mut Self,
-        ldc: i32,
-    ) -> cublasStatus_t;
-}
-
-macro_rules! impl_syrkx {
-    ($t:ty, $f:ident) => {
-        impl Syrkx for $t {
-            unsafe fn syrkx(
-                h: cublasHandle_t,
-                n: i32,
-                k: i32,
-                alpha: &Self,
-                a: *const Self,
-                lda: i32,
-                b: *const Self,
-                ldb: i32,
-                beta: &Self,
-                c: *mut Self,
-                ldc: i32,
-            ) -> cublasStatus_t {
-                cb::$f(
-                    h,
-                    cublasFillMode_t::CUBLAS_FILL_MODE_LOWER,
-                    cublasOperation_t::CUBLAS_OP_N,
-                    n,
-                    k,
-                    alpha,
-                    a,
-                    lda,
-                    b,
-                    ldb,
-                    beta,
-                    c,
-                    ldc,
-                )
-            }
-        }
-    };
-}
-
-impl_syrkx!(f64, cublasDsyrkx);
-impl_syrkx!(f32, cublasSsyrkx);
-
 /// A device matrix buffer and its share of the memory budget.
 pub struct GpuBuf<T> {
     slice: CudaSlice<T>,
@@ -451,17 +389,9 @@ struct QrWork<T> {
     _reserved: Reservation<'static>,
 }
 
-/// Two n x 2k matrices, [A B] and [B A], in one buffer (`syr2k`).
-struct Pairs<T> {
-    buf: CudaSlice<T>,
-    _reserved: Reservation<'static>,
-}
-
 pub struct GpuExecutor<T> {
     gpu: &'static Gpu,
     qr: Option<QrWork<T>>,
-    /// [A B] and [B A] for `syr2k` (see there), sized for the largest asked so far.
-    pairs: Option<Pairs<T>>,
     /// The compute stream with its cuBLAS and cuSOLVER handles (pooled: creating handles
     /// costs milliseconds per call otherwise).
     la: PooledLinalg,
@@ -525,7 +455,6 @@ impl<T: CublasReal> GpuExecutor<T> {
         Ok(GpuExecutor {
             gpu,
             qr: None,
-            pairs: None,
             la,
             la1: None,
             lane: 0,
@@ -555,141 +484,6 @@ impl<T: CublasReal> GpuExecutor<T> {
 
     fn handle(&self) -> cublasHandle_t {
         *self.cur().blas.handle()
-    }
-
-    /// Makes room for `len` elements of pairs; false if the budget has no room (then `syr2k`
-    /// calls cuBLAS's SYR2K, which needs none).
-    fn ensure_pairs(&mut self, len: usize) -> bool {
-        if self.pairs.as_ref().is_some_and(|p| p.buf.len() >= len) {
-            return true;
-        }
-        self.pairs = None;
-        let bytes = (len * std::mem::size_of::<T>()) as u64;
-        let Ok(reserved) = self.gpu.budget.reserve(bytes) else {
-            return false;
-        };
-        // SAFETY: every use writes the pairs (two GEAM copies) before reading them.
-        match unsafe { self.la.stream.alloc::<T>(len) } {
-            Ok(buf) => {
-                self.pairs = Some(Pairs {
-                    buf,
-                    _reserved: reserved,
-                });
-                true
-            }
-            Err(_) => false,
-        }
-    }
-
-    /// `syr2k` as one rank-2k SYRKX: the lower triangle of C := alpha [A B] [B A]ᵀ + beta C.
-    /// cuBLAS's SYR2K ran at 5–9 TFLOP/s on an H100 with k = 32 (two passes over C of k each);
-    /// SYRKX makes one pass of 2k.
-    #[allow(clippy::too_many_arguments)]
-    fn syr2k_by_syrkx(
-        &mut self,
-        n: usize,
-        k: usize,
-        alpha: T,
-        a: Op<GpuBuf<T>>,
-        b: Op<GpuBuf<T>>,
-        beta: T,
-        c: OpMut<GpuBuf<T>>,
-    ) -> Result<(), ExecError> {
-        let handle = self.handle();
-        let stream: &CudaStream = &self.la.stream;
-        let pairs = self.pairs.as_mut().expect("ensured by the caller");
-        let (pa, _ra) = a.buf.slice.device_ptr(stream);
-        let (pb, _rb) = b.buf.slice.device_ptr(stream);
-        let (pc, _wc) = c.buf.slice.device_ptr_mut(stream);
-        let (pp, _wp) = pairs.buf.device_ptr_mut(stream);
-        // [A B] at pp, [B A] at pp + 2nk, both with leading dimension n: A and B are each
-        // copied twice (GEAM), then one SYRKX.
-        let ab = pp;
-        let ba = at::<T>(pp, 2 * n * k);
-        // SAFETY: the copies stay inside the pairs buffer (4nk ≤ its length) and read n x k
-        // blocks of A and B; SYRKX reads the two n x 2k blocks and writes C's n x n lower
-        // triangle, as in gemm.
-        unsafe {
-            for (src, ld, dst) in [
-                (at::<T>(pa, a.off), a.ld, ab),
-                (at::<T>(pb, b.off), b.ld, at::<T>(ab, n * k)),
-                (at::<T>(pb, b.off), b.ld, ba),
-                (at::<T>(pa, a.off), a.ld, at::<T>(ba, n * k)),
-            ] {
-                T::geam_copy(
-                    handle,
-                    dim(n),
-                    dim(k),
-                    src as *const T,
-                    dim(ld),
-                    dst as *mut T,
-                    dim(n),
-                )
-                .result()
-                .map_err(blas_err)?;
-            }
-            if std::env::var("HYLAPACK_SYR2K").as_deref() == Ok("gemm") {
-                // Block columns of SYR2K_BLOCK: the diagonal block by SYR2K, the rows below
-                // it by one GEMM of rank 2k.
-                let mut jb = 0;
-                while jb < n {
-                    let w = SYR2K_BLOCK.min(n - jb);
-                    T::syr2k(
-                        handle,
-                        dim(w),
-                        dim(k),
-                        &alpha,
-                        at::<T>(pa, a.off + jb) as *const T,
-                        dim(a.ld),
-                        at::<T>(pb, b.off + jb) as *const T,
-                        dim(b.ld),
-                        &beta,
-                        at::<T>(pc, c.off + jb + jb * c.ld) as *mut T,
-                        dim(c.ld),
-                    )
-                    .result()
-                    .map_err(blas_err)?;
-                    let below = n - jb - w;
-                    if below > 0 {
-                        T::gemm(
-                            handle,
-                            trans(false),
-                            trans(true),
-                            dim(below),
-                            dim(w),
-                            dim(2 * k),
-                            &alpha,
-                            at::<T>(ab, jb + w) as *const T,
-                            dim(n),
-                            at::<T>(ba, jb) as *const T,
-                            dim(n),
-                            &beta,
-                            at::<T>(pc, c.off + jb + w + jb * c.ld) as *mut T,
-                            dim(c.ld),
-                        )
-                        .result()
-                        .map_err(blas_err)?;
-                    }
-                    jb += w;
-                }
-                return Ok(());
-            }
-            T::syrkx(
-                handle,
-                dim(n),
-                dim(2 * k),
-                &alpha,
-                ab as *const T,
-                dim(n),
-                ba as *const T,
-                dim(n),
-                &beta,
-                at::<T>(pc, c.off) as *mut T,
-                dim(c.ld),
-            )
-            .result()
-            .map_err(blas_err)
-        }
     }
 
     /// Makes room for cuSOLVER's geqrf on an m x k panel (ld `lda`) at `a`.
@@ -1088,13 +882,6 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
     ) -> Result<(), ExecError> {
         if n == 0 {
             return Ok(());
-        }
-        if n >= SYRKX_MIN_N
-            && self.lane == 0
-            && std::env::var("HYLAPACK_SYR2K").as_deref() != Ok("cublas")
-            && self.ensure_pairs(4 * n * k)
-        {
-            return self.syr2k_by_syrkx(n, k, alpha, a, b, beta, c);
         }
         let handle = self.handle();
         let stream: &CudaStream = &self.cur().stream;
