@@ -15,13 +15,14 @@ use crate::real::Real;
 const SYTRD_NB: usize = 32;
 
 /// The bandwidth of the intermediate band matrix when the matrix fits in the executor's
-/// memory. The bulge chasing costs O(n² kd) on the CPU, the band reduction's rank-2kd updates
-/// run faster on the GPU the wider the band: on an H100 at n = 16384 the whole path took 2.55 s
-/// with kd = 32 against 3.49 s with kd = 64 (band 0.96 s against 0.71 s, bulge chasing 1.52 s
-/// against 2.72 s; docs/bench/2026-11-22-h100-syev-2.txt), and at n = 4096 0.27 s against
-/// 0.33 s.
+/// memory. A wider band makes the dense → band reduction's rank-2kd updates faster on the GPU
+/// and the bulge chasing slower (its time is about 3n steps, each costlier with kd). Measured
+/// on an H100 with the GPU bulge chasing (docs/bench/2026-11-22-h100-syev-4.txt), dense →
+/// band + chasing with kd = 32 against kd = 64: n = 4096 0.14–0.16 s against 0.16–0.20 s,
+/// n = 8192 0.29–0.31 s against 0.35–0.37 s, n = 16384 1.05–1.11 s against 0.98–1.01 s.
 pub fn bandwidth(n: usize) -> usize {
-    32.min(n.saturating_sub(1)).max(1)
+    let kd = if n < 16384 { 32 } else { 64 };
+    kd.min(n.saturating_sub(1)).max(1)
 }
 
 /// The bandwidth when the matrix streams through the executor (out of core): each step moves

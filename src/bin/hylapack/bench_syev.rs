@@ -429,7 +429,7 @@ fn run(o: &Options) -> i32 {
                         Err(err) => println!("n={n}: GPU bulge chasing: {err}"),
                     }
                 }
-                if first {
+                if first && n <= 16384 {
                     // The same bulge chasing with other numbers of sweeps per thread's group.
                     for group in [1, 4, 16] {
                         let s = secs(|| {

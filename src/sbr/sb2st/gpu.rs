@@ -34,9 +34,10 @@ pub fn tridiagonalize<T: Real>(
 
 fn chase<T: Real>(w: &mut [T], ld: usize, n: usize, b: usize) -> Result<(), DeviceError> {
     let gpu = device::gpu()?;
-    // Blocks of R = 32 or 64 rows, four threads per row (kernels/sb2st.cu).
+    // Blocks of R = 32 or 64 rows, G threads per row (kernels/sb2st.cu).
     let rows = if b <= 32 { 32 } else { 64 };
-    let threads = 4 * rows;
+    let groups = 8;
+    let threads = groups * rows;
     let sweeps = n - 2;
     let int = |x: usize| {
         i32::try_from(x).map_err(|_| DeviceError::Driver(format!("n = {n} exceeds 32-bit rows")))
@@ -50,8 +51,8 @@ fn chase<T: Real>(w: &mut [T], ld: usize, n: usize, b: usize) -> Result<(), Devi
     gpu.ctx.bind_to_thread()?;
     let module = gpu.module(&kernels::SB2ST)?;
     let func = module.load_function(&format!("sb2st_chase_{}{rows}", T::PREFIX))?;
-    // Two blocks of R × (R + 1), six vectors of R and one entry per warp.
-    let smem = (2 * rows * (rows + 1) + 6 * rows + threads / 32) * elem;
+    // Two blocks of R × (R + 1), G + 2 vectors of R and one entry per warp.
+    let smem = (2 * rows * (rows + 1) + (groups + 2) * rows + threads / 32) * elem;
     if smem > 48 * 1024 {
         func.set_attribute(
             CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
