@@ -313,10 +313,12 @@ __device__ void chase(T *w, int n, int b, int ld, unsigned *done, unsigned *fail
     prof.flush();
 }
 
-// R rows, G x R threads. Shared memory: two blocks of R x (R + 1), G + 2 vectors of R, and
-// one entry per warp for reductions (the host computes the same size).
+// R rows, G x R threads, two CTAs per SM at least (at b = 64 one CTA of 512 threads per SM
+// would hold fewer sweeps than the pipeline has from n = 32768 on). Shared memory: two blocks
+// of R x (R + 1), G + 2 vectors of R, and one entry per warp for reductions (the host computes
+// the same size).
 #define CHASE(NAME, T, R, G)                                                                   \
-    extern "C" __global__ void __launch_bounds__(G * R)                                        \
+    extern "C" __global__ void __launch_bounds__(G * R, 2)                                        \
         NAME(T *w, int n, int b, int ld, unsigned *done, unsigned *failed,                     \
              unsigned long long timeout_ns, unsigned long long *prof) {                        \
         chase<T, R, G>(w, n, b, ld, done, failed, timeout_ns, prof);                           \
