@@ -300,8 +300,10 @@ pub enum Mode {
 pub fn plan(n: usize, kd: usize, elem: usize, budget: u64) -> Result<Mode, ExecError> {
     let fixed = ((3 * n * kd + kd * kd) * elem) as u64;
     let whole = (n * n * elem) as u64;
+    // With the band's staging buffer for band-only runs (`band_from_device`).
     let resident_extra =
-        ((3 * n * kd + (3 + 2 * cholqr::scratch_len(1)) * kd * kd + n) * elem) as u64;
+        ((3 * n * kd + (3 + 2 * cholqr::scratch_len(1)) * kd * kd + n + (kd + 1) * (n + kd + 1))
+            * elem) as u64;
     if fixed + resident_extra + whole <= budget {
         return Ok(Mode::Resident);
     }
@@ -352,6 +354,8 @@ struct Job<'h, 'a, T> {
     ab: &'h mut [T],
     ldab: usize,
     tau: &'h mut [T],
+    /// Only AB is wanted (see [`syrdb_band`]).
+    band_only: bool,
 }
 
 /// Writes band column `j` (entry `d` is row `j + d` of `L`) into AB.
@@ -514,21 +518,28 @@ fn run<T: Real + Dense, E: Executor<T>>(
                 };
                 resident_steps(exec, n, kd, progress, resident, first, ahead, &mut ph)?;
             }
-            if !on_host {
-                let tau = &mut *job.tau;
-                exec.download(&taubuf, 0, n - kd, &mut |start, piece| {
-                    tau[start..start + piece.len()].copy_from_slice(piece)
+            if job.band_only && !on_host {
+                // Only the band goes back; the host's A keeps the input.
+                band_from_device(exec, &whole, job)?;
+                progress.banded = n;
+                ph.end(exec, 4)?;
+            } else {
+                if !on_host {
+                    let tau = &mut *job.tau;
+                    exec.download(&taubuf, 0, n - kd, &mut |start, piece| {
+                        tau[start..start + piece.len()].copy_from_slice(piece)
+                    })?;
+                }
+                let host = &mut *job.host;
+                let written = &mut progress.written_back;
+                exec.download(&whole, 0, n * n, &mut |start, piece| {
+                    *written = true;
+                    host.scatter(0, n, 0, start, piece)
                 })?;
-            }
-            let host = &mut *job.host;
-            let written = &mut progress.written_back;
-            exec.download(&whole, 0, n * n, &mut |start, piece| {
-                *written = true;
-                host.scatter(0, n, 0, start, piece)
-            })?;
-            ph.end(exec, 4)?;
-            if !on_host {
-                progress.banded = band_from_panels(job);
+                ph.end(exec, 4)?;
+                if !on_host {
+                    progress.banded = band_from_panels(job);
+                }
             }
             ph.end(exec, 5)?;
             ph.report(n, kd, "resident");
@@ -939,6 +950,44 @@ fn band_from_panels<T: Real>(job: &mut Job<T>) -> usize {
     banded
 }
 
+/// A band-only resident run's result: the band of the reduced n x n matrix `whole`, straight
+/// into AB (the eigenvalue drivers need neither the reflectors nor τ). Entry (j + d, j) lies at
+/// j (n + 1) + d, so the band of the first n − kd columns is a (kd + 1) x (n − kd) matrix of
+/// leading dimension n + 1; the last kd columns' lie in the trailing (kd + 1)² block.
+fn band_from_device<T: Real, E: Executor<T>>(
+    exec: &mut E,
+    whole: &E::Buf,
+    job: &mut Job<T>,
+) -> Result<(), ExecError> {
+    let (n, kd, upper) = (job.n, job.kd, job.host.upper);
+    let h = kd + 1;
+    let head = n - kd; // n > kd + 1 here
+    let t0 = head - 1; // the trailing block's first row and column
+    let len = h * head + h * h;
+    let mut buf = exec.alloc(len)?;
+    exec.copy(h, head, op(whole, 0, n + 1), op_mut(&mut buf, 0, h))?;
+    exec.copy(
+        h,
+        h,
+        op(whole, t0 + t0 * n, n),
+        op_mut(&mut buf, h * head, h),
+    )?;
+    let mut band = vec![T::ZERO; len];
+    exec.download(&buf, 0, len, &mut |start, piece| {
+        band[start..start + piece.len()].copy_from_slice(piece)
+    })?;
+    let (head_part, tail) = band.split_at(h * head);
+    for j in 0..n {
+        if j < head {
+            put_band(job.ab, job.ldab, kd, n, upper, j, |d| head_part[d + j * h]);
+        } else {
+            let c = j - t0;
+            put_band(job.ab, job.ldab, kd, n, upper, j, |d| tail[c + d + c * h]);
+        }
+    }
+    Ok(())
+}
+
 /// Uploads `V` and `T` and forms `Z = V T` on the executor.
 #[allow(clippy::too_many_arguments)]
 fn upload_panel<T: Real, E: Executor<T>>(
@@ -1200,6 +1249,7 @@ struct Problem<'a, T> {
     ab: &'a mut [T],
     ldab: usize,
     tau: &'a mut [T],
+    band_only: bool,
 }
 
 impl<T: Real + Dense> Problem<'_, T> {
@@ -1235,7 +1285,7 @@ pub fn syrdb<T: Real + Dense + gpu::CublasReal>(
     tau: &mut [T],
     path: Path,
 ) -> SyrdbReport {
-    let mut p = Problem {
+    let p = Problem {
         uplo,
         n,
         kd,
@@ -1244,7 +1294,42 @@ pub fn syrdb<T: Real + Dense + gpu::CublasReal>(
         ab,
         ldab,
         tau,
+        band_only: false,
     };
+    reduce_on(p, path)
+}
+
+/// As [`syrdb`] when only the band is wanted (the eigenvalue drivers): `ab` as there, `a` and
+/// `tau` left unspecified. A resident run then brings back the band alone instead of the whole
+/// matrix (at n = 16384, 2 GiB less over the bus).
+#[allow(clippy::too_many_arguments)]
+pub fn syrdb_band<T: Real + Dense + gpu::CublasReal>(
+    uplo: u8,
+    n: usize,
+    kd: usize,
+    a: &mut [T],
+    lda: usize,
+    ab: &mut [T],
+    ldab: usize,
+    tau: &mut [T],
+    path: Path,
+) -> SyrdbReport {
+    let p = Problem {
+        uplo,
+        n,
+        kd,
+        a,
+        lda,
+        ab,
+        ldab,
+        tau,
+        band_only: true,
+    };
+    reduce_on(p, path)
+}
+
+fn reduce_on<T: Real + Dense + gpu::CublasReal>(mut p: Problem<T>, path: Path) -> SyrdbReport {
+    let (n, kd, lda, ldab) = (p.n, p.kd, p.lda, p.ldab);
     let cpu = |note: Option<String>| SyrdbReport {
         backend: Backend::Cpu,
         note,
@@ -1315,6 +1400,7 @@ fn with_fallback<T: Real + Dense, E: Executor<T>>(
         ab: &mut *p.ab,
         ldab,
         tau: &mut *p.tau,
+        band_only: p.band_only,
     };
     let mut report = SyrdbReport {
         backend,
@@ -1615,6 +1701,17 @@ mod tests {
     type Outputs = (Vec<f64>, Vec<f64>, Vec<f64>, SyrdbReport);
 
     fn reduce(a0: &[f64], uplo: u8, n: usize, kd: usize, exec: Option<(Flaky, Mode)>) -> Outputs {
+        reduce_with(a0, uplo, n, kd, exec, false)
+    }
+
+    fn reduce_with(
+        a0: &[f64],
+        uplo: u8,
+        n: usize,
+        kd: usize,
+        exec: Option<(Flaky, Mode)>,
+        band_only: bool,
+    ) -> Outputs {
         let (mut a, mut ab, mut tau) = (a0.to_vec(), vec![0.0; (kd + 1) * n], vec![0.0; n - kd]);
         let p = Problem {
             uplo,
@@ -1625,6 +1722,7 @@ mod tests {
             ab: &mut ab,
             ldab: kd + 1,
             tau: &mut tau,
+            band_only,
         };
         let report = match exec {
             Some((mut flaky, mode)) => with_fallback(&mut flaky, Backend::Gpu, mode, p),
@@ -1691,6 +1789,49 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// A band-only resident run (the eigenvalue drivers) gives a full run's band bit for bit
+    /// and leaves the host's A as it was; stopped at any operation, it ends with LAPACK's band.
+    #[test]
+    fn band_only_run_matches_full_run() {
+        let seed = crate::testmat::seed_from_time();
+        let mut rng = Rng::new(seed);
+        let (n, kd) = (60, 5);
+        let a0: Vec<f64> = dense_symmetric(DenseFamily::Random, n, &mut rng);
+        let whole = |left| {
+            Some((
+                Flaky {
+                    cpu: cpu::CpuExecutor::new(0),
+                    left,
+                    tear: true,
+                },
+                Mode::Resident,
+            ))
+        };
+        for uplo in [b'L', b'U'] {
+            let full = reduce(&a0, uplo, n, kd, whole(usize::MAX));
+            let band = reduce_with(&a0, uplo, n, kd, whole(usize::MAX), true);
+            let what = format!("uplo={} seed {seed}", uplo as char);
+            assert_eq!(band.3.backend, Backend::Gpu, "{what}");
+            assert!(band.1 == full.1, "AB differs: {what}");
+            assert!(band.0 == a0, "A changed: {what}");
+            let lapack = reduce(&a0, uplo, n, kd, None);
+            let mut stopped = 0;
+            for left in (0..1000).step_by(7) {
+                let got = reduce_with(&a0, uplo, n, kd, whole(left), true);
+                if got.3.backend == Backend::Gpu {
+                    assert!(got.1 == full.1, "AB differs: {what} left={left}");
+                } else {
+                    stopped += 1;
+                    assert!(
+                        got.1 == lapack.1,
+                        "AB differs from LAPACK's: {what} left={left}"
+                    );
+                }
+            }
+            assert!(stopped > 10, "{what}: only {stopped} runs stopped");
         }
     }
 

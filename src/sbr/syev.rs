@@ -6,7 +6,7 @@
 //!
 //! JOBZ = 'V' is not implemented: it is reported as an illegal first argument.
 
-use super::{gpu::CublasReal, sb2st, syrdb, Mode, Path, SyrdbReport};
+use super::{gpu::CublasReal, sb2st, syrdb_band, Mode, Path, SyrdbReport};
 use crate::dispatch::{self, Backend};
 use crate::lapack::Dense;
 use crate::real::Real;
@@ -205,7 +205,7 @@ fn tridiagonal<T: Real + Dense + CublasReal>(
     let ldab = kd + 1;
     let mut ab = vec![T::ZERO; ldab * n];
     let mut tau = vec![T::ZERO; n - kd.min(n)];
-    let report = syrdb(uplo, n, kd, a, lda, &mut ab, ldab, &mut tau, path);
+    let report = syrdb_band(uplo, n, kd, a, lda, &mut ab, ldab, &mut tau, path);
     let on_gpu = report.backend == Backend::Gpu && kd <= sb2st::gpu::MAX_BANDWIDTH;
     let chased = on_gpu
         .then(|| sb2st::gpu::tridiagonalize(uplo, n, kd, &ab, ldab))
