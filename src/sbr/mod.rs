@@ -1252,7 +1252,32 @@ struct Problem<'a, T> {
     band_only: bool,
 }
 
-impl<T: Real + Dense> Problem<'_, T> {
+impl<'a, T: Real + Dense> Problem<'a, T> {
+    /// A problem whose reflectors are wanted (`band_only` false).
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        uplo: u8,
+        n: usize,
+        kd: usize,
+        a: &'a mut [T],
+        lda: usize,
+        ab: &'a mut [T],
+        ldab: usize,
+        tau: &'a mut [T],
+    ) -> Self {
+        Problem {
+            uplo,
+            n,
+            kd,
+            a,
+            lda,
+            ab,
+            ldab,
+            tau,
+            band_only: false,
+        }
+    }
+
     fn upper(&self) -> bool {
         self.uplo.eq_ignore_ascii_case(&b'U')
     }
@@ -1285,18 +1310,7 @@ pub fn syrdb<T: Real + Dense + gpu::CublasReal>(
     tau: &mut [T],
     path: Path,
 ) -> SyrdbReport {
-    let p = Problem {
-        uplo,
-        n,
-        kd,
-        a,
-        lda,
-        ab,
-        ldab,
-        tau,
-        band_only: false,
-    };
-    reduce_on(p, path)
+    reduce_on(Problem::new(uplo, n, kd, a, lda, ab, ldab, tau), path)
 }
 
 /// As [`syrdb`] when only the band is wanted (the eigenvalue drivers): `ab` as there, `a` and
@@ -1314,17 +1328,8 @@ pub fn syrdb_band<T: Real + Dense + gpu::CublasReal>(
     tau: &mut [T],
     path: Path,
 ) -> SyrdbReport {
-    let p = Problem {
-        uplo,
-        n,
-        kd,
-        a,
-        lda,
-        ab,
-        ldab,
-        tau,
-        band_only: true,
-    };
+    let mut p = Problem::new(uplo, n, kd, a, lda, ab, ldab, tau);
+    p.band_only = true;
     reduce_on(p, path)
 }
 
@@ -1713,17 +1718,8 @@ mod tests {
         band_only: bool,
     ) -> Outputs {
         let (mut a, mut ab, mut tau) = (a0.to_vec(), vec![0.0; (kd + 1) * n], vec![0.0; n - kd]);
-        let p = Problem {
-            uplo,
-            n,
-            kd,
-            a: &mut a,
-            lda: n,
-            ab: &mut ab,
-            ldab: kd + 1,
-            tau: &mut tau,
-            band_only,
-        };
+        let mut p = Problem::new(uplo, n, kd, &mut a, n, &mut ab, kd + 1, &mut tau);
+        p.band_only = band_only;
         let report = match exec {
             Some((mut flaky, mode)) => with_fallback(&mut flaky, Backend::Gpu, mode, p),
             None => {

@@ -315,22 +315,7 @@ fn run(o: &Options) -> i32 {
         // And loads the bulge-chasing and bisection kernels.
         match sbr::sb2st::gpu::tridiagonalize(b'L', n, kd, &ab, kd + 1) {
             Ok((d, e)) => {
-                let (mut w, mut iblock, mut isplit) = (vec![0.0; n], vec![0; n], vec![0; n]);
-                hylapack::stebz::stebz(
-                    b'A',
-                    b'E',
-                    0.0,
-                    0.0,
-                    0,
-                    0,
-                    0.0,
-                    &d,
-                    &e[..n - 1],
-                    &mut w,
-                    &mut iblock,
-                    &mut isplit,
-                    hylapack::dispatch::Backend::Gpu,
-                );
+                gpu_bisection(&d, &e, &mut vec![0.0; n]);
             }
             Err(e) => println!("GPU bulge chasing: {e}"),
         }
@@ -461,24 +446,7 @@ fn run(o: &Options) -> i32 {
                     );
                 }
                 let mut w = vec![0.0; n];
-                let s_values = secs(|| {
-                    let (mut iblock, mut isplit) = (vec![0; n], vec![0; n]);
-                    hylapack::stebz::stebz(
-                        b'A',
-                        b'E',
-                        0.0,
-                        0.0,
-                        0,
-                        0,
-                        0.0,
-                        &d,
-                        &e[..n - 1],
-                        &mut w,
-                        &mut iblock,
-                        &mut isplit,
-                        hylapack::dispatch::Backend::Gpu,
-                    );
-                });
+                let s_values = secs(|| gpu_bisection(&d, &e, &mut w));
                 add(
                     &mut rows,
                     "  all eigenvalues by GPU bisection (stebz)",
@@ -687,4 +655,25 @@ fn run(o: &Options) -> i32 {
         println!("{failures} eigenvalue results off by more than 2 n ε ‖A‖");
     }
     failures
+}
+
+/// All eigenvalues of the tridiagonal (d, e) into `w` by the crate's GPU bisection.
+fn gpu_bisection(d: &[f64], e: &[f64], w: &mut [f64]) {
+    let n = d.len();
+    let (mut iblock, mut isplit) = (vec![0; n], vec![0; n]);
+    hylapack::stebz::stebz(
+        b'A',
+        b'E',
+        0.0,
+        0.0,
+        0,
+        0,
+        0.0,
+        d,
+        &e[..n - 1],
+        w,
+        &mut iblock,
+        &mut isplit,
+        hylapack::dispatch::Backend::Gpu,
+    );
 }
