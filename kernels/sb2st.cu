@@ -3,11 +3,12 @@
 // The sweeps and steps are those of src/sbr/sb2st/cpu.rs (its module notes say which entries a
 // step touches): sweep i annihilates column i below the subdiagonal, then chases the bulge
 // down in steps of b rows, and step k of sweep i may start once sweep i - 1 has finished its
-// steps 0 ..= k + 2. One CTA runs one sweep at a time; the sweeps are dealt round-robin to a
+// steps 0 ..= k + lag - 1 (lag = 2, see the module notes there). One CTA runs one sweep at a time; the sweeps are dealt round-robin to a
 // grid that is resident all at once (the host sizes it from the occupancy), so a sweep only
 // ever waits on a running one. The time is about 3n steps of latency, so a step is spread
 // over R x G threads: thread (r, g) owns row r of the step's blocks in column group g (R / G
-// columns), or, where columns are reduced, column t / G in row group t % G.
+// columns), or, where columns are reduced, column t / G and its rows t % G + j G (so the G
+// neighbouring lanes of a column read neighbouring words of shared memory).
 //
 // The band (lower storage, 2b + 1 rows: entry (r, c), r >= c, at (r - c) + c * ld) lives in
 // global memory, small enough to stay in L2. Other CTAs write it, so it is read with ld.cg
@@ -204,7 +205,7 @@ struct Step {
 };
 
 template <typename T, int R, int G>
-__device__ void chase(T *w, int n, int b, int ld, unsigned *done, unsigned *failed,
+__device__ void chase(T *w, int n, int b, int ld, unsigned lag, unsigned *done, unsigned *failed,
                       unsigned long long timeout_ns, unsigned long long *prof_out) {
     using St = Step<T, R, G>;
     constexpr int S = St::S, CG = St::CG;
@@ -225,7 +226,7 @@ __device__ void chase(T *w, int n, int b, int ld, unsigned *done, unsigned *fail
     T rb[CG];
     for (int i = blockIdx.x; i < n - 2; i += gridDim.x) {
         // Step 0: the reflector of column i, applied to the diagonal block of its rows.
-        if (!wait_for(done, i, 3, failed, timeout_ns)) return;
+        if (!wait_for(done, i, lag, failed, timeout_ns)) return;
         int st = i + 1, m = min(b, n - 1 - i);
         if (g == 0) p.sy[r] = r < m ? __ldcg(w + (st + r - i) + (size_t)i * ld) : T(0);
         p.load(w, ld, nullptr, 0, 0, st, m, rb);
@@ -248,7 +249,7 @@ __device__ void chase(T *w, int n, int b, int ld, unsigned *done, unsigned *fail
             }
             const int lm = min(b, n - j1);
             prof.start();
-            if (!wait_for(done, i, k + 3, failed, timeout_ns)) return;
+            if (!wait_for(done, i, k + lag, failed, timeout_ns)) return;
             prof.lap(0);
             // The block B below the last diagonal block (rows j1 .., columns st ..) and the
             // next diagonal block.
@@ -275,21 +276,21 @@ __device__ void chase(T *w, int n, int b, int ld, unsigned *done, unsigned *fail
                 p.sb[r] = r == 0 ? beta : T(0);
             }
             __syncthreads();
-            // ... and goes to the rest of B from the left, column c = t / G by the G threads
-            // of row groups h = t % G (neighbouring lanes).
+            // ... and goes to the rest of B from the left, column c = t / G by its G
+            // neighbouring lanes h = t % G, lane h on rows h + j G.
             if (tau != T(0)) {
                 const int c = t / G, h = t % G;
-                T *col = p.sb + c * S + h * CG;
-                const T *vh = p.sv + h * CG;
+                T *col = p.sb + c * S + h;
+                const T *vh = p.sv + h;
                 T partial = T(0);
 #pragma unroll
-                for (int j = 0; j < CG; ++j) partial = fma(vh[j], col[j], partial);
+                for (int j = 0; j < CG; ++j) partial = fma(vh[j * G], col[j * G], partial);
 #pragma unroll
                 for (int o = 1; o < G; o <<= 1) partial += __shfl_xor_sync(0xffffffffu, partial, o);
                 if (c >= 1 && c < m) {
                     const T s = tau * partial;
 #pragma unroll
-                    for (int j = 0; j < CG; ++j) col[j] = fma(-vh[j], s, col[j]);
+                    for (int j = 0; j < CG; ++j) col[j * G] = fma(-vh[j * G], s, col[j * G]);
                 }
             }
             __syncthreads();
@@ -313,20 +314,25 @@ __device__ void chase(T *w, int n, int b, int ld, unsigned *done, unsigned *fail
     prof.flush();
 }
 
-// R rows, G x R threads, two CTAs per SM at least (at b = 64 one CTA of 512 threads per SM
-// would hold fewer sweeps than the pipeline has from n = 32768 on). Shared memory: two blocks
-// of R x (R + 1), G + 2 vectors of R, and one entry per warp for reductions (the host computes
-// the same size).
+// R rows, G x R threads; two CTAs per SM below 1024 threads (at b = 64 one CTA of 512 threads
+// per SM would hold fewer sweeps than the pipeline has from n = 32768 on). Shared memory: two
+// blocks of R x (R + 1), G + 2 vectors of R, and one entry per warp for reductions (the host
+// computes the same size).
 #define CHASE(NAME, T, R, G)                                                                   \
-    extern "C" __global__ void __launch_bounds__(G * R, 2)                                        \
-        NAME(T *w, int n, int b, int ld, unsigned *done, unsigned *failed,                     \
+    extern "C" __global__ void __launch_bounds__(G * R, G * R >= 1024 ? 1 : 2)                    \
+        NAME(T *w, int n, int b, int ld, unsigned lag, unsigned *done, unsigned *failed,       \
              unsigned long long timeout_ns, unsigned long long *prof) {                        \
-        chase<T, R, G>(w, n, b, ld, done, failed, timeout_ns, prof);                           \
+        chase<T, R, G>(w, n, b, ld, lag, done, failed, timeout_ns, prof);                      \
     }
 
 // Eight threads per row: on an H100 at n = 16384 the chase took 191 ms at b = 32 and 391 ms at
-// b = 64, against 212 and 409 ms with four.
-CHASE(sb2st_chase_s32, float, 32, 8)
-CHASE(sb2st_chase_d32, double, 32, 8)
-CHASE(sb2st_chase_s64, float, 64, 8)
-CHASE(sb2st_chase_d64, double, 64, 8)
+// b = 64, against 212 and 409 ms with four. Sixteen, where the pipeline's sweeps all fit on
+// the GPU with them (the host chooses).
+CHASE(sb2st_chase_s32_g8, float, 32, 8)
+CHASE(sb2st_chase_d32_g8, double, 32, 8)
+CHASE(sb2st_chase_s64_g8, float, 64, 8)
+CHASE(sb2st_chase_d64_g8, double, 64, 8)
+CHASE(sb2st_chase_s32_g16, float, 32, 16)
+CHASE(sb2st_chase_d32_g16, double, 32, 16)
+CHASE(sb2st_chase_s64_g16, float, 64, 16)
+CHASE(sb2st_chase_d64_g16, double, 64, 16)

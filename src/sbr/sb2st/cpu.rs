@@ -3,11 +3,12 @@
 //! which the system OpenBLAS is built without), and it dominated the eigenvalue path.
 //!
 //! Groups of consecutive sweeps are dealt to the threads round-robin; a thread runs its
-//! group's sweeps interleaved, each three steps behind the previous one, so that the entries
+//! group's sweeps interleaved, each [`LAG`] steps behind the previous one, so that the entries
 //! they share stay in one core's cache (see `chase`), and the group's first sweep waits on the
 //! previous group's progress counter. The inner loops are also compiled for AVX2, chosen at run
 //! time.
 
+use super::LAG;
 use crate::real::Real;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -256,13 +257,13 @@ unsafe fn step<T: Real>(
 
 /// The sweeps per group (see `chase`) on `threads` threads when none is asked for: 4 when the
 /// pipeline is deep enough to keep every thread busy with groups of 4, else 1. A sweep has
-/// about n / 2b steps and trails the previous sweep by three steps of its thread, so about
-/// n / 6b sweeps are active at once, and `threads` groups of g need `threads · g` of them.
-/// Measured on the H100's 16-core host at kd = 32: n = 16384 took 1.29–1.40 s with 4 per
-/// group, 1.49–1.58 s with 1, 1.9 s with 8 and 3.0–3.2 s with 16 (too shallow a pipeline);
-/// n = 4096 0.14–0.20 s with 1 or 4.
+/// about n / 2b steps and trails the previous sweep by [`LAG`] steps of its thread, so about
+/// n / (2 · LAG · b) sweeps are active at once, and `threads` groups of g need `threads · g` of
+/// them. Measured on the H100's 16-core host at kd = 32, when sweeps trailed by three steps:
+/// n = 16384 took 1.29–1.40 s with 4 per group, 1.49–1.58 s with 1, 1.9 s with 8 and
+/// 3.0–3.2 s with 16 (too shallow a pipeline); n = 4096 0.14–0.20 s with 1 or 4.
 pub fn sweep_group(n: usize, kd: usize, threads: usize) -> usize {
-    if n / (6 * kd.max(1)) >= 4 * threads {
+    if n / (2 * LAG * kd.max(1)) >= 4 * threads {
         4
     } else {
         1
@@ -271,7 +272,7 @@ pub fn sweep_group(n: usize, kd: usize, threads: usize) -> usize {
 
 /// Sweeps `0 .. n − 2` (the last sweeps have nothing to annihilate) in groups of `group`
 /// consecutive sweeps, the groups dealt round-robin to `threads` threads. A thread runs the
-/// sweeps of its group interleaved, sweep `j` of the group three steps behind sweep `j − 1`
+/// sweeps of its group interleaved, sweep `j` of the group [`LAG`] steps behind sweep `j − 1`
 /// (exactly what the schedule allows): neighbouring sweeps touch nearly the same entries a few
 /// steps apart, so the entries stay in that core's cache instead of moving to another core
 /// after every step, which is what limited the one-sweep-per-thread pipeline. The first sweep
@@ -294,7 +295,7 @@ pub(super) fn chase<T: Real>(
     // Steps finished per sweep; usize::MAX once the sweep is over.
     let done: Vec<AtomicUsize> = (0..sweeps).map(|_| AtomicUsize::new(0)).collect();
     let stepper = step_fn::<T>();
-    let ready = |i: usize, k: usize| i == 0 || done[i - 1].load(Ordering::Acquire) >= k + 3;
+    let ready = |i: usize, k: usize| i == 0 || done[i - 1].load(Ordering::Acquire) >= k + LAG;
     let run_group = |q: usize, hs: &mut Vec<Reflector<T>>, scratch: &mut Scratch<T>| {
         let lo = q * group;
         let g = group.min(sweeps - lo);
@@ -309,7 +310,7 @@ pub(super) fn chase<T: Real>(
         let mut next = vec![0usize; g];
         let (mut live, mut round) = (g, 0usize);
         while live > 0 {
-            for j in 0..g.min(round / 3 + 1) {
+            for j in 0..g.min(round / LAG + 1) {
                 let (i, k) = (lo + j, next[j]);
                 if k == usize::MAX {
                     continue;

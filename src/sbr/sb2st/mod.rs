@@ -11,8 +11,11 @@
 //!   the left to the rest of that block and from both sides to the next diagonal block.
 //!   The rest of the bulge is removed by the following sweeps.
 //!
-//! Step k of sweep i touches rows and columns `i+1+(k−1)b ..= i+(k+1)b` only, so step k of
-//! sweep i+1 may run as soon as sweep i has finished its steps `0 ..= k+2`.
+//! Step k of sweep i touches entries in rows `i+1+kb ..= i+(k+1)b` only (step 0 also column
+//! i, k ≥ 1 also columns from `i+1+(k−1)b`). Step k of sweep i+1 thus shares entries with
+//! steps `..= k+1` of sweep i (step k+1's block below the diagonal reaches row
+//! `i+1+(k+1)b`), and none with step k+2 (rows from `i+1+(k+2)b`): it may run as soon as
+//! sweep i has finished [`LAG`] steps more than it has.
 //!
 //! The band is held in lower band storage with `2b + 1` rows: entry (r, c), `r ≥ c`, at
 //! `(r − c) + c · ld`, the extra rows holding the bulge.
@@ -21,6 +24,10 @@ pub mod cpu;
 pub mod gpu;
 
 pub use cpu::sweep_group;
+
+/// Step k of a sweep waits until the sweep before has finished its steps `0 ..= k + LAG − 1`
+/// (module notes).
+pub const LAG: usize = 2;
 
 use crate::real::Real;
 
