@@ -58,9 +58,6 @@ pub struct SbrTuning {
     /// `HYLAPACK_SBR_LOOKAHEAD` (default 1): the resident mode factors the next panel on a
     /// second stream while the rest of the trailing matrix is updated.
     pub lookahead: bool,
-    /// `HYLAPACK_SBR_CHASE_THREADS` (8 or 16; 0, the default, chooses): threads per row of a
-    /// step's blocks in the GPU bulge chasing.
-    pub chase_threads_per_row: usize,
 }
 
 /// How the band reduction's resident mode factors its panels (`HYLAPACK_SBR_PANEL`).
@@ -246,14 +243,6 @@ pub fn load(env: impl Fn(&str) -> Option<String>) -> Config {
                 "0 or 1",
             )
             .unwrap_or(true),
-        chase_threads_per_row: s
-            .lookup(
-                "HYLAPACK_SBR_CHASE_THREADS",
-                "sbr.chase_threads",
-                |v| v.parse().ok().filter(|g| [0, 8, 16].contains(g)),
-                "8 or 16",
-            )
-            .unwrap_or(0),
     };
     let cache_dir = s
         .lookup(

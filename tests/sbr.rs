@@ -767,8 +767,7 @@ fn sb2st_suite<T: Real + Dense>() {
     }
 }
 
-/// The GPU bulge chasing (`sbr::sb2st::gpu`, 32- and 64-row blocks, 8 and 16 threads per
-/// row) against LAPACK xSYTRD_SB2ST, as [`sb2st_suite`]; skipped without a GPU unless
+/// The GPU bulge chasing (`sbr::sb2st::gpu`, 32- and 64-row blocks) against LAPACK xSYTRD_SB2ST, as [`sb2st_suite`]; skipped without a GPU unless
 /// HYLAPACK_REQUIRE_GPU=1.
 fn sb2st_gpu_suite<T: Real + Dense>() {
     if let Err(e) = hylapack::device::gpu() {
@@ -802,28 +801,17 @@ fn sb2st_gpu_suite<T: Real + Dense>() {
                     uplo as char
                 )
             };
-            for threads_per_row in [8, 16] {
-                let what = || format!("{} threads per row {threads_per_row}", what());
-                let (d, e) = sbr::sb2st::gpu::tridiagonalize_with(
-                    uplo,
-                    n,
-                    kd,
-                    ab,
-                    band.ldab,
-                    threads_per_row,
-                )
+            let (d, e) = sbr::sb2st::gpu::tridiagonalize(uplo, n, kd, ab, band.ldab)
                 .unwrap_or_else(|err| panic!("{}: {err}", what()));
-                check_tridiagonal(&band, d, e, what);
-            }
+            check_tridiagonal(&band, d, e, what);
         }
     }
 }
 
 /// The pipelined bulge chasing runs the same arithmetic in every step whatever the schedule, so
 /// any run must match one sweep after another bit for bit; a step that ran before the previous
-/// sweep had left its entries would not. On the CPU's threads and, with a GPU, twice per
-/// kernel variant (the GPU's sums are ordered differently from the CPU's but the same each
-/// run).
+/// sweep had left its entries would not. On the CPU's threads and, with a GPU, twice at each
+/// block size (the GPU's sums are ordered differently from the CPU's but the same each run).
 #[test]
 fn pipelined_chase_is_reproducible() {
     let seed = seed();
@@ -845,27 +833,18 @@ fn pipelined_chase_is_reproducible() {
     }
     for (n, kd) in [(6000, 32), (6000, 64)] {
         let band = random_band::<f64>(&mut rng, n, kd);
-        for threads_per_row in [8, 16] {
-            let run = || {
-                sbr::sb2st::gpu::tridiagonalize_with(
-                    b'L',
-                    n,
-                    kd,
-                    &band.lower,
-                    band.ldab,
-                    threads_per_row,
-                )
+        let run = || {
+            sbr::sb2st::gpu::tridiagonalize(b'L', n, kd, &band.lower, band.ldab)
                 .unwrap_or_else(|err| panic!("n={n} kd={kd}: {err}"))
-            };
-            let first = run();
-            assert!(
-                run() == first,
-                "GPU n={n} kd={kd} threads per row {threads_per_row} seed={seed}: two runs differ"
-            );
-            check_tridiagonal(&band, first.0, first.1, || {
-                format!("GPU n={n} kd={kd} threads per row {threads_per_row} seed={seed}")
-            });
-        }
+        };
+        let first = run();
+        assert!(
+            run() == first,
+            "GPU n={n} kd={kd} seed={seed}: two runs differ"
+        );
+        check_tridiagonal(&band, first.0, first.1, || {
+            format!("GPU n={n} kd={kd} seed={seed}")
+        });
     }
 }
 

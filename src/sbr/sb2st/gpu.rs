@@ -24,40 +24,20 @@ pub fn tridiagonalize<T: Real>(
     ab: &[T],
     ldab: usize,
 ) -> Result<(Vec<T>, Vec<T>), DeviceError> {
-    let forced = crate::config::get().sbr.chase_threads_per_row;
-    tridiagonalize_with(uplo, n, kd, ab, ldab, forced)
-}
-
-/// [`tridiagonalize`] with `threads_per_row` (8 or 16) threads per row of a step's blocks; 0
-/// chooses.
-pub fn tridiagonalize_with<T: Real>(
-    uplo: u8,
-    n: usize,
-    kd: usize,
-    ab: &[T],
-    ldab: usize,
-    threads_per_row: usize,
-) -> Result<(Vec<T>, Vec<T>), DeviceError> {
     assert!(kd <= MAX_BANDWIDTH, "bandwidth {kd} above {MAX_BANDWIDTH}");
-    assert!(
-        [0, 8, 16].contains(&threads_per_row),
-        "{threads_per_row} threads per row"
-    );
     let (mut w, ld, b) = workspace(uplo, n, kd, ab, ldab);
     if needs_chase(n, kd) {
-        chase(&mut w, ld, n, b, threads_per_row)?;
+        chase(&mut w, ld, n, b)?;
     }
     Ok(diagonals(&w, ld, n))
 }
 
-fn chase<T: Real>(
-    w: &mut [T],
-    ld: usize,
-    n: usize,
-    b: usize,
-    forced: usize,
-) -> Result<(), DeviceError> {
+fn chase<T: Real>(w: &mut [T], ld: usize, n: usize, b: usize) -> Result<(), DeviceError> {
     let gpu = device::gpu()?;
+    // Blocks of R = 32 or 64 rows, G threads per row (kernels/sb2st.cu).
+    let rows = if b <= 32 { 32 } else { 64 };
+    let groups = 8;
+    let threads = groups * rows;
     let sweeps = n - 2;
     let int = |x: usize| {
         i32::try_from(x).map_err(|_| DeviceError::Driver(format!("n = {n} exceeds 32-bit rows")))
@@ -70,40 +50,25 @@ fn chase<T: Real>(
     // The function attribute and occupancy queries below need the context current here.
     gpu.ctx.bind_to_thread()?;
     let module = gpu.module(&kernels::SB2ST)?;
-    // Blocks of R = 32 or 64 rows, G threads per row (kernels/sb2st.cu). About n / (LAG · b)
-    // sweeps are under way at a time: more CTAs would only spin, and every one must be
-    // resident (a sweep spins until the one before it moves). Sixteen threads per row make a
-    // step shorter where all of those sweeps still fit on the GPU, eight elsewhere.
-    let rows = if b <= 32 { 32 } else { 64 };
-    let active = sweeps.min(n.div_ceil(LAG * b) + 1);
-    let mut choice = None;
-    for groups in [16usize, 8] {
-        if forced != 0 && forced != groups {
-            continue;
-        }
-        let threads = groups * rows;
-        let func = module.load_function(&format!("sb2st_chase_{}{rows}_g{groups}", T::PREFIX))?;
-        // Two blocks of R × (R + 1), G + 2 vectors of R and one entry per warp.
-        let smem = (2 * rows * (rows + 1) + (groups + 2) * rows + threads / 32) * elem;
-        if smem > 48 * 1024 {
-            func.set_attribute(
-                CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                smem as i32,
-            )?;
-        }
-        let per_sm =
-            func.occupancy_max_active_blocks_per_multiprocessor(threads as u32, smem, None)?;
-        let resident = per_sm as usize * gpu.info.multiprocessors.max(1) as usize;
-        if resident > 0 && (resident >= active || groups == 8 || forced != 0) {
-            choice = Some((func, threads, smem, active.min(resident)));
-            break;
-        }
+    let func = module.load_function(&format!("sb2st_chase_{}{rows}", T::PREFIX))?;
+    // Two blocks of R × (R + 1), G + 2 vectors of R and one entry per warp.
+    let smem = (2 * rows * (rows + 1) + (groups + 2) * rows + threads / 32) * elem;
+    if smem > 48 * 1024 {
+        func.set_attribute(
+            CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            smem as i32,
+        )?;
     }
-    let Some((func, threads, smem, grid)) = choice else {
+    // Every CTA must be resident at once (a sweep spins until the one before it moves), and
+    // about n / (LAG · b) sweeps are under way at a time: more CTAs would only spin.
+    let per_sm = func.occupancy_max_active_blocks_per_multiprocessor(threads as u32, smem, None)?;
+    let resident = per_sm as usize * gpu.info.multiprocessors.max(1) as usize;
+    if resident == 0 {
         return Err(DeviceError::Driver(
             "bulge chasing kernel: no CTA fits on a multiprocessor".into(),
         ));
-    };
+    }
+    let grid = sweeps.min(resident).min(n.div_ceil(LAG * b) + 1);
     let stream = gpu.stream()?;
     let mut band = stream.clone_htod(w)?;
     let mut done = stream.alloc_zeros::<u32>(sweeps)?;
@@ -134,7 +99,7 @@ fn chase<T: Real>(
         .arg(&mut failed)
         .arg(&WAIT_TIMEOUT_NS)
         .arg(&cycles_ptr);
-    // SAFETY: the arguments match sb2st_chase_{s,d}{32,64}_g{8,16} in kernels/sb2st.cu: the band holds
+    // SAFETY: the arguments match sb2st_chase_{s,d}{32,64} in kernels/sb2st.cu: the band holds
     // n · ld entries with ld = 2b + 1 and b ≤ rows, `done` one counter per sweep (zeroed),
     // `failed` one flag, `cycles_ptr` null or PHASES + 1 counters (zeroed); every CTA is
     // resident (grid ≤ occupancy × multiprocessors), so no sweep waits on one that cannot run.
@@ -153,7 +118,7 @@ fn chase<T: Real>(
             .map(|(name, &c)| format!("{name} {:.0}", c as f64 / steps))
             .collect();
         eprintln!(
-            "hylapack: sb2st GPU n={n} b={b} grid={grid} threads={threads}: cycles per step: {}",
+            "hylapack: sb2st GPU n={n} b={b} grid={grid}: cycles per step: {}",
             parts.join(", ")
         );
     }
