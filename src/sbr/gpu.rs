@@ -11,6 +11,7 @@ use crate::device::linalg::{Linalg, PooledLinalg};
 use crate::device::memory::{Pinned, Reservation};
 use crate::device::{self, DeviceError, Gpu, PooledStream};
 use crate::real::Real;
+use cudarc::cublas::result::CublasError;
 use cudarc::cublas::sys::{
     self as cb, cublasFillMode_t, cublasHandle_t, cublasOperation_t, cublasSideMode_t,
     cublasStatus_t,
@@ -389,9 +390,17 @@ struct QrWork<T> {
     _reserved: Reservation<'static>,
 }
 
+/// [A B A] for the rank-2k update by halves (`syr2k`): three n x k blocks, leading dimension n.
+struct Pairs<T> {
+    buf: CudaSlice<T>,
+    _reserved: Reservation<'static>,
+}
+
 pub struct GpuExecutor<T> {
     gpu: &'static Gpu,
     qr: Option<QrWork<T>>,
+    /// [A B A] for `syr2k`, sized for the largest asked so far.
+    pairs: Option<Pairs<T>>,
     /// The compute stream with its cuBLAS and cuSOLVER handles (pooled: creating handles
     /// costs milliseconds per call otherwise).
     la: PooledLinalg,
@@ -455,6 +464,7 @@ impl<T: CublasReal> GpuExecutor<T> {
         Ok(GpuExecutor {
             gpu,
             qr: None,
+            pairs: None,
             la,
             la1: None,
             lane: 0,
@@ -484,6 +494,30 @@ impl<T: CublasReal> GpuExecutor<T> {
 
     fn handle(&self) -> cublasHandle_t {
         *self.cur().blas.handle()
+    }
+
+    /// Makes room for `len` elements of [`Pairs`]; false if the budget has none (then `syr2k`
+    /// leaves the whole update to cuBLAS's SYR2K, which needs no buffer).
+    fn ensure_pairs(&mut self, len: usize) -> bool {
+        if self.pairs.as_ref().is_some_and(|p| p.buf.len() >= len) {
+            return true;
+        }
+        self.pairs = None;
+        let bytes = (len * std::mem::size_of::<T>()) as u64;
+        let Ok(reserved) = self.gpu.budget.reserve(bytes) else {
+            return false;
+        };
+        // SAFETY: `syr2k` writes the blocks it reads (three GEAM copies) before reading them.
+        match unsafe { self.la.stream.alloc::<T>(len) } {
+            Ok(buf) => {
+                self.pairs = Some(Pairs {
+                    buf,
+                    _reserved: reserved,
+                });
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     /// Makes room for cuSOLVER's geqrf on an m x k panel (ld `lda`) at `a`.
@@ -883,28 +917,273 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
         if n == 0 {
             return Ok(());
         }
+        // The pairs buffer serves lane 0 only (lane 1 may run at the same time).
+        let by_halves = n > HALVES_LEAF && self.lane == 0 && self.ensure_pairs(3 * n * k);
         let handle = self.handle();
-        let stream: &CudaStream = &self.cur().stream;
+        let stream = self.cur().stream.clone();
+        let stream: &CudaStream = &stream;
         let (pa, _ra) = a.buf.slice.device_ptr(stream);
         let (pb, _rb) = b.buf.slice.device_ptr(stream);
         let (pc, _wc) = c.buf.slice.device_ptr_mut(stream);
-        // SAFETY: as in gemm.
+        let (pa, pb, pc) = (
+            at::<T>(pa, a.off) as *const T,
+            at::<T>(pb, b.off) as *const T,
+            at::<T>(pc, c.off) as *mut T,
+        );
+        let mut pairs = None;
+        let _wp;
+        if by_halves {
+            let buf = &mut self.pairs.as_mut().expect("ensured above").buf;
+            let (pp, wp) = buf.device_ptr_mut(stream);
+            _wp = wp;
+            // SAFETY: the copies write three n x k blocks inside the pairs buffer (3nk
+            // elements ensured above) and read A and B as SYR2K would.
+            unsafe {
+                for (src, ld, block) in [(pa, a.ld, 0), (pb, b.ld, 1), (pa, a.ld, 2)] {
+                    let dst = at::<T>(pp, block * n * k) as *mut T;
+                    T::geam_copy(handle, dim(n), dim(k), src, dim(ld), dst, dim(n))
+                        .result()
+                        .map_err(blas_err)?;
+                }
+            }
+            pairs = Some(pp as *const T);
+        }
+        let pairs = pairs.map(|p| Pairs2k { p, ld: n, k });
+        // SAFETY: as in gemm; the pairs hold [A B A] with leading dimension n.
         unsafe {
-            T::syr2k(
-                handle,
-                dim(n),
-                dim(k),
-                &alpha,
-                at::<T>(pa, a.off) as *const T,
-                dim(a.ld),
-                at::<T>(pb, b.off) as *const T,
-                dim(b.ld),
-                &beta,
-                at::<T>(pc, c.off) as *mut T,
-                dim(c.ld),
+            syr2k_by_halves(
+                handle, n, k, alpha, pa, a.ld, pb, b.ld, beta, pc, c.ld, pairs, 0,
             )
         }
-        .result()
         .map_err(blas_err)
+    }
+}
+
+/// Orders above which `syr2k` splits into halves. cuBLAS's DSYR2K ran at 9 TFLOP/s on an H100
+/// in the band reduction at n = 16384, kd = 64 (DGEMM 65 at order 8192); there, with
+/// HYLAPACK_SBR_PROFILE=1, its phase took 0.31 s whole, 0.39 s by halves down to blocks of
+/// 512, 0.32 s to 1024 and 0.28 s to 2048. SYMM by halves (A21 through two GEMMs of 64
+/// columns) was slower than cuBLAS's DSYMM at every leaf (0.18 s at 1024 against 0.14 s).
+const HALVES_LEAF: usize = 2048;
+
+/// Where the two halves of an order-n block split: near the middle, on a multiple of 64.
+fn half(n: usize) -> usize {
+    (n / 2).div_ceil(64) * 64
+}
+
+/// [A B A] of a rank-2k update (leading dimension ld): rows r.. of [A B] start at p + r, of
+/// [B A] at p + k ld + r.
+#[derive(Clone, Copy)]
+struct Pairs2k<T> {
+    p: *const T,
+    ld: usize,
+    k: usize,
+}
+
+/// The lower triangle of C := alpha (A Bᵀ + B Aᵀ) + beta C, C n x n, A and B n x k: by halves,
+/// the block below the diagonal as one GEMM of rank 2k, [A2 B2] [B1 A1]ᵀ, from the pairs
+/// (whose rows start at `row`); SYR2K on diagonal blocks of order at most HALVES_LEAF, or on
+/// the whole without pairs.
+///
+/// # Safety
+/// As for `CublasReal::gemm`; the pairs hold [A B A] of the whole update.
+#[allow(clippy::too_many_arguments)]
+unsafe fn syr2k_by_halves<T: CublasReal>(
+    h: cublasHandle_t,
+    n: usize,
+    k: usize,
+    alpha: T,
+    a: *const T,
+    lda: usize,
+    b: *const T,
+    ldb: usize,
+    beta: T,
+    c: *mut T,
+    ldc: usize,
+    pairs: Option<Pairs2k<T>>,
+    row: usize,
+) -> Result<(), CublasError> {
+    let Some(pp) = pairs.filter(|_| n > HALVES_LEAF) else {
+        return T::syr2k(
+            h,
+            dim(n),
+            dim(k),
+            &alpha,
+            a,
+            dim(lda),
+            b,
+            dim(ldb),
+            &beta,
+            c,
+            dim(ldc),
+        )
+        .result();
+    };
+    let (n1, n2) = (half(n), n - half(n));
+    T::gemm(
+        h,
+        trans(false),
+        trans(true),
+        dim(n2),
+        dim(n1),
+        dim(2 * k),
+        &alpha,
+        pp.p.add(row + n1),
+        dim(pp.ld),
+        pp.p.add(pp.k * pp.ld + row),
+        dim(pp.ld),
+        &beta,
+        c.add(n1),
+        dim(ldc),
+    )
+    .result()?;
+    syr2k_by_halves(h, n1, k, alpha, a, lda, b, ldb, beta, c, ldc, pairs, row)?;
+    syr2k_by_halves(
+        h,
+        n2,
+        k,
+        alpha,
+        a.add(n1),
+        lda,
+        b.add(n1),
+        ldb,
+        beta,
+        c.add(n1 + n1 * ldc),
+        ldc,
+        pairs,
+        row + n1,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lapack::Dense;
+    use crate::sbr::cpu::CpuExecutor;
+    use crate::sbr::{op, op_mut};
+    use crate::testmat::{seed_from_time, Rng};
+
+    /// `data` uploaded to a new buffer of `exec`.
+    fn put<T: Real, E: Executor<T>>(exec: &mut E, data: &[T]) -> E::Buf {
+        let mut buf = exec.alloc(data.len()).unwrap();
+        exec.upload(&mut buf, 0, data.len(), &mut |start, out| {
+            out.copy_from_slice(&data[start..start + out.len()])
+        })
+        .unwrap();
+        buf
+    }
+
+    fn get<T: Real, E: Executor<T>>(exec: &mut E, buf: &E::Buf, len: usize) -> Vec<T> {
+        let mut out = vec![T::ZERO; len];
+        exec.download(buf, 0, len, &mut |start, piece| {
+            out[start..start + piece.len()].copy_from_slice(piece)
+        })
+        .unwrap();
+        out
+    }
+
+    /// The GPU executor's SYR2K (by halves: the order is above HALVES_LEAF, and one half
+    /// splits again) and SYMM against the CPU executor's BLAS: the lower triangle within the two computations' rounding bound
+    /// (2 (terms + 2) ulp times the sum of the terms' magnitudes, which the BLAS computes from
+    /// absolute values), C's strict upper triangle untouched, and A's strict upper triangle
+    /// (NaN here) never read.
+    fn syr2k_symm_match_blas<T: CublasReal + Dense>() {
+        if let Err(e) = device::gpu() {
+            let required = crate::config::get().require_gpu;
+            assert!(!required, "HYLAPACK_REQUIRE_GPU=1 but no GPU: {e}");
+            return;
+        }
+        let seed = seed_from_time();
+        let mut rng = Rng::new(seed);
+        let (n, k) = (2 * HALVES_LEAF + 77, 64);
+        let mut rand = |len: usize| -> Vec<T> {
+            (0..len)
+                .map(|_| T::from_f64(rng.range(-1.0, 1.0)))
+                .collect()
+        };
+        let abs = |v: &[T]| -> Vec<T> { v.iter().map(|x| x.abs()).collect() };
+        let (a, b, z, x) = (rand(n * k), rand(n * k), rand(n * k), rand(n * k));
+        let (mut c, mut sym) = (rand(n * n), rand(n * n));
+        for j in 0..n {
+            for i in 0..j {
+                c[i + j * n] = T::from_f64(7.0);
+                sym[i + j * n] = T::from_f64(f64::NAN);
+            }
+        }
+        let mut gpu = GpuExecutor::<T>::new(None).unwrap();
+        let mut cpu = CpuExecutor::new(u64::MAX);
+        let ulp = T::ULP.to_f64();
+        let what = |name: &str| format!("GPU {}{name} n={n} seed={seed}", T::PREFIX);
+        let minus = -T::ONE;
+
+        // C := −(A Bᵀ + B Aᵀ) + C on both, and |A| |B|ᵀ + |B| |A|ᵀ + |C| on the CPU.
+        let mut on_cpu = |a: &[T], b: &[T], c: &[T], alpha: T| {
+            let (pa, pb, mut pc) = (put(&mut cpu, a), put(&mut cpu, b), put(&mut cpu, c));
+            let out = op_mut(&mut pc, 0, n);
+            cpu.syr2k(n, k, alpha, op(&pa, 0, n), op(&pb, 0, n), T::ONE, out)
+                .unwrap();
+            get(&mut cpu, &pc, n * n)
+        };
+        let want = on_cpu(&a, &b, &c, minus);
+        let size = on_cpu(&abs(&a), &abs(&b), &abs(&c), T::ONE);
+        let (ga, gb, mut gc) = (put(&mut gpu, &a), put(&mut gpu, &b), put(&mut gpu, &c));
+        let out = op_mut(&mut gc, 0, n);
+        gpu.syr2k(n, k, minus, op(&ga, 0, n), op(&gb, 0, n), T::ONE, out)
+            .unwrap();
+        let got = get(&mut gpu, &gc, n * n);
+        let bound = 2.0 * (2 * k + 2) as f64 * ulp;
+        for j in 0..n {
+            for i in 0..n {
+                let q = i + j * n;
+                let (g, w) = (got[q].to_f64(), want[q].to_f64());
+                if i < j {
+                    assert_eq!(g, 7.0, "{}: upper ({i}, {j}) written", what("syr2k"));
+                } else {
+                    let tol = bound * size[q].to_f64();
+                    assert!(
+                        (g - w).abs() <= tol,
+                        "{}: ({i}, {j}) {g} vs {w}",
+                        what("syr2k")
+                    );
+                }
+            }
+        }
+
+        // X := S Z − X with S symmetric, read from its lower triangle; the bound from
+        // |S| |Z| + |X|.
+        let mut on_cpu = |s: &[T], z: &[T], x: &[T], beta: T| {
+            let (ps, pz, mut px) = (put(&mut cpu, s), put(&mut cpu, z), put(&mut cpu, x));
+            let out = op_mut(&mut px, 0, n);
+            cpu.symm(n, k, T::ONE, op(&ps, 0, n), op(&pz, 0, n), beta, out)
+                .unwrap();
+            get(&mut cpu, &px, n * k)
+        };
+        let want = on_cpu(&sym, &z, &x, minus);
+        let size = on_cpu(&abs(&sym), &abs(&z), &abs(&x), T::ONE);
+        let (gs, gz, mut gx) = (put(&mut gpu, &sym), put(&mut gpu, &z), put(&mut gpu, &x));
+        let out = op_mut(&mut gx, 0, n);
+        gpu.symm(n, k, T::ONE, op(&gs, 0, n), op(&gz, 0, n), minus, out)
+            .unwrap();
+        let got = get(&mut gpu, &gx, n * k);
+        let bound = 2.0 * (n + 2) as f64 * ulp;
+        for (q, (g, w)) in got.iter().zip(&want).enumerate() {
+            let (g, w) = (g.to_f64(), w.to_f64());
+            let tol = bound * size[q].to_f64();
+            assert!(
+                (g - w).abs() <= tol,
+                "{}: entry {q} {g} vs {w}",
+                what("symm")
+            );
+        }
+    }
+
+    #[test]
+    fn gpu_dsyr2k_dsymm_match_blas() {
+        syr2k_symm_match_blas::<f64>();
+    }
+
+    #[test]
+    fn gpu_ssyr2k_ssymm_match_blas() {
+        syr2k_symm_match_blas::<f32>();
     }
 }

@@ -160,11 +160,11 @@ pub struct OpMut<'a, B> {
     pub ld: usize,
 }
 
-fn op<B>(buf: &B, off: usize, ld: usize) -> Op<'_, B> {
+pub(crate) fn op<B>(buf: &B, off: usize, ld: usize) -> Op<'_, B> {
     Op { buf, off, ld }
 }
 
-fn op_mut<B>(buf: &mut B, off: usize, ld: usize) -> OpMut<'_, B> {
+pub(crate) fn op_mut<B>(buf: &mut B, off: usize, ld: usize) -> OpMut<'_, B> {
     OpMut { buf, off, ld }
 }
 
