@@ -31,7 +31,10 @@ __device__ __forceinline__ unsigned long long now_ns() {
 }
 
 // Sum (or max) over the R rows of a value every thread holds for its row r = t % R; all
-// threads get the total. R = 32: each warp holds all rows. R = 64: warps 0 and 1 do.
+// threads get the total. R = 32: each warp holds all rows. R = 64: warps 0 and 1 do, and
+// hand their halves over through red[0 .. 2). Each call site has slots of its own (RED_*),
+// and between two calls at one site lie other barriers, so no barrier is needed before the
+// slots are written.
 template <typename T, int R, bool MAX>
 __device__ __forceinline__ T over_rows(T x, T *red) {
 #pragma unroll
@@ -40,30 +43,67 @@ __device__ __forceinline__ T over_rows(T x, T *red) {
         x = MAX ? fmax(x, y) : x + y;
     }
     if (R == 32) return x;
-    __syncthreads(); // red may still be read by the previous reduction
-    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = x;
+    if (threadIdx.x < 64 && (threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = x;
     __syncthreads();
     return MAX ? fmax(red[0], red[1]) : red[0] + red[1];
 }
 
+// The largest of m and the sum of s over the R rows at once (as over_rows; red[0 .. 4)).
+template <typename T, int R>
+__device__ __forceinline__ void over_rows_max_sum(T &m, T &s, T *red) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        m = fmax(m, __shfl_xor_sync(0xffffffffu, m, o));
+        s += __shfl_xor_sync(0xffffffffu, s, o);
+    }
+    if (R == 32) return;
+    if (threadIdx.x < 64 && (threadIdx.x & 31) == 0) {
+        red[threadIdx.x >> 5] = m;
+        red[2 + (threadIdx.x >> 5)] = s;
+    }
+    __syncthreads();
+    m = fmax(red[0], red[1]);
+    s = red[2] + red[3];
+}
+
+// Slots of the shared reduction buffer per call site (the host sizes it for threads / 32 >= 8
+// entries at R = 64).
+#define RED_NORM 0
+#define RED_SCALED 4
+#define RED_TWO_SIDED 6
+
 // The reflector I - tau v v^T (v[0] = 1) mapping x[0 .. len) (shared memory, complete) to
-// beta e1, with xLARFG's sign; each thread gets v[r] of its row r (0 past len). As the CPU
-// code: norms of x scaled by its largest entry, so no square under- or overflows.
+// beta e1, with xLARFG's sign; each thread gets v[r] of its row r (0 past len). The largest
+// entry and the plain sum of squares come from one reduction; where the largest entry is so
+// large or small that a square could over- or underflow, the squares are summed again scaled
+// by it, as the CPU code always does.
 template <typename T, int R>
 __device__ T householder(const T *x, int len, T &tau, T &v, T *red) {
     const int r = threadIdx.x % R;
     const T alpha = x[0];
     const T xr = (r >= 1 && r < len) ? x[r] : T(0);
-    const T big = over_rows<T, R, true>(fmax(fabs(alpha), fabs(xr)), red);
-    const T u = big > T(0) ? xr / big : T(0);
-    const T tail2 = over_rows<T, R, false>(u * u, red);
+    T big = fmax(fabs(alpha), fabs(xr)), tail2 = xr * xr;
+    over_rows_max_sum<T, R>(big, tail2, red + RED_NORM);
+    // With big inside [1 / safe, safe], R squares of at most big^2 stay finite, and squares
+    // that underflow are below eps^2 big^2.
+    const T safe = sizeof(T) == 8 ? T(0x1p480) : T(0x1p40);
+    const bool plain = big == T(0) || (big <= safe && big >= T(1) / safe);
+    if (!plain) {
+        const T u = big > T(0) ? xr / big : T(0);
+        tail2 = over_rows<T, R, false>(u * u, red + RED_SCALED);
+    }
     if (tail2 == T(0)) {
         tau = T(0);
         v = r == 0 ? T(1) : T(0);
         return alpha;
     }
-    const T a = alpha / big;
-    const T norm = big * sqrt(a * a + tail2);
+    T norm;
+    if (plain) {
+        norm = sqrt(alpha * alpha + tail2);
+    } else {
+        const T a = alpha / big;
+        norm = big * sqrt(a * a + tail2);
+    }
     const T beta = alpha >= T(0) ? -norm : norm;
     tau = (beta - alpha) / beta;
     v = r == 0 ? T(1) : xr * (T(1) / (alpha - beta));
@@ -190,7 +230,7 @@ struct Step {
 #pragma unroll
         for (int j = 0; j < CG; ++j) partial = fma(sd[(g * CG + j) * S + r], sv[g * CG + j], partial);
         T y = tau * row_total(partial);
-        const T yv = over_rows<T, R, false>(y * v, red);
+        const T yv = over_rows<T, R, false>(y * v, red + RED_TWO_SIDED);
         y = fma(T(-0.5) * tau * yv, v, y);
         if (g == 0) sy[r] = y;
         __syncthreads();

@@ -806,6 +806,31 @@ fn sb2st_gpu_suite<T: Real + Dense>() {
             check_tridiagonal(&band, d, e, what);
         }
     }
+    // Bands scaled by powers of two so large or small that the kernel's reflectors sum their
+    // squares scaled by the largest entry (the scaling is exact, so are the eigenvalues').
+    let huge = if T::PREFIX == 'd' { 600 } else { 60 };
+    for (n, kd) in [(200, 32), (301, 64)] {
+        for power in [huge, -huge] {
+            let mut band = random_band::<T>(&mut rng, n, kd);
+            let scale = 2f64.powi(power);
+            for x in band.lower.iter_mut().chain(band.upper.iter_mut()) {
+                *x = T::from_f64(x.to_f64() * scale);
+            }
+            for l in &mut band.eigenvalues {
+                *l *= scale;
+            }
+            band.tol *= scale;
+            let what = || {
+                format!(
+                    "{}sb2st GPU n={n} kd={kd} scaled 2^{power} seed={seed}",
+                    T::PREFIX
+                )
+            };
+            let (d, e) = sbr::sb2st::gpu::tridiagonalize(b'L', n, kd, &band.lower, band.ldab)
+                .unwrap_or_else(|err| panic!("{}: {err}", what()));
+            check_tridiagonal(&band, d, e, what);
+        }
+    }
 }
 
 /// The pipelined bulge chasing runs the same arithmetic in every step whatever the schedule, so
