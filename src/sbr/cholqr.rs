@@ -24,7 +24,6 @@
 
 use super::{gram_matrix, op, op_mut, ExecError, Executor, OpMut, PanelSet};
 use crate::lapack::Dense;
-use crate::lapack::TriangularOp::{Multiply, Solve};
 use crate::real::Real;
 use std::cell::RefCell;
 use std::time::Instant;
@@ -206,27 +205,38 @@ fn zero_below_diagonal<T: Real>(k: usize, a: &mut [T]) {
 
 /// The upper triangular R with `RᵀR = G` (k x k, both triangles set), zeros below its
 /// diagonal; None where G is not finite or not numerically positive definite.
-fn cholesky<T: Real + Dense>(k: usize, g: &[T]) -> Option<Vec<T>> {
+fn cholesky<T: Real>(k: usize, g: &[T]) -> Option<Vec<T>> {
     if !g.iter().all(|x| x.is_finite()) {
         return None;
     }
-    let mut r = g.to_vec();
-    if T::potrf_upper(k, &mut r, k) != 0 {
-        return None;
+    let mut r = vec![T::ZERO; k * k];
+    for j in 0..k {
+        for i in 0..=j {
+            let mut x = g[i + j * k];
+            for p in 0..i {
+                x = x - r[p + i * k] * r[p + j * k];
+            }
+            if i < j {
+                r[i + j * k] = x / r[i + i * k];
+            } else if x > T::ZERO {
+                r[j + j * k] = x.sqrt();
+            } else {
+                return None;
+            }
+        }
     }
-    zero_below_diagonal(k, &mut r);
     r.iter().all(|x| x.is_finite()).then_some(r)
 }
 
 /// The host half of step 3 from `R₁`, `R₂` and Q₁'s top block (k x k each): returns, one after
 /// the other, the panel's top block as xGEQRF leaves it (`S R₂R₁` on and above the diagonal,
 /// V₁ below), V₁ (unit lower triangular, zeros above), `U R₂` and T.
-fn reconstruct<T: Real + Dense>(k: usize, r1: &[T], r2: &[T], q1_top: &[T]) -> Vec<T> {
+fn reconstruct<T: Real>(k: usize, r1: &[T], r2: &[T], q1_top: &[T]) -> Vec<T> {
     let kk = k * k;
     // Q₂'s top block, then its LU with the signs S: V₁ strictly below the diagonal, U on and
     // above it.
     let mut lu = q1_top.to_vec();
-    T::triangular(Solve, *b"RUNN", k, k, T::ONE, (r2, k), &mut lu, k);
+    tiny::solve_right_upper(k, r2, &mut lu);
     let mut s = vec![T::ONE; k];
     for j in 0..k {
         let d = lu[j + j * k];
@@ -253,7 +263,7 @@ fn reconstruct<T: Real + Dense>(k: usize, r1: &[T], r2: &[T], q1_top: &[T]) -> V
     let (w, t) = rest.split_at_mut(kk);
     // R = R₂R₁; the top block holds S R above V₁.
     let mut r = r1.to_vec();
-    T::triangular(Multiply, *b"LUNN", k, k, T::ONE, (r2, k), &mut r, k);
+    tiny::multiply_left_upper(k, r2, &mut r);
     for c in 0..k {
         for (i, &si) in s.iter().enumerate() {
             let x = i + c * k;
@@ -266,15 +276,73 @@ fn reconstruct<T: Real + Dense>(k: usize, r1: &[T], r2: &[T], q1_top: &[T]) -> V
         }
     }
     w.copy_from_slice(r2);
-    T::triangular(Multiply, *b"LUNN", k, k, T::ONE, (&lu, k), w, k);
+    tiny::multiply_left_upper(k, &lu, w);
     // T = −U S V₁⁻ᵀ (upper triangular).
     for c in 0..k {
         for i in 0..=c {
             t[i + c * k] = -(lu[i + c * k] * s[c]);
         }
     }
-    T::triangular(Solve, *b"RLTU", k, k, T::ONE, (&lu, k), t, k);
+    tiny::solve_right_lower_transposed_unit(k, &lu, t);
     out
+}
+
+/// The k x k triangular products of the host half, column-major (k is at most the band width).
+/// The system BLAS spreads even a 64 x 64 TRSM over all its threads; on the H100's 16-core
+/// host their wake-ups made the panel loop's host part vary from 0.06 to 0.66 s at n = 16384
+/// (kd = 64), against about 0.06 s with one thread.
+mod tiny {
+    use crate::real::Real;
+
+    /// B := B R⁻¹, R upper triangular (its strict lower part is not read).
+    pub fn solve_right_upper<T: Real>(k: usize, r: &[T], b: &mut [T]) {
+        for j in 0..k {
+            let (done, rest) = b.split_at_mut(j * k);
+            let col = &mut rest[..k];
+            for i in 0..j {
+                let rij = r[i + j * k];
+                if rij != T::ZERO {
+                    for (x, &y) in col.iter_mut().zip(&done[i * k..(i + 1) * k]) {
+                        *x = *x - y * rij;
+                    }
+                }
+            }
+            let d = r[j + j * k];
+            for x in col.iter_mut() {
+                *x = *x / d;
+            }
+        }
+    }
+
+    /// B := R B, R upper triangular (its strict lower part is not read).
+    pub fn multiply_left_upper<T: Real>(k: usize, r: &[T], b: &mut [T]) {
+        for col in b.chunks_exact_mut(k) {
+            // Row i needs rows i.. of the column, which rows before it leave as they were.
+            for i in 0..k {
+                let mut x = T::ZERO;
+                for l in i..k {
+                    x = x + r[i + l * k] * col[l];
+                }
+                col[i] = x;
+            }
+        }
+    }
+
+    /// B := B L⁻ᵀ, L unit lower triangular (its diagonal and upper part are not read).
+    pub fn solve_right_lower_transposed_unit<T: Real>(k: usize, l: &[T], b: &mut [T]) {
+        for j in 0..k {
+            let (done, rest) = b.split_at_mut(j * k);
+            let col = &mut rest[..k];
+            for i in 0..j {
+                let lji = l[j + i * k];
+                if lji != T::ZERO {
+                    for (x, &y) in col.iter_mut().zip(&done[i * k..(i + 1) * k]) {
+                        *x = *x - y * lji;
+                    }
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -432,6 +500,72 @@ mod tests {
     /// Random panels of the shapes the reduction meets (tall, barely tall, one column), and
     /// one with columns graded over 10⁶ (κ ≈ 10⁶, G₁ at 10¹²: still within CholeskyQR2's
     /// reach in double precision).
+    /// The k x k kernels against the BLAS's TRSM and TRMM and LAPACK's POTRF (both within a
+    /// few ulps: the triangles are well conditioned), their unread triangles holding NaN.
+    #[test]
+    fn tiny_kernels_match_blas() {
+        use crate::lapack::Triangular;
+        use crate::lapack::TriangularOp::{Multiply, Solve};
+        let mut rng = Rng::new(crate::testmat::seed_from_time());
+        let k = 37;
+        let mut rand = |diag: f64, keep: &dyn Fn(usize, usize) -> bool| -> Vec<f64> {
+            let mut a = vec![f64::NAN; k * k];
+            for c in 0..k {
+                for r in 0..k {
+                    if keep(r, c) {
+                        a[r + c * k] = rng.range(-0.5, 0.5) + if r == c { diag } else { 0.0 };
+                    }
+                }
+            }
+            a
+        };
+        let upper = rand(4.0, &|r, c| r <= c);
+        let unit_lower = rand(0.0, &|r, c| r > c);
+        let b = rand(0.0, &|_, _| true);
+        let close = |x: &[f64], y: &[f64], what: &str| {
+            for (q, (a, b)) in x.iter().zip(y).enumerate() {
+                assert!(
+                    (a - b).abs() <= 1e-13 * (1.0 + b.abs()),
+                    "{what}: entry {q}: {a} vs {b}"
+                );
+            }
+        };
+        let (mut got, mut want) = (b.clone(), b.clone());
+        tiny::solve_right_upper(k, &upper, &mut got);
+        f64::triangular(Solve, *b"RUNN", k, k, 1.0, (&upper, k), &mut want, k);
+        close(&got, &want, "B R⁻¹");
+        let (mut got, mut want) = (b.clone(), b.clone());
+        tiny::multiply_left_upper(k, &upper, &mut got);
+        f64::triangular(Multiply, *b"LUNN", k, k, 1.0, (&upper, k), &mut want, k);
+        close(&got, &want, "R B");
+        let (mut got, mut want) = (b.clone(), b.clone());
+        tiny::solve_right_lower_transposed_unit(k, &unit_lower, &mut got);
+        f64::triangular(Solve, *b"RLTU", k, k, 1.0, (&unit_lower, k), &mut want, k);
+        close(&got, &want, "B L⁻ᵀ");
+        // G = RᵀR of the upper triangle (zeros below), then Cholesky back.
+        let r0: Vec<f64> = (0..k * k)
+            .map(|q| if q % k <= q / k { upper[q] } else { 0.0 })
+            .collect();
+        let mut g = vec![0.0; k * k];
+        for c in 0..k {
+            for r in 0..k {
+                g[r + c * k] = (0..k).map(|p| r0[p + r * k] * r0[p + c * k]).sum();
+            }
+        }
+        let mut want = g.clone();
+        assert_eq!(f64::potrf_upper(k, &mut want, k), 0);
+        let want: Vec<f64> = (0..k * k)
+            .map(|q| if q % k <= q / k { want[q] } else { 0.0 })
+            .collect();
+        close(
+            &cholesky(k, &g).expect("positive definite"),
+            &want,
+            "Cholesky",
+        );
+        g[5 + 5 * k] = -1.0;
+        assert!(cholesky(k, &g).is_none(), "an indefinite G must be refused");
+    }
+
     #[test]
     fn panels_match_householder_qr() {
         let seed = crate::testmat::seed_from_time();
