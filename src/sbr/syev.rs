@@ -16,12 +16,12 @@ const SYTRD_NB: usize = 32;
 
 /// The bandwidth of the intermediate band matrix when the matrix fits in the executor's
 /// memory. A wider band makes the dense → band reduction's rank-2kd updates faster on the GPU
-/// and the bulge chasing slower (its time is about 3n steps, each costlier with kd). Measured
-/// on an H100 with the GPU bulge chasing (docs/bench/2026-11-22-h100-syev-4.txt), dense →
-/// band + chasing with kd = 32 against kd = 64: n = 4096 0.14–0.16 s against 0.16–0.20 s,
-/// n = 8192 0.29–0.31 s against 0.35–0.37 s, n = 16384 1.05–1.11 s against 0.98–1.01 s.
+/// and the bulge chasing slower (its time is about 2n steps, each costlier with kd). Measured
+/// on an H100 (docs/bench/2026-11-22-h100-syev-5.txt), dense → band without transfers plus
+/// the GPU chasing, kd = 32 against kd = 64: n = 8192 0.26 s against 0.26 s, n = 16384
+/// 0.69 s against 0.79 s, n = 32768 3.52 s against 2.81 s.
 pub fn bandwidth(n: usize) -> usize {
-    let kd = if n < 16384 { 32 } else { 64 };
+    let kd = if n <= 16384 { 32 } else { 64 };
     kd.min(n.saturating_sub(1)).max(1)
 }
 
