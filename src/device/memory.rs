@@ -1,7 +1,7 @@
 //! The GPU memory budget and pinned host staging buffers.
 
 use super::{DeviceError, Gpu};
-use cudarc::driver::sys::CUdeviceptr;
+use cudarc::driver::sys::{self, CUdeviceptr};
 use cudarc::driver::{
     result as cu, CudaEvent, CudaStream, DeviceRepr, PinnedHostSlice, ValidAsZeroBits,
 };
@@ -181,6 +181,38 @@ impl<T: PlainData> Pinned<T> {
     ) -> Result<(), DeviceError> {
         let src = &self.as_slice()?[..len];
         cu::memcpy_htod_async(dst, src, stream.cu_stream())?;
+        self.mark(stream)
+    }
+
+    /// Queues a copy of the first `rows · cols` elements (`cols` columns of `rows`, packed) to
+    /// device memory at `dst`, whose columns are `ld` elements apart, on `stream`.
+    ///
+    /// # Safety
+    /// `dst` is device memory holding `(cols − 1) · ld + rows` elements of `T`, valid until the
+    /// copy is done; `rows ≤ ld`.
+    pub unsafe fn copy_to_device_strided(
+        &mut self,
+        rows: usize,
+        cols: usize,
+        dst: CUdeviceptr,
+        ld: usize,
+        stream: &CudaStream,
+    ) -> Result<(), DeviceError> {
+        assert!(rows <= ld, "rows {rows} exceed the leading dimension {ld}");
+        let elem = std::mem::size_of::<T>();
+        let src = &self.as_slice()?[..rows * cols];
+        // SAFETY (zeroed): the descriptor is plain data; null arrays and zero offsets are what
+        // a host-to-device copy leaves unused.
+        let mut copy: sys::CUDA_MEMCPY2D = std::mem::zeroed();
+        copy.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
+        copy.srcHost = src.as_ptr().cast();
+        copy.srcPitch = rows * elem;
+        copy.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+        copy.dstDevice = dst;
+        copy.dstPitch = ld * elem;
+        copy.WidthInBytes = rows * elem;
+        copy.Height = cols;
+        sys::cuMemcpy2DAsync_v2(&copy, stream.cu_stream()).result()?;
         self.mark(stream)
     }
 

@@ -614,6 +614,61 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
         Ok(())
     }
 
+    fn upload_block(
+        &mut self,
+        dst: &mut GpuBuf<T>,
+        off: usize,
+        ld: usize,
+        rows: usize,
+        cols: usize,
+        fill: &mut dyn FnMut(usize, &mut [T]),
+    ) -> Result<(), ExecError> {
+        if rows == 0 || cols == 0 {
+            return Ok(());
+        }
+        assert!(
+            rows <= ld,
+            "block rows {rows} exceed the leading dimension {ld}"
+        );
+        assert!(
+            off + (cols - 1) * ld + rows <= dst.slice.len(),
+            "upload past the buffer's end"
+        );
+        while self.up.len() < UP_BUFFERS {
+            self.up.push(self.gpu.pinned::<T>(CHUNK)?);
+        }
+        let stream: &CudaStream = &self.h2d;
+        // Waits for queued arithmetic on `dst`; records the upload as its last write.
+        let (base, _written) = dst.slice.device_ptr_mut(stream);
+        // Whole columns per staging buffer (a column longer than one is not expected: rows ≤ n).
+        assert!(
+            rows <= CHUNK,
+            "a column of {rows} exceeds the staging buffer"
+        );
+        let per = CHUNK / rows;
+        let mut j = 0;
+        while j < cols {
+            let piece = per.min(cols - j);
+            let stage = &mut self.up[self.next_up];
+            self.next_up = (self.next_up + 1) % UP_BUFFERS;
+            // as_mut_slice waits for this staging buffer's previous transfer.
+            fill(j * rows, &mut stage.as_mut_slice()?[..piece * rows]);
+            // SAFETY: columns j .. j + piece of the block lie inside `dst` (asserted above),
+            // which outlives the copy: freeing it is ordered after the recorded write.
+            unsafe {
+                stage.copy_to_device_strided(
+                    rows,
+                    piece,
+                    at::<T>(base, off + j * ld),
+                    ld,
+                    stream,
+                )?
+            };
+            j += piece;
+        }
+        Ok(())
+    }
+
     fn download(
         &mut self,
         src: &GpuBuf<T>,
@@ -1174,6 +1229,35 @@ mod tests {
                 "{}: entry {q} {g} vs {w}",
                 what("symm")
             );
+        }
+    }
+
+    /// `upload_block` in several staging pieces (two columns each) puts every column at its
+    /// place and leaves the rows between them as they were.
+    #[test]
+    fn gpu_upload_block_places_columns() {
+        if let Err(e) = device::gpu() {
+            let required = crate::config::get().require_gpu;
+            assert!(!required, "HYLAPACK_REQUIRE_GPU=1 but no GPU: {e}");
+            return;
+        }
+        let (rows, cols, ld, off) = (CHUNK / 2 - 3, 5, CHUNK / 2 + 4, 11);
+        let len = off + cols * ld;
+        let mut gpu = GpuExecutor::<f64>::new(None).unwrap();
+        let mut buf = put(&mut gpu, &vec![-1.0; len]);
+        let value = |q: usize| (q % 1_000_003) as f64 + 0.5;
+        gpu.upload_block(&mut buf, off, ld, rows, cols, &mut |start, out| {
+            for (i, x) in out.iter_mut().enumerate() {
+                *x = value(start + i);
+            }
+        })
+        .unwrap();
+        let got = get(&mut gpu, &buf, len);
+        for (q, &x) in got.iter().enumerate() {
+            let (j, i) = ((q.max(off) - off) / ld, (q.max(off) - off) % ld);
+            let inside = q >= off && j < cols && i < rows;
+            let want = if inside { value(j * rows + i) } else { -1.0 };
+            assert_eq!(x, want, "entry {q}");
         }
     }
 

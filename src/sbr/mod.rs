@@ -187,6 +187,30 @@ pub trait Executor<T: Real> {
         len: usize,
         fill: &mut dyn FnMut(usize, &mut [T]),
     ) -> Result<(), ExecError>;
+    /// Sets the `rows` x `cols` block of `dst` whose first entry is at `off` (leading dimension
+    /// `ld` ≥ rows); `fill(start, out)` writes entries `start..start + out.len()` of the block
+    /// stored with leading dimension `rows` (in order, whole columns at a time). Here one
+    /// `upload` per column; the GPU executor makes it a few strided copies.
+    fn upload_block(
+        &mut self,
+        dst: &mut Self::Buf,
+        off: usize,
+        ld: usize,
+        rows: usize,
+        cols: usize,
+        fill: &mut dyn FnMut(usize, &mut [T]),
+    ) -> Result<(), ExecError> {
+        assert!(
+            rows <= ld,
+            "block rows {rows} exceed the leading dimension {ld}"
+        );
+        for j in 0..cols {
+            self.upload(dst, off + j * ld, rows, &mut |start, out| {
+                fill(j * rows + start, out)
+            })?;
+        }
+        Ok(())
+    }
     /// Hands entries `off..off + len` of `src`, once all queued work on it is done, to
     /// `take(start, piece)` (in order, in one or more pieces).
     fn download(
@@ -442,10 +466,14 @@ fn run<T: Real + Dense, E: Executor<T>>(
             let mut ph = Phases::new(&["upload", "panel", "symm", "syr2k", "download", "band"]);
             let mut whole = exec.alloc(n * n)?;
             let mut taubuf = exec.alloc(n)?;
+            // The lower triangle only, by block columns (rows c.. of columns c..c + w): the
+            // strict upper triangle of the resident copy is never read.
             let host = &*job.host;
-            exec.upload(&mut whole, 0, n * n, &mut |start, out| {
-                host.gather(0, n, 0, start, out)
-            })?;
+            for (c, w) in block_columns(n, UPLOAD_BLOCK) {
+                exec.upload_block(&mut whole, c + c * n, n, n - c, w, &mut |start, out| {
+                    host.gather(c, n - c, c, start, out)
+                })?;
+            }
             ph.end(exec, 0)?;
             if on_host {
                 while progress.i + kd < n {
@@ -1066,6 +1094,10 @@ fn finish_x<T: Real, E: Executor<T>>(
         op_mut(xbuf, 0, pn),
     )
 }
+
+/// Columns per block of the resident mode's upload (about half the matrix's bytes go up: the
+/// blocks' parts above the diagonal are left out).
+const UPLOAD_BLOCK: usize = 512;
 
 /// The block columns `(first column, width)` of a trailing matrix of order `pn`, relative to
 /// its start.
