@@ -201,17 +201,24 @@ impl<T: PlainData> Pinned<T> {
         assert!(rows <= ld, "rows {rows} exceed the leading dimension {ld}");
         let elem = std::mem::size_of::<T>();
         let src = &self.as_slice()?[..rows * cols];
-        // SAFETY (zeroed): the descriptor is plain data; null arrays and zero offsets are what
-        // a host-to-device copy leaves unused.
-        let mut copy: sys::CUDA_MEMCPY2D = std::mem::zeroed();
-        copy.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
-        copy.srcHost = src.as_ptr().cast();
-        copy.srcPitch = rows * elem;
-        copy.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-        copy.dstDevice = dst;
-        copy.dstPitch = ld * elem;
-        copy.WidthInBytes = rows * elem;
-        copy.Height = cols;
+        let copy = sys::CUDA_MEMCPY2D {
+            srcXInBytes: 0,
+            srcY: 0,
+            srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_HOST,
+            srcHost: src.as_ptr().cast(),
+            srcDevice: 0,
+            srcArray: std::ptr::null_mut(),
+            srcPitch: rows * elem,
+            dstXInBytes: 0,
+            dstY: 0,
+            dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+            dstHost: std::ptr::null_mut(),
+            dstDevice: dst,
+            dstArray: std::ptr::null_mut(),
+            dstPitch: ld * elem,
+            WidthInBytes: rows * elem,
+            Height: cols,
+        };
         sys::cuMemcpy2DAsync_v2(&copy, stream.cu_stream()).result()?;
         self.mark(stream)
     }
