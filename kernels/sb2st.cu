@@ -3,9 +3,10 @@
 // The sweeps and steps are those of src/sbr/sb2st/cpu.rs (its module notes say which entries a
 // step touches): sweep i annihilates column i below the subdiagonal, then chases the bulge
 // down in steps of b rows, and step k of sweep i may start once sweep i - 1 has finished its
-// steps 0 ..= k + lag - 1 (lag = 2, see the module notes there). One CTA runs one sweep at a time; the sweeps are dealt round-robin to a
-// grid that is resident all at once (the host sizes it from the occupancy), so a sweep only
-// ever waits on a running one. The time is about 3n steps of latency, so a step is spread
+// steps 0 ..= k + lag - 1 (lag = 2, see the module notes there). One CTA runs one sweep at a
+// time; the sweeps are dealt round-robin to a grid that is resident all at once (the host
+// sizes it from the occupancy), so a sweep only ever waits on a running one. The time is
+// about lag * n steps of latency, so a step is spread
 // over R x G threads: thread (r, g) owns row r of the step's blocks in column group g (R / G
 // columns), or, where columns are reduced, column t / G and its rows t % G + j G (so the G
 // neighbouring lanes of a column read neighbouring words of shared memory).
