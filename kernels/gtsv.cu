@@ -308,6 +308,21 @@ __device__ __forceinline__ void reg_solve2(const T *a, const T *b, const T *c, c
     }
 }
 
+// Factors a partition (rows a, b, c with its separator row last) and solves for its spikes
+// W = A_j^-1 (a_0 e_0) and V = A_j^-1 (c e_last). Returns false on a zero pivot.
+template <typename T, int MI>
+__device__ __forceinline__ bool factor_and_spikes(const T *a, const T *b, const T *c, RegFactor<T, MI> &F,
+                                                  T (&w)[MI], T (&v)[MI]) {
+    bool ok = reg_factor<T, MI>(a, b, c, F);
+#pragma unroll
+    for (int e = 0; e < MI; ++e) {
+        w[e] = e == 0 ? a[0] : T(0);
+        v[e] = e == MI - 1 ? c[MI - 1] : T(0);
+    }
+    reg_solve2<T, MI>(a, b, c, F, w, v);
+    return ok;
+}
+
 // a + b = s + e exactly (two-sum).
 __device__ __forceinline__ void two_sum(double a, double b, double &s, double &e) {
     s = a + b;
@@ -396,15 +411,9 @@ __device__ void spike_reduce(long long n, const T *dl, const T *d, const T *du, 
     __syncthreads();
     const T *a = sa + t * (M + 1), *b = sb + t * (M + 1), *c = sc + t * (M + 1);
     RegFactor<T, MI> F;
-    bool ok = reg_factor<T, MI>(a, b, c, F);
-    if (owned && blockIdx.y == 0 && !ok) atomicOr(flags, 1);
     T tmp[MI], tmp2[MI];
-#pragma unroll
-    for (int e = 0; e < MI; ++e) {
-        tmp[e] = e == 0 ? a[0] : T(0);
-        tmp2[e] = e == MI - 1 ? c[MI - 1] : T(0);
-    }
-    reg_solve2<T, MI>(a, b, c, F, tmp, tmp2);
+    bool ok = factor_and_spikes<T, MI>(a, b, c, F, tmp, tmp2);
+    if (owned && blockIdx.y == 0 && !ok) atomicOr(flags, 1);
     top_w[t] = tmp[0];
     top_v[t] = tmp2[0];
     // The separator row of this partition (its last staged row).
@@ -593,6 +602,124 @@ __device__ void base_solve(long long n, const T *dl, const T *d, const T *du, T 
     }
 }
 
+// The bottom levels of the recursion in one CTA (gtsv_tail): where the systems are a few
+// thousand rows, a kernel per level costs its launch and ramp (about 6 us each on an H100)
+// for a few hundred threads' work; here the levels follow each other after a barrier. The
+// systems: sys 0 is the first one the tail reduces, sys k + 1 the separator system of sys k
+// (its P = n[k + 1] partitions), sys `levels` the bottom one, solved by base_solve. Each
+// system's F has leading dimension n[k] and is overwritten by its solution, as the level
+// kernels do. The arithmetic is theirs, operation for operation, so the answers agree bit for
+// bit.
+#define TAIL_MAX_LEVELS 12
+struct TailSystems {
+    long long levels;
+    long long n[TAIL_MAX_LEVELS + 1];
+    unsigned long long dl[TAIL_MAX_LEVELS + 1], d[TAIL_MAX_LEVELS + 1], du[TAIL_MAX_LEVELS + 1],
+        f[TAIL_MAX_LEVELS + 1];
+};
+
+// One partition's rows (separator last) straight from global memory, identity-padded.
+template <typename T, int M>
+__device__ __forceinline__ void tail_rows(const T *dl, const T *d, const T *du, long long n, long long r0, T (&a)[M],
+                                          T (&b)[M], T (&c)[M]) {
+#pragma unroll
+    for (int e = 0; e < M; ++e) {
+        a[e] = load_a(dl, n, r0 + e);
+        b[e] = load_b(d, n, r0 + e);
+        c[e] = load_c(du, n, r0 + e);
+    }
+}
+
+// scratch: 4 P + 2 P nrhs elements for the first (largest) system's P: each partition's top
+// and bottom entries of W, V and Y.
+template <typename T, int M>
+__device__ void tail_solve(const TailSystems &S, int nrhs, T *scratch, int *flags) {
+    constexpr int MI = M - 1;
+    for (int k = 0; k < S.levels; ++k) {
+        long long n = S.n[k], P = S.n[k + 1];
+        const T *dl = (const T *)S.dl[k], *d = (const T *)S.d[k], *du = (const T *)S.du[k];
+        const T *f = (const T *)S.f[k];
+        T *wt = scratch, *wb = wt + P, *vt = wb + P, *vb = vt + P, *yt = vb + P, *yb = yt + P * nrhs;
+        for (long long j = threadIdx.x; j < P; j += blockDim.x) {
+            T a[M], b[M], c[M];
+            tail_rows<T, M>(dl, d, du, n, j * M, a, b, c);
+            RegFactor<T, MI> F;
+            T w[MI], v[MI];
+            if (!factor_and_spikes<T, MI>(a, b, c, F, w, v)) atomicOr(flags, 1);
+            wt[j] = w[0];
+            wb[j] = w[MI - 1];
+            vt[j] = v[0];
+            vb[j] = v[MI - 1];
+            for (int col = 0; col < nrhs; ++col) {
+#pragma unroll
+                for (int e = 0; e < MI; ++e) {
+                    long long r = j * M + e;
+                    w[e] = r < n ? f[r + col * n] : T(0);
+                }
+                reg_solve<T, MI>(a, b, c, F, w);
+                yt[j + col * P] = w[0];
+                yb[j + col * P] = w[MI - 1];
+            }
+        }
+        __syncthreads();
+        // The separator rows: row j couples separator j to j - 1 and j + 1 (as spike_reduce).
+        T *rdl = (T *)S.dl[k + 1], *rd = (T *)S.d[k + 1], *rdu = (T *)S.du[k + 1], *rf = (T *)S.f[k + 1];
+        for (long long j = threadIdx.x; j < P; j += blockDim.x) {
+            long long s = j * M + MI;
+            T as = load_a(dl, n, s), ds = load_b(d, n, s), cs = load_c(du, n, s);
+            bool next = j + 1 < P;
+            if (j > 0) rdl[j - 1] = -(as * wb[j]);
+            rd[j] = ds - as * vb[j] - cs * (next ? wt[j + 1] : T(0));
+            if (next) rdu[j] = -(cs * vt[j + 1]);
+            for (int col = 0; col < nrhs; ++col) {
+                T fs = s < n ? f[s + col * n] : T(0);
+                rf[j + col * P] = fs - as * yb[j + col * P] - cs * (next ? yt[j + 1 + col * P] : T(0));
+            }
+        }
+        __syncthreads();
+    }
+    {
+        long long k = S.levels;
+        base_solve<T>(S.n[k], (const T *)S.dl[k], (const T *)S.d[k], (const T *)S.du[k], (T *)S.f[k], S.n[k], nrhs,
+                      flags);
+        __syncthreads();
+    }
+    // Upward: each partition re-solves its interior with the separators' values moved to the
+    // right-hand side (as spike_backsub) and writes its rows of F, separator included.
+    for (int k = (int)S.levels - 1; k >= 0; --k) {
+        long long n = S.n[k], P = S.n[k + 1];
+        const T *dl = (const T *)S.dl[k], *d = (const T *)S.d[k], *du = (const T *)S.du[k];
+        T *f = (T *)S.f[k];
+        const T *XS = (const T *)S.f[k + 1];
+        for (long long j = threadIdx.x; j < P; j += blockDim.x) {
+            T a[M], b[M], c[M];
+            tail_rows<T, M>(dl, d, du, n, j * M, a, b, c);
+            RegFactor<T, MI> F;
+            reg_factor<T, MI>(a, b, c, F);
+            for (int col = 0; col < nrhs; ++col) {
+                T y[MI];
+#pragma unroll
+                for (int e = 0; e < MI; ++e) {
+                    long long r = j * M + e;
+                    y[e] = r < n ? f[r + col * n] : T(0);
+                }
+                T xl = j > 0 ? XS[j - 1 + col * P] : T(0);
+                T xr = XS[j + col * P];
+                y[0] = y[0] - a[0] * xl;
+                y[MI - 1] = y[MI - 1] - c[MI - 1] * xr;
+                reg_solve<T, MI>(a, b, c, F, y);
+#pragma unroll
+                for (int e = 0; e < MI; ++e) {
+                    long long r = j * M + e;
+                    if (r < n) f[r + col * n] = y[e];
+                }
+                if (j * M + MI < n) f[j * M + MI + col * n] = xr;
+            }
+        }
+        __syncthreads();
+    }
+}
+
 // Iterative refinement's residual: for each of ncols columns, r = f - A x accurately (stored in
 // r, leading dimension ldr, unless r is null), and the column's max |r_i|,
 // max (|a x| + |d x| + |c x| + |f|) and max |f| accumulated into rmax, smax, bmax (which start at
@@ -653,7 +780,9 @@ template <typename T> __device__ void add_into(long long n, int ncols, const T *
 
 // The partition kernels, one per partition size M (rows, separator included).
 // gtsv_update holds the most registers (227 for double, m = 8, unbounded: 4 CTAs of 64 per SM);
-// its bound keeps it at 170 or fewer, 6 such CTAs.
+// its bound keeps it at 170 or fewer, 6 such CTAs. gtsv_backsub's bound takes it from 142 to
+// 128 registers (8 CTAs of 64, a few bytes spilled): 2-6% faster at n = 2^23 on an H100; the
+// same bound on gtsv_reduce (96 registers) spilled more and was slower.
 #define STAMP_GTSV_M(T, sfx, M)                                                                               \
     extern "C" __global__ void gtsv_reduce_##sfx##_m##M(long long n, const T *dl, const T *d, const T *du,      \
                                                         const T *f, long long ldf, int nrhs, long long P,      \
@@ -669,12 +798,16 @@ template <typename T> __device__ void add_into(long long n, int ncols, const T *
         spike_reduce<T, M, true>(n, dl, d, du, f, ldf, nrhs, P, rdl, rd, rdu, rf, flags, x0, ld0, rmax, smax,  \
                                  bmax);                                                                       \
     }                                                                                                         \
-    extern "C" __global__ void gtsv_backsub_##sfx##_m##M(long long n, const T *dl, const T *d, const T *du,     \
+    extern "C" __global__ void __launch_bounds__(128, 4) gtsv_backsub_##sfx##_m##M(long long n, const T *dl, const T *d, const T *du,     \
                                                          const T *f, long long ldf, T *x, long long ldx,       \
                                                          int nrhs, long long P, const T *XS, int check,        \
                                                          T *rmax, T *smax, T *bmax, int *flags) {              \
         spike_backsub<T, M, false>(n, dl, d, du, f, ldf, x, ldx, nrhs, P, XS, check, rmax, smax, bmax, flags,  \
                                    nullptr, 0);                                                               \
+    }                                                                                                         \
+    extern "C" __global__ void __launch_bounds__(256, 1) gtsv_tail_##sfx##_m##M(TailSystems systems, int nrhs,     \
+                                                                           T *scratch, int *flags) {           \
+        tail_solve<T, M>(systems, nrhs, scratch, flags);                                                      \
     }                                                                                                         \
     extern "C" __global__ void __launch_bounds__(128, 3) gtsv_update_##sfx##_m##M(long long n, const T *dl, const T *d, const T *du,      \
                                                         const T *f, long long ldf, T *x, long long ldx,        \

@@ -615,6 +615,77 @@ fn gpu_path_runs_when_required() {
     }
 }
 
+#[test]
+fn tail_kernel_agrees_with_level_kernels() {
+    // The bottom levels in one CTA (`gtsv_tail`) do the level kernels' arithmetic operation for
+    // operation: with and without it, the GPU answers (refinement steps included) must agree
+    // bit for bit. n = 5000 runs the tail from the second level down, the larger sizes below
+    // several levels of the level kernels; tail_n = n makes a tail of thousands of partitions
+    // per thread's share.
+    if backend() != Backend::Gpu || !have_gpu_or_skip() {
+        eprintln!("skipped: the tail kernel is GPU code (HYLAPACK_DEVICE=gpu)");
+        return;
+    }
+    let seed = seed_from_time();
+    let mut rng = Rng::new(seed);
+    let with = |tail_n: usize, threads: u32| Options {
+        cpu_min_n: 2,
+        gpu: GpuOptions {
+            tail_n,
+            threads,
+            ..GpuOptions::default()
+        },
+        ..Options::default()
+    };
+    fn same<T: Lapack>(
+        a: &Tridiag,
+        b: &[f64],
+        nrhs: usize,
+        on: &Options,
+        off: &Options,
+        seed: u64,
+    ) {
+        let n = a.n();
+        let (x, y) = (ours::<T>(a, b, n, nrhs, on), ours::<T>(a, b, n, nrhs, off));
+        assert_eq!(x.info, y.info, "n = {n}, seed {seed}");
+        assert_eq!(
+            x.report.as_ref().unwrap().solver,
+            y.report.as_ref().unwrap().solver
+        );
+        let differ =
+            x.x.iter()
+                .zip(&y.x)
+                .filter(|(p, q)| p.to_f64().to_bits() != q.to_f64().to_bits())
+                .count();
+        assert_eq!(
+            differ, 0,
+            "n = {n}, nrhs {nrhs}: {differ} entries differ, seed {seed}"
+        );
+    }
+    for &(n, nrhs, threads) in &[
+        (5000, 1, 64),
+        (5000, 3, 32),
+        (70_001, 2, 64),
+        (300_007, 1, 128),
+        (1 << 21, 1, 64),
+    ] {
+        for kind in 0..2 {
+            let a = if kind == 0 {
+                matrices::random(n, &mut rng)
+            } else {
+                matrices::diagonally_dominant(n, &mut rng)
+            };
+            let b = rhs(n, n, nrhs, &mut rng);
+            same::<f64>(&a, &b, nrhs, &with(4096, threads), &with(0, threads), seed);
+            if n <= 70_001 {
+                same::<f32>(&a, &b, nrhs, &with(4096, threads), &with(0, threads), seed);
+            }
+            // A tail from the first level below the top, however large.
+            same::<f64>(&a, &b, nrhs, &with(n, threads), &with(0, threads), seed);
+        }
+    }
+}
+
 /// The stability comparison over many seeds for the types whose margin is smallest (random
 /// entries); slow: run with `--ignored`, `STRESS_RUNS` seeds (default 300).
 #[test]

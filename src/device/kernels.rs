@@ -186,8 +186,25 @@ fn write_entry(path: &Path, cubin: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
+/// For kernel development on a GPU host without a Rust toolchain: with
+/// `HYLAPACK_KERNEL_DIR` set, `<dir>/<name>.cu` replaces the built-in source of that family
+/// (it is compiled and cached like the built-in one, under its own hash). The file is read
+/// once per module load and kept for the life of the process.
+fn replacement(source: &KernelSource) -> Option<KernelSource> {
+    let dir = std::env::var_os("HYLAPACK_KERNEL_DIR")?;
+    let path = Path::new(&dir).join(format!("{}.cu", source.name));
+    let text = std::fs::read_to_string(&path).ok()?;
+    dispatch::debug(|| format!("kernels {}: source from {}", source.name, path.display()));
+    Some(KernelSource {
+        name: source.name,
+        source: Box::leak(text.into_boxed_str()),
+    })
+}
+
 /// Loads `source` into the GPU's context, going through the cache.
 pub(super) fn load(gpu: &Gpu, source: &KernelSource) -> Result<LoadedModule, DeviceError> {
+    let replaced = replacement(source);
+    let source = replaced.as_ref().unwrap_or(source);
     let arch = gpu.info.arch();
     let tag = gpu.kernel_tag();
     let dir = &crate::config::get().cache_dir;

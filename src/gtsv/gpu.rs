@@ -9,7 +9,9 @@
 //! the residual check of every row, so the decision to accept costs no extra pass over the
 //! matrix. Two kernels per level, each one pass over the level's data: a CTA recomputes its
 //! neighbour's first partition (a halo) rather than exchange the separator rows' couplings
-//! through memory. The top level reads the
+//! through memory. Once the systems are down to a few thousand rows (`tail_n`), the remaining
+//! levels, the bottom and their back substitutions run in one kernel of one CTA (`gtsv_tail`):
+//! there a kernel per level cost more in launches than in work. The top level reads the
 //! right-hand sides where they are and writes `X` into a buffer of its own, so the caller's `B`
 //! stays intact until the answer is accepted. Iterative refinement, when the check finds a
 //! residual above LAPACK's level, also runs on the GPU (`Plan::run`).
@@ -40,6 +42,9 @@ pub struct GpuOptions {
     pub threads: u32,
     /// Systems of at most this many rows are solved by one CTA (the bottom of the recursion).
     pub base_n: usize,
+    /// Below the top level, the levels from the first system of at most this many rows down
+    /// run in one CTA, one kernel (`gtsv_tail`) instead of two kernels per level; 0: never.
+    pub tail_n: usize,
     /// Elements per pinned staging buffer (two are used, alternately).
     pub staging_elems: usize,
     /// Device bytes one call may use, below the budget (`HYLAPACK_GPU_MEMORY_LIMIT` or what is
@@ -56,6 +61,7 @@ impl Default for GpuOptions {
             m: 8,
             threads: 64,
             base_n: 32,
+            tail_n: 4096,
             staging_elems: 1 << 22,
             memory_limit: None,
         }
@@ -120,6 +126,23 @@ enum Top {
     },
 }
 
+/// The systems one `gtsv_tail` launch solves, as `TailSystems` in `kernels/gtsv.cu`: `levels`
+/// reductions, system i + 1 the separator system of system i (n = its row count, F at leading
+/// dimension n), the last one the bottom.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct TailSystems {
+    levels: i64,
+    n: [i64; TAIL_MAX_LEVELS + 1],
+    dl: [CUdeviceptr; TAIL_MAX_LEVELS + 1],
+    d: [CUdeviceptr; TAIL_MAX_LEVELS + 1],
+    du: [CUdeviceptr; TAIL_MAX_LEVELS + 1],
+    f: [CUdeviceptr; TAIL_MAX_LEVELS + 1],
+}
+
+// SAFETY: plain integers in the kernel's struct layout (8-byte fields, no padding).
+unsafe impl cudarc::driver::DeviceRepr for TailSystems {}
+
 /// One level: its partition count and the separator system it reduces to (the next level's).
 struct Level {
     p: usize,
@@ -141,25 +164,43 @@ fn level_sizes(n: usize, o: &GpuOptions) -> Vec<usize> {
     sizes
 }
 
+/// The most levels one `gtsv_tail` launch takes (`TAIL_MAX_LEVELS` in `kernels/gtsv.cu`).
+const TAIL_MAX_LEVELS: usize = 12;
+
+/// The first level the tail kernel takes for a system of `n` rows (levels of sizes `sizes`),
+/// if any: the first below the top whose system has at most `tail_n` rows, or lower where
+/// that would make more than [`TAIL_MAX_LEVELS`] levels.
+fn tail_start(sizes: &[usize], o: &GpuOptions) -> Option<usize> {
+    let first = (1..sizes.len()).find(|&l| sizes[l - 1] <= o.tail_n)?;
+    Some(
+        first
+            .max(sizes.len().saturating_sub(TAIL_MAX_LEVELS))
+            .max(1),
+    )
+}
+
 /// The pieces of one solve's work buffer, in elements of `T`, each rounded up to 32 elements:
 /// per level the separator system (DL, D, DU, F); then the solution X, the refinement's
-/// residual R and its candidate X + δ (each n × nrhs), two sets of summaries and the flags.
+/// residual R and its candidate X + δ (each n × nrhs), two sets of summaries, the flags and
+/// the tail kernel's scratch (4 + 2 nrhs entries per partition of its first level).
 fn work_layout(
     n: usize,
     nrhs: usize,
     o: &GpuOptions,
-) -> (Vec<(usize, [usize; 4])>, [usize; 5], usize) {
+) -> (Vec<(usize, [usize; 4])>, [usize; 6], usize) {
     let mut total = 0usize;
     let mut carve = |len: usize| {
         let at = total;
         total += len.max(1).div_ceil(32) * 32;
         at
     };
-    let levels = level_sizes(n, o)
+    let sizes = level_sizes(n, o);
+    let scratch = tail_start(&sizes, o).map_or(0, |t| sizes[t] * (4 + 2 * nrhs));
+    let levels = sizes
         .into_iter()
         .map(|p| (p, [p - 1, p, p - 1, p * nrhs].map(&mut carve)))
         .collect();
-    let rest = [n * nrhs, n * nrhs, n * nrhs, 6 * nrhs.max(1), 1].map(&mut carve);
+    let rest = [n * nrhs, n * nrhs, n * nrhs, 6 * nrhs.max(1), 1, scratch].map(&mut carve);
     (levels, rest, total)
 }
 
@@ -302,6 +343,7 @@ struct Funcs {
     backsub: CudaFunction,
     update: CudaFunction,
     base: CudaFunction,
+    tail: CudaFunction,
     residual: CudaFunction,
     add: CudaFunction,
 }
@@ -317,6 +359,7 @@ impl Funcs {
             backsub: fm("backsub")?,
             update: fm("update")?,
             base: f("base")?,
+            tail: fm("tail")?,
             residual: f("residual")?,
             add: f("add")?,
         })
@@ -371,6 +414,8 @@ struct Plan<'g, T> {
     /// residual).
     sums: CUdeviceptr,
     flags: CUdeviceptr,
+    /// The tail kernel's spike entries.
+    scratch: CUdeviceptr,
     /// Owns every buffer above.
     _work: Work,
     _elem: std::marker::PhantomData<T>,
@@ -385,7 +430,7 @@ impl<'g, T: Real> Plan<'g, T> {
         nrhs: usize,
     ) -> Result<Self, DeviceError> {
         let funcs = Funcs::load::<T>(gpu, o.m)?;
-        let (offsets, [x_at, r_at, x_next_at, sums_at, flags_at], total) =
+        let (offsets, [x_at, r_at, x_next_at, sums_at, flags_at, scratch_at], total) =
             work_layout(a.n, nrhs, o);
         let work = Work::take(gpu, &stream, total * sz::<T>())?;
         let base = work.base();
@@ -415,6 +460,7 @@ impl<'g, T: Real> Plan<'g, T> {
             x_next: at(x_next_at),
             sums: at(sums_at),
             flags: at(flags_at),
+            scratch: at(scratch_at),
             _work: work,
             _elem: std::marker::PhantomData,
             stream,
@@ -497,8 +543,12 @@ impl<'g, T: Real> Plan<'g, T> {
             }
         };
 
+        // Levels from `tail` down run in the tail kernel, the bottom included.
+        let sizes: Vec<usize> = self.levels.iter().map(|l| l.p).collect();
+        let tail = tail_start(&sizes, o);
+        let upper = tail.unwrap_or(self.levels.len());
         // Downward: reduce each level to its separator system.
-        for (l, lev) in self.levels.iter().enumerate() {
+        for (l, lev) in self.levels.iter().enumerate().take(upper) {
             let (a, f) = system(l);
             let (n_l, p_l, ldf) = (a.n as i64, lev.p as i64, f.ld as i64);
             let res = match top {
@@ -544,7 +594,9 @@ impl<'g, T: Real> Plan<'g, T> {
         }
         // The bottom: one CTA, in place. Without levels the bottom is the caller's system: its
         // right-hand sides are first copied to `out`.
-        {
+        if let Some(t) = tail {
+            self.launch_tail(t, nrhs_i)?;
+        } else {
             let (a, f) = match self.levels.last() {
                 Some(lev) => (
                     lev.next,
@@ -582,7 +634,7 @@ impl<'g, T: Real> Plan<'g, T> {
             unsafe { launch.launch(cfg) }?;
         }
         // Upward: back substitution; the top level also evaluates the residual check.
-        for l in (0..self.levels.len()).rev() {
+        for l in (0..upper).rev() {
             let lev = &self.levels[l];
             let (a, f) = system(l);
             let x = if l == 0 { out } else { f };
@@ -633,6 +685,43 @@ impl<'g, T: Real> Plan<'g, T> {
             };
             unsafe { launch.launch(tile_cfg(lev.p, tiles)) }?;
         }
+        Ok(())
+    }
+
+    /// The levels from `t` (>= 1) down, the bottom included, in one CTA (`gtsv_tail`): each
+    /// system is reduced and, after the bottom's solve, overwritten by its solution as the
+    /// level kernels would.
+    fn launch_tail(&self, t: usize, nrhs_i: i32) -> Result<(), DeviceError> {
+        let count = self.levels.len() - t;
+        debug_assert!(t >= 1 && count <= TAIL_MAX_LEVELS);
+        let mut sys = TailSystems {
+            levels: count as i64,
+            ..TailSystems::default()
+        };
+        for (i, lev) in self.levels[t - 1..].iter().enumerate() {
+            sys.n[i] = lev.p as i64;
+            sys.dl[i] = lev.next.dl;
+            sys.d[i] = lev.next.d;
+            sys.du[i] = lev.next.du;
+            sys.f[i] = lev.next_f;
+        }
+        let bottom = self.levels.last().expect("a tail has levels").p;
+        let cfg = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: (bottom * (5 * sz::<T>() + 1)) as u32,
+        };
+        let mut launch = self.stream.launch_builder(&self.funcs.tail);
+        launch
+            .arg(&sys)
+            .arg(&nrhs_i)
+            .arg(&self.scratch)
+            .arg(&self.flags);
+        // SAFETY: arguments match gtsv_tail_{s,d}_m{m}; system i + 1 is system i's separator
+        // system (its partition count), every F holds nrhs columns at leading dimension n;
+        // the scratch holds 4 + 2 nrhs entries per partition of the first system
+        // (work_layout); the bottom's shared arrays are requested as for gtsv_base.
+        unsafe { launch.launch(cfg) }?;
         Ok(())
     }
 
