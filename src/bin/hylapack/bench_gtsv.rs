@@ -389,15 +389,17 @@ fn cusparse_run(
     })
 }
 
-/// Device-pointer time over partition sizes, CTA sizes, bottom sizes and tail sizes, random
-/// matrix, NRHS = 1.
+/// Device-pointer time over partition sizes, CTA sizes, bottom sizes and tail sizes, random and
+/// diagonally dominant matrices, NRHS = 1.
 fn tune(k: u32) -> i32 {
     let n = 1usize << k;
     let mut rng = Rng::new(20_120_001);
-    let a = gtsv::matrices::random(n, &mut rng);
+    let random = gtsv::matrices::random(n, &mut rng);
+    let dominant = gtsv::matrices::diagonally_dominant(n, &mut rng);
     let b: Vec<f64> = (0..n).map(|_| rng.range(-1.0, 1.0)).collect();
     let mut table = Table::new(&[
         "n",
+        "matrix",
         "m",
         "threads",
         "base_n",
@@ -406,42 +408,45 @@ fn tune(k: u32) -> i32 {
         "rel.residual",
         "note",
     ]);
-    for m in [8usize, 16, 32] {
-        for threads in [32u32, 64, 128] {
-            // Dynamic shared memory above 48 KB needs an opt-in the kernels do not make.
-            if (5 * (m + 1) + 3) * threads as usize * 8 > 48 << 10 {
-                continue;
-            }
-            for (base_n, tail_n) in [32usize, 128, 1024]
-                .into_iter()
-                .flat_map(|b| [0usize, 1024, 4096, 16384].map(|t| (b, t)))
-            {
-                let opts = gtsv::Options {
-                    gpu: gtsv::gpu::GpuOptions {
-                        m,
-                        threads,
-                        base_n,
-                        tail_n,
-                        ..gtsv::gpu::GpuOptions::default()
-                    },
-                    ..gtsv::Options::default()
-                };
-                let mut row = vec![
-                    format!("2^{k}"),
-                    m.to_string(),
-                    threads.to_string(),
-                    base_n.to_string(),
-                    tail_n.to_string(),
-                ];
-                match hylapack_device_run(&a, &b, 1, 7, &opts) {
-                    Ok(r) => row.extend([
-                        time(r.seconds),
-                        format!("{:.2e}", rel_residual(&a, &r.x, &b, 1)),
-                        r.note,
-                    ]),
-                    Err(e) => row.extend(["-".into(), "-".into(), e]),
+    for (family, a) in [("random", &random), ("diag-dominant", &dominant)] {
+        for m in [8usize, 16, 32] {
+            for threads in [32u32, 64, 128] {
+                // Dynamic shared memory above 48 KB needs an opt-in the kernels do not make.
+                if (5 * (m + 1) + 3) * threads as usize * 8 > 48 << 10 {
+                    continue;
                 }
-                table.row(row);
+                for (base_n, tail_n) in [32usize, 128, 1024]
+                    .into_iter()
+                    .flat_map(|b| [0usize, 1024, 4096, 16384].map(|t| (b, t)))
+                {
+                    let opts = gtsv::Options {
+                        gpu: gtsv::gpu::GpuOptions {
+                            m,
+                            threads,
+                            base_n,
+                            tail_n,
+                            ..gtsv::gpu::GpuOptions::default()
+                        },
+                        ..gtsv::Options::default()
+                    };
+                    let mut row = vec![
+                        format!("2^{k}"),
+                        family.to_string(),
+                        m.to_string(),
+                        threads.to_string(),
+                        base_n.to_string(),
+                        tail_n.to_string(),
+                    ];
+                    match hylapack_device_run(a, &b, 1, 7, &opts) {
+                        Ok(r) => row.extend([
+                            time(r.seconds),
+                            format!("{:.2e}", rel_residual(a, &r.x, &b, 1)),
+                            r.note,
+                        ]),
+                        Err(e) => row.extend(["-".into(), "-".into(), e]),
+                    }
+                    table.row(row);
+                }
             }
         }
     }
