@@ -181,13 +181,14 @@ fn tail_start(sizes: &[usize], o: &GpuOptions) -> Option<usize> {
 
 /// The pieces of one solve's work buffer, in elements of `T`, each rounded up to 32 elements:
 /// per level the separator system (DL, D, DU, F); then the solution X, the refinement's
-/// residual R and its candidate X + δ (each n × nrhs), two sets of summaries, the flags and
-/// the tail kernel's scratch (4 + 2 nrhs entries per partition of its first level).
+/// residual R and its candidate X + δ (each n × nrhs), two sets of summaries with the flags in
+/// the element after them (one memset clears them, one copy reads them), and the tail
+/// kernel's scratch (4 + 2 nrhs entries per partition of its first level).
 fn work_layout(
     n: usize,
     nrhs: usize,
     o: &GpuOptions,
-) -> (Vec<(usize, [usize; 4])>, [usize; 6], usize) {
+) -> (Vec<(usize, [usize; 4])>, [usize; 5], usize) {
     let mut total = 0usize;
     let mut carve = |len: usize| {
         let at = total;
@@ -200,7 +201,7 @@ fn work_layout(
         .into_iter()
         .map(|p| (p, [p - 1, p, p - 1, p * nrhs].map(&mut carve)))
         .collect();
-    let rest = [n * nrhs, n * nrhs, n * nrhs, 6 * nrhs.max(1), 1, scratch].map(&mut carve);
+    let rest = [n * nrhs, n * nrhs, n * nrhs, 6 * nrhs.max(1) + 1, scratch].map(&mut carve);
     (levels, rest, total)
 }
 
@@ -430,7 +431,7 @@ impl<'g, T: Real> Plan<'g, T> {
         nrhs: usize,
     ) -> Result<Self, DeviceError> {
         let funcs = Funcs::load::<T>(gpu, o.m)?;
-        let (offsets, [x_at, r_at, x_next_at, sums_at, flags_at, scratch_at], total) =
+        let (offsets, [x_at, r_at, x_next_at, sums_at, scratch_at], total) =
             work_layout(a.n, nrhs, o);
         let work = Work::take(gpu, &stream, total * sz::<T>())?;
         let base = work.base();
@@ -459,7 +460,7 @@ impl<'g, T: Real> Plan<'g, T> {
             r: at(r_at),
             x_next: at(x_next_at),
             sums: at(sums_at),
-            flags: at(flags_at),
+            flags: at(sums_at + 6 * nrhs.max(1)),
             scratch: at(scratch_at),
             _work: work,
             _elem: std::marker::PhantomData,
@@ -743,11 +744,9 @@ impl<'g, T: Real> Plan<'g, T> {
     /// Clears the flags and summaries before a kernel accumulates into them.
     fn clear(&mut self) -> Result<(), DeviceError> {
         let cs = self.stream.cu_stream();
-        // SAFETY: both lie inside this plan's allocations; the stream orders the writes.
-        unsafe {
-            cu::memset_d8_async(self.flags, 0, sz::<i32>(), cs)?;
-            cu::memset_d8_async(self.sums, 0, 6 * self.nrhs.max(1) * sz::<T>(), cs)?;
-        }
+        // SAFETY: the summaries and the flags' element after them lie inside this plan's
+        // allocation (work_layout); the stream orders the writes.
+        unsafe { cu::memset_d8_async(self.sums, 0, (6 * self.nrhs.max(1) + 1) * sz::<T>(), cs)? };
         Ok(())
     }
 
@@ -765,16 +764,15 @@ impl<'g, T: Real> Plan<'g, T> {
         ncols: usize,
     ) -> Result<(i32, Vec<Residual<T>>, Vec<Residual<T>>), DeviceError> {
         let k = self.nrhs.max(1);
-        let mut flags = [0i32];
-        let mut s = vec![T::ZERO; 6 * k];
+        let mut s = vec![T::ZERO; 6 * k + 1];
         let cs = self.stream.cu_stream();
-        // SAFETY: both lie inside this plan's allocations and hold what is copied; the host
-        // buffers outlive the synchronize below.
-        unsafe {
-            cu::memcpy_dtoh_async(&mut flags[..], self.flags, cs)?;
-            cu::memcpy_dtoh_async(&mut s[..], self.sums, cs)?;
-        }
+        // SAFETY: the summaries and the flags' element lie inside this plan's allocation; the
+        // host buffer outlives the synchronize below.
+        unsafe { cu::memcpy_dtoh_async(&mut s[..], self.sums, cs)? };
         self.stream.synchronize()?;
+        // The kernels' int flags are the first 4 bytes of the last element (T has 4 or 8).
+        // SAFETY: an i32 is no larger than T and every bit pattern is a valid i32.
+        let flags = [unsafe { std::mem::transmute_copy::<T, i32>(&s[6 * k]) }];
         let finite = flags[0] & 2 == 0;
         let set = |at: usize| -> Vec<Residual<T>> {
             (0..ncols)
