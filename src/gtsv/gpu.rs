@@ -181,7 +181,8 @@ fn tail_start(sizes: &[usize], o: &GpuOptions) -> Option<usize> {
 
 /// The pieces of one solve's work buffer, in elements of `T`, each rounded up to 32 elements:
 /// per level the separator system (DL, D, DU, F); then the solution X, the refinement's
-/// residual R and its candidate X + δ (each n × nrhs), two sets of summaries with the flags in
+/// residual R (only without levels: with levels the top level's kernels evaluate it) and its
+/// candidate X + δ (each n × nrhs), two sets of summaries with the flags in
 /// the element after them (one memset clears them, one copy reads them), and the tail
 /// kernel's scratch (4 + 2 nrhs entries per partition of its first level).
 fn work_layout(
@@ -197,11 +198,12 @@ fn work_layout(
     };
     let sizes = level_sizes(n, o);
     let scratch = tail_start(&sizes, o).map_or(0, |t| sizes[t] * (4 + 2 * nrhs));
+    let r = if sizes.is_empty() { n * nrhs } else { 0 };
     let levels = sizes
         .into_iter()
         .map(|p| (p, [p - 1, p, p - 1, p * nrhs].map(&mut carve)))
         .collect();
-    let rest = [n * nrhs, n * nrhs, n * nrhs, 6 * nrhs.max(1) + 1, scratch].map(&mut carve);
+    let rest = [n * nrhs, r, n * nrhs, 6 * nrhs.max(1) + 1, scratch].map(&mut carve);
     (levels, rest, total)
 }
 
@@ -408,7 +410,8 @@ struct Plan<'g, T> {
     nrhs: usize,
     levels: Vec<Level>,
     x: CUdeviceptr,
-    /// The refinement's residual and its candidate solution (n × nrhs, leading dimension n).
+    /// The refinement's residual (n × nrhs, leading dimension n; only without levels) and its
+    /// candidate solution.
     r: CUdeviceptr,
     x_next: CUdeviceptr,
     /// rmax | smax | bmax, nrhs each, twice (the second set for a refinement step's old
