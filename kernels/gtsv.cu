@@ -476,10 +476,16 @@ __device__ void spike_reduce(long long n, const T *dl, const T *d, const T *du, 
 // ld0), evaluated here as in the RES reduce (residual_row). The kernel writes X0 + the
 // correction to X and checks that sum against F0 with the accurate residual (residual_acc):
 // no passes of their own for the residual, the sum and its check.
-template <typename T, int M, bool UPD>
+//
+// SPEC (top level, with check, not UPD): the check uses the accurate residual, and the kernel
+// also does what a refinement step's top-level reduce (spike_reduce with RES) would do with
+// that residual, writing the separator system's right-hand sides to rf_spec (P x nrhs, the
+// same values bit for bit): a refinement step then starts one level down, with no pass of its
+// own over the top level.
+template <typename T, int M, bool UPD, bool SPEC>
 __device__ void spike_backsub(long long n, const T *dl, const T *d, const T *du, const T *f, long long ldf, T *x,
                               long long ldx, int nrhs, long long P, const T *XS, int check, T *rmax, T *smax,
-                              T *bmax, int *flags, const T *x0, long long ld0) {
+                              T *bmax, int *flags, const T *x0, long long ld0, T *rf_spec) {
     constexpr int MI = M - 1;
     extern __shared__ unsigned char smem_raw[];
     T *sa = reinterpret_cast<T *>(smem_raw);
@@ -532,25 +538,31 @@ __device__ void spike_backsub(long long n, const T *dl, const T *d, const T *du,
         }
         T rm = T(0), sm = T(0), bm = T(0);
         bool finite = true;
-        // One row's residual into rm, sm, bm: the plain one, or with UPD the accurate one.
-        auto account = [&](T fi, T am, T xm, T bi, T xi, T cp, T xp) {
-            T r = UPD ? T(residual_acc(double(fi), double(am), double(xm), double(bi), double(xi), double(cp),
-                                       double(xp)))
-                      : fi - (bi * xi + am * xm + cp * xp);
-            T s = fabs(bi * xi) + fabs(am * xm) + fabs(cp * xp) + fabs(fi);
-            r = fabs(r);
-            finite = finite && isfinite(xi) && isfinite(r) && isfinite(s);
-            rm = fmax(rm, r);
-            sm = fmax(sm, s);
-            bm = fmax(bm, fabs(fi));
+        // One row's residual (the plain one, or with UPD or SPEC the accurate one), into rm, sm,
+        // bm when `into`.
+        auto account = [&](bool into, T fi, T am, T xm, T bi, T xi, T cp, T xp) {
+            T r = UPD || SPEC ? T(residual_acc(double(fi), double(am), double(xm), double(bi), double(xi),
+                                               double(cp), double(xp)))
+                              : fi - (bi * xi + am * xm + cp * xp);
+            if (into) {
+                T s = fabs(bi * xi) + fabs(am * xm) + fabs(cp * xp) + fabs(fi);
+                finite = finite && isfinite(xi) && isfinite(r) && isfinite(s);
+                rm = fmax(rm, fabs(r));
+                sm = fmax(sm, s);
+                bm = fmax(bm, fabs(fi));
+            }
+            return r;
         };
-        if (check && owned) {
+        // SPEC: the interior rows' residuals, the halo partition's too (its top is needed).
+        T rr[MI];
+        if (check && (owned || SPEC)) {
 #pragma unroll
             for (int e = 0; e < MI; ++e) {
-                if (my0 + e >= n) break;
+                rr[e] = T(0);
+                if (my0 + e >= n) continue;
                 T xm = e > 0 ? tmp[e - 1] : xl;
                 T xp = e + 1 < MI ? tmp[e + 1] : xr;
-                account(fr[e], a[e], xm, b[e], tmp[e], c[e], xp);
+                rr[e] = account(owned, fr[e], a[e], xm, b[e], tmp[e], c[e], xp);
             }
         }
         T fs = fr[MI];
@@ -562,9 +574,10 @@ __device__ void spike_backsub(long long n, const T *dl, const T *d, const T *du,
         const T *sol = UPD ? sx : sf;
         // The separator row s: x_{s-1} is this partition's last row, x_{s+1} the next one's first.
         long long s = my0 + MI;
+        T rs = T(0);
         if (check && owned && s < n) {
             T xp = s + 1 < n ? sol[(t + 1) * (M + 1)] : T(0);
-            account(fs, a[MI], tmp[MI - 1], b[MI], xr, c[MI], xp);
+            rs = account(true, fs, a[MI], tmp[MI - 1], b[MI], xr, c[MI], xp);
         }
         if (check) {
             summarize(rmax + col, smax + col, bmax + col, rm, sm, bm);
@@ -574,6 +587,15 @@ __device__ void spike_backsub(long long n, const T *dl, const T *d, const T *du,
         for (int i = t; i < count; i += blockDim.x) {
             long long r = row0 + i;
             if (r < n) x[r + col * ldx] = sol[(i / M) * (M + 1) + (i % M)];
+        }
+        if (SPEC) {
+            // As spike_reduce with RES: Y = A_j^-1 r, then the separator row's right-hand side.
+            T *top_y = sf + stride;
+            reg_solve<T, MI>(a, b, c, F, rr);
+            top_y[t] = rr[0];
+            __syncthreads();
+            bool next = j + 1 < P;
+            if (owned) rf_spec[j + col * P] = rs - a[MI] * rr[MI - 1] - c[MI] * (next ? top_y[t + 1] : T(0));
         }
     }
 }
@@ -802,8 +824,14 @@ template <typename T> __device__ void add_into(long long n, int ncols, const T *
                                                          const T *f, long long ldf, T *x, long long ldx,       \
                                                          int nrhs, long long P, const T *XS, int check,        \
                                                          T *rmax, T *smax, T *bmax, int *flags) {              \
-        spike_backsub<T, M, false>(n, dl, d, du, f, ldf, x, ldx, nrhs, P, XS, check, rmax, smax, bmax, flags,  \
-                                   nullptr, 0);                                                               \
+        spike_backsub<T, M, false, false>(n, dl, d, du, f, ldf, x, ldx, nrhs, P, XS, check, rmax, smax, bmax,  \
+                                          flags, nullptr, 0, nullptr);                                        \
+    }                                                                                                         \
+    extern "C" __global__ void __launch_bounds__(128, 4) gtsv_backsub_spec_##sfx##_m##M(long long n,           \
+        const T *dl, const T *d, const T *du, const T *f, long long ldf, T *x, long long ldx, int nrhs,        \
+        long long P, const T *XS, T *rmax, T *smax, T *bmax, int *flags, T *rf_spec) {                         \
+        spike_backsub<T, M, false, true>(n, dl, d, du, f, ldf, x, ldx, nrhs, P, XS, 1, rmax, smax, bmax, flags, \
+                                         nullptr, 0, rf_spec);                                                \
     }                                                                                                         \
     extern "C" __global__ void __launch_bounds__(256, 1) gtsv_tail_##sfx##_m##M(TailSystems systems, int nrhs,     \
                                                                            T *scratch, int *flags) {           \
@@ -813,8 +841,8 @@ template <typename T> __device__ void add_into(long long n, int ncols, const T *
                                                         const T *f, long long ldf, T *x, long long ldx,        \
                                                         int nrhs, long long P, const T *XS, T *rmax, T *smax,  \
                                                         T *bmax, int *flags, const T *x0, long long ld0) {     \
-        spike_backsub<T, M, true>(n, dl, d, du, f, ldf, x, ldx, nrhs, P, XS, 1, rmax, smax, bmax, flags, x0,   \
-                                  ld0);                                                                       \
+        spike_backsub<T, M, true, false>(n, dl, d, du, f, ldf, x, ldx, nrhs, P, XS, 1, rmax, smax, bmax, flags, \
+                                         x0, ld0, nullptr);                                                   \
     }
 
 STAMP_GTSV(float, s)

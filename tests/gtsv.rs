@@ -686,6 +686,65 @@ fn tail_kernel_agrees_with_level_kernels() {
     }
 }
 
+#[test]
+fn speculative_refinement_agrees() {
+    // The speculating check (gtsv_backsub_spec) prepares a refinement step's top-level
+    // separator system with the arithmetic of the refinement's own top-level reduce: where both
+    // ways take the same number of steps, the answers must agree bit for bit. (The speculating
+    // check uses the accurate residual, the plain one the rounded one, so a residual right at
+    // the refinement threshold may be judged differently; such a case is only counted.)
+    if backend() != Backend::Gpu || !have_gpu_or_skip() {
+        eprintln!("skipped: the speculating check is GPU code (HYLAPACK_DEVICE=gpu)");
+        return;
+    }
+    let seed = seed_from_time();
+    let mut rng = Rng::new(seed);
+    let with = |speculate: bool| Options {
+        cpu_min_n: 2,
+        gpu: GpuOptions {
+            speculate,
+            ..GpuOptions::default()
+        },
+        ..Options::default()
+    };
+    let (mut compared, mut refined) = (0, 0);
+    for &(n, nrhs) in &[(5000, 1), (70_001, 3), (300_007, 1), (1 << 21, 2)] {
+        for kind in 0..3 {
+            let a = match kind {
+                0 => matrices::random(n, &mut rng),
+                1 => matrices::diagonally_dominant(n, &mut rng),
+                _ => matrices::table3(4, n, &mut rng),
+            };
+            let b = rhs(n, n, nrhs, &mut rng);
+            let on = ours::<f64>(&a, &b, n, nrhs, &with(true));
+            let steps_on = hylapack::gtsv::gpu::last_phases().refine_steps;
+            let off = ours::<f64>(&a, &b, n, nrhs, &with(false));
+            let steps_off = hylapack::gtsv::gpu::last_phases().refine_steps;
+            assert_eq!(on.info, off.info, "n = {n}, seed {seed}");
+            let spike = |s: &Solved<f64>| s.report.as_ref().unwrap().solver == Solver::Spike;
+            if steps_on != steps_off || !spike(&on) || !spike(&off) {
+                continue;
+            }
+            compared += 1;
+            refined += (steps_on > 0) as usize;
+            let differ =
+                on.x.iter()
+                    .zip(&off.x)
+                    .filter(|(p, q)| p.to_bits() != q.to_bits())
+                    .count();
+            assert_eq!(
+                differ, 0,
+                "n = {n}, kind {kind}, {steps_on} steps: {differ} entries differ, seed {seed}"
+            );
+        }
+    }
+    eprintln!("speculative refinement: {compared} systems compared, {refined} of them refined");
+    assert!(
+        refined >= 2,
+        "too few refined systems compared (seed {seed})"
+    );
+}
+
 /// The stability comparison over many seeds for the types whose margin is smallest (random
 /// entries); slow: run with `--ignored`, `STRESS_RUNS` seeds (default 300).
 #[test]

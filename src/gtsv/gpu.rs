@@ -45,6 +45,11 @@ pub struct GpuOptions {
     /// Below the top level, the levels from the first system of at most this many rows down
     /// run in one CTA, one kernel (`gtsv_tail`) instead of two kernels per level; 0: never.
     pub tail_n: usize,
+    /// The top level's checking back substitution also prepares a refinement step's top-level
+    /// separator system (`gtsv_backsub_spec`), so that a step, when one is needed, starts one
+    /// level down: one pass over the matrix fewer per refined call, some arithmetic more per
+    /// call.
+    pub speculate: bool,
     /// Elements per pinned staging buffer (two are used, alternately).
     pub staging_elems: usize,
     /// Device bytes one call may use, below the budget (`HYLAPACK_GPU_MEMORY_LIMIT` or what is
@@ -62,6 +67,7 @@ impl Default for GpuOptions {
             threads: 64,
             base_n: 32,
             tail_n: 4096,
+            speculate: true,
             staging_elems: 1 << 22,
             memory_limit: None,
         }
@@ -115,14 +121,18 @@ pub struct DevCols {
 #[derive(Clone, Copy, Debug)]
 enum Top {
     Solve,
-    /// Accumulate the residual summaries of every row.
+    /// Accumulate the residual summaries of every row; with [`GpuOptions::speculate`], the
+    /// accurate residual's, and write the top level's separator right-hand sides for a
+    /// refinement step to `spec` (`gtsv_backsub_spec`).
     Check,
     /// A refinement step: the right-hand sides given are the original ones, `f0`, and the
     /// system solved is for the residual of `x0` against them (evaluated by the top level's
     /// kernels, its summaries into the second set); write `x0` + the correction and accumulate
-    /// its accurate residual summaries against `f0`.
+    /// its accurate residual summaries against `f0`. With `from_spec`, the check before it left
+    /// the top level's separator system ready in level 0's buffers: no top-level reduce.
     Update {
         x0: DevCols,
+        from_spec: bool,
     },
 }
 
@@ -184,12 +194,13 @@ fn tail_start(sizes: &[usize], o: &GpuOptions) -> Option<usize> {
 /// residual R (only without levels: with levels the top level's kernels evaluate it) and its
 /// candidate X + δ (each n × nrhs), two sets of summaries with the flags in
 /// the element after them (one memset clears them, one copy reads them), and the tail
-/// kernel's scratch (4 + 2 nrhs entries per partition of its first level).
+/// kernel's scratch (4 + 2 nrhs entries per partition of its first level), and the top level's
+/// speculative separator right-hand sides (p × nrhs, with levels).
 fn work_layout(
     n: usize,
     nrhs: usize,
     o: &GpuOptions,
-) -> (Vec<(usize, [usize; 4])>, [usize; 5], usize) {
+) -> (Vec<(usize, [usize; 4])>, [usize; 6], usize) {
     let mut total = 0usize;
     let mut carve = |len: usize| {
         let at = total;
@@ -199,11 +210,12 @@ fn work_layout(
     let sizes = level_sizes(n, o);
     let scratch = tail_start(&sizes, o).map_or(0, |t| sizes[t] * (4 + 2 * nrhs));
     let r = if sizes.is_empty() { n * nrhs } else { 0 };
+    let spec = sizes.first().map_or(0, |&p| p * nrhs);
     let levels = sizes
         .into_iter()
         .map(|p| (p, [p - 1, p, p - 1, p * nrhs].map(&mut carve)))
         .collect();
-    let rest = [n * nrhs, r, n * nrhs, 6 * nrhs.max(1) + 1, scratch].map(&mut carve);
+    let rest = [n * nrhs, r, n * nrhs, 6 * nrhs.max(1) + 1, scratch, spec].map(&mut carve);
     (levels, rest, total)
 }
 
@@ -344,6 +356,7 @@ struct Funcs {
     reduce: CudaFunction,
     reduce_res: CudaFunction,
     backsub: CudaFunction,
+    backsub_spec: CudaFunction,
     update: CudaFunction,
     base: CudaFunction,
     tail: CudaFunction,
@@ -360,6 +373,7 @@ impl Funcs {
             reduce: fm("reduce")?,
             reduce_res: fm("reduce_res")?,
             backsub: fm("backsub")?,
+            backsub_spec: fm("backsub_spec")?,
             update: fm("update")?,
             base: f("base")?,
             tail: fm("tail")?,
@@ -420,6 +434,8 @@ struct Plan<'g, T> {
     flags: CUdeviceptr,
     /// The tail kernel's spike entries.
     scratch: CUdeviceptr,
+    /// The speculating check's separator right-hand sides (level 0's p × nrhs).
+    spec: CUdeviceptr,
     /// Owns every buffer above.
     _work: Work,
     _elem: std::marker::PhantomData<T>,
@@ -434,7 +450,7 @@ impl<'g, T: Real> Plan<'g, T> {
         nrhs: usize,
     ) -> Result<Self, DeviceError> {
         let funcs = Funcs::load::<T>(gpu, o.m)?;
-        let (offsets, [x_at, r_at, x_next_at, sums_at, scratch_at], total) =
+        let (offsets, [x_at, r_at, x_next_at, sums_at, scratch_at, spec_at], total) =
             work_layout(a.n, nrhs, o);
         let work = Work::take(gpu, &stream, total * sz::<T>())?;
         let base = work.base();
@@ -465,6 +481,7 @@ impl<'g, T: Real> Plan<'g, T> {
             sums: at(sums_at),
             flags: at(sums_at + 6 * nrhs.max(1)),
             scratch: at(scratch_at),
+            spec: at(spec_at),
             _work: work,
             _elem: std::marker::PhantomData,
             stream,
@@ -551,12 +568,22 @@ impl<'g, T: Real> Plan<'g, T> {
         let sizes: Vec<usize> = self.levels.iter().map(|l| l.p).collect();
         let tail = tail_start(&sizes, o);
         let upper = tail.unwrap_or(self.levels.len());
+        let from_spec = matches!(
+            top,
+            Top::Update {
+                from_spec: true,
+                ..
+            }
+        );
         // Downward: reduce each level to its separator system.
         for (l, lev) in self.levels.iter().enumerate().take(upper) {
+            if l == 0 && from_spec {
+                continue;
+            }
             let (a, f) = system(l);
             let (n_l, p_l, ldf) = (a.n as i64, lev.p as i64, f.ld as i64);
             let res = match top {
-                Top::Update { x0 } if l == 0 => Some(x0),
+                Top::Update { x0, .. } if l == 0 => Some(x0),
                 _ => None,
             };
             let func = if res.is_some() {
@@ -651,8 +678,10 @@ impl<'g, T: Real> Plan<'g, T> {
                 "the residual check needs X apart from F"
             );
             let check_i = matches!(top, Top::Check) as i32;
+            let spec = matches!(top, Top::Check) && o.speculate;
             let func = match top {
                 Top::Update { .. } => &funcs.update,
+                Top::Check if spec => &funcs.backsub_spec,
                 _ => &funcs.backsub,
             };
             let mut launch = stream.launch_builder(func);
@@ -668,20 +697,24 @@ impl<'g, T: Real> Plan<'g, T> {
                 .arg(&nrhs_i)
                 .arg(&p_l)
                 .arg(&lev.next_f);
-            if !matches!(top, Top::Update { .. }) {
+            if !matches!(top, Top::Update { .. }) && !spec {
                 launch.arg(&check_i);
             }
             launch.arg(&rmax).arg(&smax).arg(&bmax).arg(&flags);
             let (x0, ld0) = match top {
-                Top::Update { x0 } => (x0.ptr, x0.ld as i64),
+                Top::Update { x0, .. } => (x0.ptr, x0.ld as i64),
                 _ => (0, 0),
             };
             if matches!(top, Top::Update { .. }) {
                 launch.arg(&x0).arg(&ld0);
             }
+            if spec {
+                launch.arg(&self.spec);
+            }
             // SAFETY: arguments match gtsv_backsub_{s,d}_m{m} (gtsv_update_{s,d}_m{m} with
-            // Top::Update); XS (the next system's solution) is p x nrhs; X, F (and X0) hold n
-            // rows of ncols columns at their leading dimensions.
+            // Top::Update, gtsv_backsub_spec_{s,d}_m{m} with a speculating Top::Check, whose
+            // spec buffer holds p x nrhs); XS (the next system's solution) is p x nrhs; X, F
+            // (and X0) hold n rows of ncols columns at their leading dimensions.
             let tiles = if matches!(top, Top::Update { .. }) {
                 5
             } else {
@@ -875,6 +908,8 @@ impl<'g, T: Real> Plan<'g, T> {
         }
         let mut stalled = vec![false; nrhs];
         let mut steps = 0;
+        // The speculating check left the first step's top-level separator system ready.
+        let mut spec_ready = device_check && self.o.speculate;
         while steps < MAX_REFINE_STEPS {
             let cols: Vec<usize> = (0..nrhs)
                 .filter(|&c| !stalled[c] && wants_refinement(&checks[c]))
@@ -900,9 +935,16 @@ impl<'g, T: Real> Plan<'g, T> {
                     ptr: self.x_next,
                     ld: n,
                 };
+                let from_spec = std::mem::take(&mut spec_ready);
+                if from_spec {
+                    // Its right-hand sides become level 0's separator system's.
+                    std::mem::swap(&mut self.levels[0].next_f, &mut self.spec);
+                }
                 self.clear()?;
-                self.launch(nrhs, rhs, xn, Top::Update { x0: x })?;
+                self.launch(nrhs, rhs, xn, Top::Update { x0: x, from_spec })?;
                 let (_, new, old) = self.read_both_sums(nrhs)?;
+                // Without a top-level reduce, x's accurate summaries are the check's.
+                let old = if from_spec { checks.clone() } else { old };
                 (xn, old, new)
             };
             for &c in &cols {

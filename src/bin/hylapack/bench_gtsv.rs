@@ -389,8 +389,8 @@ fn cusparse_run(
     })
 }
 
-/// Device-pointer time over partition sizes, CTA sizes, bottom sizes and tail sizes, random and
-/// diagonally dominant matrices, NRHS = 1.
+/// Device-pointer time over partition sizes, CTA sizes, bottom sizes, tail sizes and the
+/// speculating check, random and diagonally dominant matrices, NRHS = 1.
 fn tune(k: u32) -> i32 {
     let n = 1usize << k;
     let mut rng = Rng::new(20_120_001);
@@ -404,6 +404,7 @@ fn tune(k: u32) -> i32 {
         "threads",
         "base_n",
         "tail_n",
+        "speculate",
         "time",
         "rel.residual",
         "note",
@@ -415,9 +416,10 @@ fn tune(k: u32) -> i32 {
                 if (5 * (m + 1) + 3) * threads as usize * 8 > 48 << 10 {
                     continue;
                 }
-                for (base_n, tail_n) in [32usize, 128, 1024]
+                for (base_n, tail_n, speculate) in [32usize, 128]
                     .into_iter()
-                    .flat_map(|b| [0usize, 1024, 4096, 16384].map(|t| (b, t)))
+                    .flat_map(|b| [0usize, 4096].map(|t| (b, t)))
+                    .flat_map(|(b, t)| [false, true].map(|p| (b, t, p)))
                 {
                     let opts = gtsv::Options {
                         gpu: gtsv::gpu::GpuOptions {
@@ -425,6 +427,7 @@ fn tune(k: u32) -> i32 {
                             threads,
                             base_n,
                             tail_n,
+                            speculate,
                             ..gtsv::gpu::GpuOptions::default()
                         },
                         ..gtsv::Options::default()
@@ -436,6 +439,7 @@ fn tune(k: u32) -> i32 {
                         threads.to_string(),
                         base_n.to_string(),
                         tail_n.to_string(),
+                        speculate.to_string(),
                     ];
                     match hylapack_device_run(a, &b, 1, 7, &opts) {
                         Ok(r) => row.extend([
