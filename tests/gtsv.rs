@@ -689,10 +689,13 @@ fn tail_kernel_agrees_with_level_kernels() {
 #[test]
 fn speculative_refinement_agrees() {
     // The speculating check (gtsv_backsub_spec) prepares a refinement step's top-level
-    // separator system with the arithmetic of the refinement's own top-level reduce: where both
-    // ways take the same number of steps, the answers must agree bit for bit. (The speculating
-    // check uses the accurate residual, the plain one the rounded one, so a residual right at
-    // the refinement threshold may be judged differently; such a case is only counted.)
+    // separator system with the arithmetic of the refinement's own top-level reduce.
+    // One right-hand side: where both ways take the same number of steps, the answers must
+    // agree bit for bit. (The speculating check judges the accurate residual, the other the
+    // rounded one, so a residual right at the refinement threshold may be judged differently;
+    // such a case is only counted.) Several right-hand sides: the columns are independent, so
+    // each must equal its own one-column solve bit for bit (columns after the first take the
+    // speculative right-hand sides at an offset).
     if backend() != Backend::Gpu || !have_gpu_or_skip() {
         eprintln!("skipped: the speculating check is GPU code (HYLAPACK_DEVICE=gpu)");
         return;
@@ -707,8 +710,23 @@ fn speculative_refinement_agrees() {
         },
         ..Options::default()
     };
+    let differ = |p: &[f64], q: &[f64]| {
+        p.iter()
+            .zip(q)
+            .filter(|(x, y)| x.to_bits() != y.to_bits())
+            .count()
+    };
+    let spike = |s: &Solved<f64>| s.report.as_ref().unwrap().solver == Solver::Spike;
     let (mut compared, mut refined) = (0, 0);
-    for &(n, nrhs) in &[(5000, 1), (70_001, 3), (300_007, 1), (1 << 21, 2)] {
+    let cases = [
+        (5000, 1),
+        (40_000, 1),
+        (70_001, 3),
+        (300_007, 1),
+        (1 << 20, 1),
+        (1 << 21, 2),
+    ];
+    for &(n, nrhs) in &cases {
         for kind in 0..3 {
             let a = match kind {
                 0 => matrices::random(n, &mut rng),
@@ -718,27 +736,36 @@ fn speculative_refinement_agrees() {
             let b = rhs(n, n, nrhs, &mut rng);
             let on = ours::<f64>(&a, &b, n, nrhs, &with(true));
             let steps_on = hylapack::gtsv::gpu::last_phases().refine_steps;
+            if nrhs > 1 {
+                for c in 0..nrhs {
+                    let col = &b[c * n..(c + 1) * n];
+                    let one = ours::<f64>(&a, col, n, 1, &with(true));
+                    if !spike(&on) || !spike(&one) {
+                        continue;
+                    }
+                    let d = differ(&on.x[c * n..(c + 1) * n], &one.x);
+                    assert_eq!(d, 0, "n = {n}, kind {kind}, column {c}: {d} entries differ from its own solve, seed {seed}");
+                }
+                continue;
+            }
             let off = ours::<f64>(&a, &b, n, nrhs, &with(false));
             let steps_off = hylapack::gtsv::gpu::last_phases().refine_steps;
             assert_eq!(on.info, off.info, "n = {n}, seed {seed}");
-            let spike = |s: &Solved<f64>| s.report.as_ref().unwrap().solver == Solver::Spike;
             if steps_on != steps_off || !spike(&on) || !spike(&off) {
                 continue;
             }
             compared += 1;
             refined += (steps_on > 0) as usize;
-            let differ =
-                on.x.iter()
-                    .zip(&off.x)
-                    .filter(|(p, q)| p.to_bits() != q.to_bits())
-                    .count();
+            let d = differ(&on.x, &off.x);
             assert_eq!(
-                differ, 0,
-                "n = {n}, kind {kind}, {steps_on} steps: {differ} entries differ, seed {seed}"
+                d, 0,
+                "n = {n}, kind {kind}, {steps_on} steps: {d} entries differ, seed {seed}"
             );
         }
     }
-    eprintln!("speculative refinement: {compared} systems compared, {refined} of them refined");
+    eprintln!(
+        "speculative refinement: {compared} one-column systems compared, {refined} of them refined"
+    );
     assert!(
         refined >= 2,
         "too few refined systems compared (seed {seed})"
