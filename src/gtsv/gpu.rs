@@ -189,6 +189,11 @@ fn tail_start(sizes: &[usize], o: &GpuOptions) -> Option<usize> {
     )
 }
 
+/// Per level its partition count and the offsets of its separator system's DL, D, DU, F; the
+/// offsets of X, R, X + δ, the summaries and flags, the tail's scratch, the speculative
+/// right-hand sides; the total length (elements of `T`).
+type WorkLayout = (Vec<(usize, [usize; 4])>, [usize; 6], usize);
+
 /// The pieces of one solve's work buffer, in elements of `T`, each rounded up to 32 elements:
 /// per level the separator system (DL, D, DU, F); then the solution X, the refinement's
 /// residual R (only without levels: with levels the top level's kernels evaluate it) and its
@@ -196,11 +201,7 @@ fn tail_start(sizes: &[usize], o: &GpuOptions) -> Option<usize> {
 /// the element after them (one memset clears them, one copy reads them), and the tail
 /// kernel's scratch (4 + 2 nrhs entries per partition of its first level), and the top level's
 /// speculative separator right-hand sides (p × nrhs, with levels).
-fn work_layout(
-    n: usize,
-    nrhs: usize,
-    o: &GpuOptions,
-) -> (Vec<(usize, [usize; 4])>, [usize; 6], usize) {
+fn work_layout(n: usize, nrhs: usize, o: &GpuOptions) -> WorkLayout {
     let mut total = 0usize;
     let mut carve = |len: usize| {
         let at = total;

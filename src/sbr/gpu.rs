@@ -556,7 +556,42 @@ impl<T: CublasReal> GpuExecutor<T> {
         });
         Ok(())
     }
+
+    /// The host-to-device staging loop of `upload` and `upload_block`: `total` elements are
+    /// filled (`fill(first, piece)`) into the pinned buffers in turn, at most `per` at a time,
+    /// and each piece's transfer is queued by `copy(buffer, first, elements, dst's address,
+    /// stream)` on the upload stream. Filling a buffer waits for its previous transfer.
+    fn staged_upload(
+        &mut self,
+        dst: &mut GpuBuf<T>,
+        total: usize,
+        per: usize,
+        fill: &mut dyn FnMut(usize, &mut [T]),
+        copy: &mut StagedCopy<'_, T>,
+    ) -> Result<(), ExecError> {
+        while self.up.len() < UP_BUFFERS {
+            self.up.push(self.gpu.pinned::<T>(CHUNK)?);
+        }
+        let stream: &CudaStream = &self.h2d;
+        // Waits for queued arithmetic on `dst`; records the upload as its last write.
+        let (base, _written) = dst.slice.device_ptr_mut(stream);
+        let mut start = 0;
+        while start < total {
+            let piece = per.min(total - start);
+            let stage = &mut self.up[self.next_up];
+            self.next_up = (self.next_up + 1) % UP_BUFFERS;
+            fill(start, &mut stage.as_mut_slice()?[..piece]);
+            copy(stage, start, piece, base, stream)?;
+            start += piece;
+        }
+        Ok(())
+    }
 }
+
+/// Queues one staged piece's transfer: (buffer, first element, elements, destination's
+/// address, stream); see `GpuExecutor::staged_upload`.
+type StagedCopy<'a, T> = dyn FnMut(&mut Pinned<T>, usize, usize, CUdeviceptr, &CudaStream) -> Result<(), DeviceError>
+    + 'a;
 
 fn solver_ok(s: cs::cusolverStatus_t, what: &str) -> Result<(), ExecError> {
     if s == cs::cusolverStatus_t::CUSOLVER_STATUS_SUCCESS {
@@ -593,25 +628,17 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
         fill: &mut dyn FnMut(usize, &mut [T]),
     ) -> Result<(), ExecError> {
         assert!(off + len <= dst.slice.len(), "upload past the buffer's end");
-        while self.up.len() < UP_BUFFERS {
-            self.up.push(self.gpu.pinned::<T>(CHUNK)?);
-        }
-        let stream: &CudaStream = &self.h2d;
-        // Waits for queued arithmetic on `dst`; records the upload as its last write.
-        let (base, _written) = dst.slice.device_ptr_mut(stream);
-        let mut start = 0;
-        while start < len {
-            let piece = (len - start).min(CHUNK);
-            let stage = &mut self.up[self.next_up];
-            self.next_up = (self.next_up + 1) % UP_BUFFERS;
-            // as_mut_slice waits for this staging buffer's previous transfer.
-            fill(start, &mut stage.as_mut_slice()?[..piece]);
-            // SAFETY: the destination lies inside `dst` (asserted), which outlives the copy:
-            // freeing it is ordered after the recorded write on the stream.
-            unsafe { stage.copy_to_device(piece, at::<T>(base, off + start), stream)? };
-            start += piece;
-        }
-        Ok(())
+        self.staged_upload(
+            dst,
+            len,
+            CHUNK,
+            fill,
+            &mut |stage, start, piece, base, stream| {
+                // SAFETY: the destination lies inside `dst` (asserted), which outlives the copy:
+                // freeing it is ordered after the recorded write on the stream.
+                unsafe { stage.copy_to_device(piece, at::<T>(base, off + start), stream) }
+            },
+        )
     }
 
     fn upload_block(
@@ -634,39 +661,32 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
             off + (cols - 1) * ld + rows <= dst.slice.len(),
             "upload past the buffer's end"
         );
-        while self.up.len() < UP_BUFFERS {
-            self.up.push(self.gpu.pinned::<T>(CHUNK)?);
-        }
-        let stream: &CudaStream = &self.h2d;
-        // Waits for queued arithmetic on `dst`; records the upload as its last write.
-        let (base, _written) = dst.slice.device_ptr_mut(stream);
         // Whole columns per staging buffer (a column longer than one is not expected: rows ≤ n).
         assert!(
             rows <= CHUNK,
             "a column of {rows} exceeds the staging buffer"
         );
-        let per = CHUNK / rows;
-        let mut j = 0;
-        while j < cols {
-            let piece = per.min(cols - j);
-            let stage = &mut self.up[self.next_up];
-            self.next_up = (self.next_up + 1) % UP_BUFFERS;
-            // as_mut_slice waits for this staging buffer's previous transfer.
-            fill(j * rows, &mut stage.as_mut_slice()?[..piece * rows]);
-            // SAFETY: columns j .. j + piece of the block lie inside `dst` (asserted above),
-            // which outlives the copy: freeing it is ordered after the recorded write.
-            unsafe {
-                stage.copy_to_device_strided(
-                    rows,
-                    piece,
-                    at::<T>(base, off + j * ld),
-                    ld,
-                    stream,
-                )?
-            };
-            j += piece;
-        }
-        Ok(())
+        let per = CHUNK / rows * rows;
+        self.staged_upload(
+            dst,
+            rows * cols,
+            per,
+            fill,
+            &mut |stage, start, piece, base, stream| {
+                // SAFETY: the columns start / rows .. (start + piece) / rows of the block lie inside
+                // `dst` (asserted above), which outlives the copy: freeing it is ordered after the
+                // recorded write.
+                unsafe {
+                    stage.copy_to_device_strided(
+                        rows,
+                        piece / rows,
+                        at::<T>(base, off + start / rows * ld),
+                        ld,
+                        stream,
+                    )
+                }
+            },
+        )
     }
 
     fn download(
