@@ -503,6 +503,75 @@ fn dsyev_matches_lapack_n2500() {
     }
 }
 
+/// Out of core through a wide first band: with ¾ of the matrix's bytes the drivers reduce
+/// to 2kd off-diagonals, narrow that band to kd (sbrdb), then chase; every family, both
+/// triangles, against LAPACK's xSYEV.
+fn syev_wide_band_suite<T: Real + Dense + CublasReal>() {
+    let seed = seed();
+    let mut rng = Rng::new(seed);
+    let n = 600;
+    let elem = std::mem::size_of::<T>();
+    let budget = (n * n * elem * 3 / 4) as u64;
+    let kd = sbr::syev::bandwidth(n);
+    let mut paths = vec![Path::CpuBlocked { budget }];
+    if gpu_wanted() {
+        paths.push(Path::Gpu {
+            budget: Some(budget),
+        });
+    }
+    for &path in &paths {
+        assert_eq!(
+            sbr::syev::driver_bandwidths::<T>(n, path),
+            (kd, Some(2 * kd)),
+            "{path:?}"
+        );
+    }
+    for family in DenseFamily::all() {
+        let full = testmat::dense_symmetric::<T>(family, n, &mut rng);
+        let lam = eigenvalues(&full, n, b'L');
+        let tol = agreement::<T>(n, norm_of(&lam));
+        for uplo in [b'L', b'U'] {
+            for &path in &paths {
+                let what = format!(
+                    "{}syev {} n={n} uplo={} {path:?} seed={seed}",
+                    T::PREFIX,
+                    family.name(),
+                    uplo as char
+                );
+                let mut a = one_triangle(&full, n, uplo == b'U');
+                let mut w = vec![T::ZERO; n];
+                let r = sbr::syev::syev(uplo, n, &mut a, n, &mut w, path);
+                assert_eq!(r.info, 0, "{what}");
+                let note = r.reduction.as_ref().and_then(|r| r.note.clone());
+                let narrowed = format!("band {} → {kd}", 2 * kd);
+                assert!(
+                    note.as_deref().is_some_and(|s| s.contains(&narrowed)),
+                    "{what}: {note:?}"
+                );
+                if matches!(path, Path::Gpu { .. }) && require_gpu() {
+                    assert!(
+                        note.as_deref().is_some_and(|s| s.contains("on the GPU")),
+                        "{what}"
+                    );
+                }
+                let got: Vec<f64> = w.iter().map(|x| x.to_f64()).collect();
+                let err = max_diff(&got, &lam);
+                assert!(err <= tol, "{what}: eigenvalues off by {err:e} > {tol:e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn dsyev_out_of_core_through_a_wide_band() {
+    syev_wide_band_suite::<f64>();
+}
+
+#[test]
+fn ssyev_out_of_core_through_a_wide_band() {
+    syev_wide_band_suite::<f32>();
+}
+
 fn syevx_suite<T: Real + Dense + CublasReal>() {
     let seed = seed();
     let mut rng = Rng::new(seed);

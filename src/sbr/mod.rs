@@ -45,6 +45,7 @@ pub mod cpu;
 pub mod gpu;
 mod host;
 pub mod sb2st;
+pub mod sbrdb;
 pub mod syev;
 
 use crate::config::SbrPanel;
@@ -320,7 +321,8 @@ pub enum Mode {
 
 /// Chooses the mode for an n x n problem with bandwidth kd in `budget` bytes: resident if the
 /// whole matrix fits beside the panels (and the look-ahead's second panel set, the next
-/// panel's columns and tau), else the widest block columns that fit beside the panels.
+/// panel's columns and tau), else the widest block columns that fit beside the panels, up to
+/// max(2kd, 1024).
 pub fn plan(n: usize, kd: usize, elem: usize, budget: u64) -> Result<Mode, ExecError> {
     let fixed = ((3 * n * kd + kd * kd) * elem) as u64;
     let whole = (n * n * elem) as u64;
@@ -339,8 +341,11 @@ pub fn plan(n: usize, kd: usize, elem: usize, budget: u64) -> Result<Mode, ExecE
             budget,
         });
     }
+    // Blocks wider than this gain nothing in the BLAS and lengthen the passes' first upload
+    // and last download, which nothing overlaps.
+    let widest = (2 * kd).max(1024);
     Ok(Mode::Streaming {
-        nb: (nb as usize).min(n),
+        nb: (nb as usize).min(n).min(widest),
     })
 }
 
@@ -737,7 +742,7 @@ fn resident_steps<T: Real + Dense, E: Executor<T>>(
     if i0 + kd < n {
         let s = i0 + kd;
         let panel = op_mut(whole, s + i0 * n, n);
-        let how = panel_on_executor(exec, panel, taubuf, &mut sets[0], n, i0, kd)?;
+        let how = panel_on_executor(exec, panel, taubuf, &mut sets[0], n - s, kd, i0)?;
         progress.panels[how] += 1;
     }
     while progress.i + kd < n {
@@ -798,7 +803,8 @@ fn resident_steps<T: Real + Dense, E: Executor<T>>(
                     op_mut(whole, trailing + kd + kd * n, n),
                 )?;
                 exec.lane(1)?;
-                let factored = panel_on_executor(exec, op_mut(next, kd, pn), taubuf, o, n, s, kd);
+                let factored =
+                    panel_on_executor(exec, op_mut(next, kd, pn), taubuf, o, pn - kd, kd, s);
                 exec.lane(0)?;
                 progress.panels[factored?] += 1;
                 exec.copy(pn, kd, op(next, 0, pn), op_mut(whole, trailing, n))?;
@@ -818,7 +824,7 @@ fn resident_steps<T: Real + Dense, E: Executor<T>>(
                 ph.end(exec, 3)?;
                 if more {
                     let panel = op_mut(whole, s + kd + s * n, n);
-                    let how = panel_on_executor(exec, panel, taubuf, c, n, s, kd)?;
+                    let how = panel_on_executor(exec, panel, taubuf, c, pn - kd, kd, s)?;
                     progress.panels[how] += 1;
                 }
             }
@@ -831,9 +837,10 @@ fn resident_steps<T: Real + Dense, E: Executor<T>>(
     Ok(())
 }
 
-/// Panel QR on the executor (resident mode): `L[s.., i..i+kd]` (at `panel`) is factored in place
-/// (xGEQRF's layout, R kept until [`band_from_panels`]), `tau[i..]` set; `V` (unit diagonal,
-/// zeros above it) goes to `&mut bufs.v` and `Z = V T` to `&mut bufs.z`. By CholeskyQR2 (see
+/// Panel QR on the executor: the m x k `panel` (the resident mode's `L[s.., i..i+kd]`, or a
+/// block of [`sbrdb`]'s) is factored in place (xGEQRF's layout, R kept until
+/// [`band_from_panels`]), `tau[tau_at..]` set; `V` (m x min(m, k), unit diagonal, zeros above
+/// it) goes to `&mut bufs.v` and `Z = V T` to `&mut bufs.z`, both of leading dimension m. By CholeskyQR2 (see
 /// [`cholqr`]) where it can be trusted, else by xGEQRF: then T follows
 /// xLARFT's recurrence `T(0..j, j) = −τ_j T(0..j, 0..j) (VᵀV)(0..j, j)` on the host from the
 /// Gram matrix `VᵀV` (its rows below the panel's top block formed on the executor): one
@@ -845,20 +852,26 @@ fn panel_on_executor<T: Real + Dense, E: Executor<T>>(
     panel: OpMut<E::Buf>,
     taubuf: &mut E::Buf,
     bufs: &mut PanelSet<E::Buf>,
-    n: usize,
-    i: usize,
+    pn: usize,
     kd: usize,
+    tau_at: usize,
 ) -> Result<usize, ExecError> {
-    let s = i + kd;
-    let pn = n - s;
     let pk = pn.min(kd);
     let (at, ld) = (panel.off, panel.ld);
     if panel_mode() == SbrPanel::CholQr
-        && cholqr::factor(exec, op_mut(panel.buf, at, ld), taubuf, bufs, pn, kd, i)?
+        && cholqr::factor(
+            exec,
+            op_mut(panel.buf, at, ld),
+            taubuf,
+            bufs,
+            pn,
+            kd,
+            tau_at,
+        )?
     {
         return Ok(0);
     }
-    exec.geqrf(pn, kd, op_mut(panel.buf, at, ld), op_mut(taubuf, i, 1))?;
+    exec.geqrf(pn, kd, op_mut(panel.buf, at, ld), op_mut(taubuf, tau_at, 1))?;
     exec.copy(pn, pk, op(panel.buf, at, ld), op_mut(&mut bufs.v, 0, pn))?;
     exec.copy(pk, pk, op(&bufs.v, 0, pn), op_mut(&mut bufs.t, 0, pk))?;
     let mut gram = vec![T::ZERO; pk * pk];
@@ -879,7 +892,7 @@ fn panel_on_executor<T: Real + Dense, E: Executor<T>>(
         top[start..start + piece.len()].copy_from_slice(piece)
     })?;
     let mut tau = vec![T::ZERO; pk];
-    exec.download(taubuf, i, pk, &mut |start, piece| {
+    exec.download(taubuf, tau_at, pk, &mut |start, piece| {
         tau[start..start + piece.len()].copy_from_slice(piece)
     })?;
     // V's top block: unit diagonal, zeros above it; its part of the Gram matrix.

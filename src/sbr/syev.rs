@@ -6,7 +6,10 @@
 //!
 //! JOBZ = 'V' is not implemented: it is reported as an illegal first argument.
 
-use super::{gpu::CublasReal, sb2st, syrdb_band, Mode, Path, SyrdbReport};
+use super::cpu::CpuExecutor;
+use super::gpu::{CublasReal, GpuExecutor};
+use super::sbrdb::narrow as narrow_band;
+use super::{sb2st, syrdb_band, Mode, Path, SyrdbReport};
 use crate::dispatch::{self, Backend};
 use crate::lapack::Dense;
 use crate::real::Real;
@@ -25,27 +28,48 @@ pub fn bandwidth(n: usize) -> usize {
     kd.min(n.saturating_sub(1)).max(1)
 }
 
-/// The bandwidth when the matrix streams through the executor (out of core): each step moves
-/// the trailing matrix over the bus three times, so the traffic falls as 1/kd and a wider band
-/// pays.
+/// The bandwidth when the matrix streams through the executor (out of core) and no wide first
+/// band fits ([`wide_bandwidth`]): each step moves the trailing matrix over the bus three
+/// times, so the traffic falls as 1/kd and a wider band pays.
 pub fn bandwidth_streaming(n: usize) -> usize {
     let kd = if n < 4096 { 32 } else { 64 };
     kd.min(n.saturating_sub(1)).max(1)
 }
 
-/// The bandwidth the drivers use on `path`: [`bandwidth`] if the matrix will be resident,
-/// else [`bandwidth_streaming`].
-fn driver_bandwidth<T>(n: usize, path: Path) -> usize {
+/// The widest first band of the out-of-core path, or None: the dense matrix streams through
+/// the executor to `kw` off-diagonals (its traffic over the bus falls as 1/kw: three passes
+/// over the trailing matrix per kw columns), then [`super::sbrdb`] narrows the band to `kd`
+/// in the executor's memory. `kw` is the widest of 2048, 1024, …, 2kd that leaves at least
+/// half the budget to the streaming block columns (so they are at least kw wide), whose
+/// narrowing fits, and that is at most n/4.
+pub fn wide_bandwidth(n: usize, kd: usize, elem: usize, budget: u64) -> Option<usize> {
+    (0..6)
+        .map(|p| 2048 >> p)
+        .filter(|&kw| kw >= 2 * kd && kw <= n / 4)
+        .find(|&kw| {
+            let streaming = ((3 * n * kw + kw * kw) * elem) as u64;
+            let narrowing = (super::sbrdb::footprint(n, kw, kd) * elem) as u64;
+            2 * streaming <= budget && narrowing <= budget
+        })
+}
+
+/// The bandwidths the drivers use on `path`: the final band's `kd` ([`bandwidth`] if the
+/// matrix will be resident or a wide first band fits, else [`bandwidth_streaming`]) and, out
+/// of core, the wide first band's ([`wide_bandwidth`]).
+pub fn driver_bandwidths<T>(n: usize, path: Path) -> (usize, Option<usize>) {
     let kd = bandwidth(n);
     let budget = match path {
-        Path::Lapack => return kd,
+        Path::Lapack => return (kd, None),
         Path::CpuBlocked { budget } => Some(budget),
         Path::Gpu { budget } => super::gpu::budget(budget),
     };
     let elem = std::mem::size_of::<T>();
-    match budget.map(|b| super::plan(n, kd, elem, b)) {
-        Some(Ok(Mode::Resident)) | None => kd,
-        _ => bandwidth_streaming(n),
+    match budget.map(|b| (b, super::plan(n, kd, elem, b))) {
+        Some((_, Ok(Mode::Resident))) | None => (kd, None),
+        Some((b, _)) => match wide_bandwidth(n, kd, elem, b) {
+            Some(kw) => (kd, Some(kw)),
+            None => (bandwidth_streaming(n), None),
+        },
     }
 }
 
@@ -201,11 +225,21 @@ fn tridiagonal<T: Real + Dense + CublasReal>(
     lda: usize,
     path: Path,
 ) -> (Vec<T>, Vec<T>, SyrdbReport) {
-    let kd = driver_bandwidth::<T>(n, path);
-    let ldab = kd + 1;
+    let (kd, wide) = driver_bandwidths::<T>(n, path);
+    let first = wide.unwrap_or(kd);
+    let ldab = first + 1;
     let mut ab = vec![T::ZERO; ldab * n];
-    let mut tau = vec![T::ZERO; n - kd.min(n)];
-    let report = syrdb_band(uplo, n, kd, a, lda, &mut ab, ldab, &mut tau, path);
+    let mut tau = vec![T::ZERO; n - first.min(n)];
+    let mut report = syrdb_band(uplo, n, first, a, lda, &mut ab, ldab, &mut tau, path);
+    let (uplo, ab, ldab) = match wide {
+        Some(kw) => {
+            let (band, note) = narrow(uplo, n, kw, &ab, kd, report.backend, path);
+            let before = report.note.take().unwrap_or_default();
+            report.note = Some(format!("{before}; {note}"));
+            (b'L', band, kd + 1)
+        }
+        None => (uplo, ab, ldab),
+    };
     let on_gpu = report.backend == Backend::Gpu && kd <= sb2st::gpu::MAX_BANDWIDTH;
     let chased = on_gpu
         .then(|| sb2st::gpu::tridiagonalize(uplo, n, kd, &ab, ldab))
@@ -215,6 +249,33 @@ fn tridiagonal<T: Real + Dense + CublasReal>(
         });
     let (d, e) = chased.unwrap_or_else(|| sb2st::tridiagonalize(uplo, n, kd, &ab, ldab, 0));
     (d, e, report)
+}
+
+/// The band `ab` (`uplo`, `kw` off-diagonals, leading dimension kw + 1) narrowed to `kd`
+/// off-diagonals ([`super::sbrdb`]), in lower band storage: on the GPU if the band reduction
+/// ran there and the GPU does not fail, else on the CPU. Returns it with a note of where.
+fn narrow<T: Real + Dense + CublasReal>(
+    uplo: u8,
+    n: usize,
+    kw: usize,
+    ab: &[T],
+    kd: usize,
+    backend: Backend,
+    path: Path,
+) -> (Vec<T>, String) {
+    let note = |on: &str| format!("band {kw} → {kd} on the {on}");
+    if let (Backend::Gpu, Path::Gpu { budget }) = (backend, path) {
+        let narrowed = GpuExecutor::<T>::new(budget)
+            .and_then(|mut exec| narrow_band(&mut exec, uplo, n, kw, ab, kw + 1, kd));
+        match narrowed {
+            Ok(band) => return (band, note("GPU")),
+            Err(e) => dispatch::debug(|| format!("band narrowing on the CPU: {e}")),
+        }
+    }
+    let mut cpu = CpuExecutor::new(u64::MAX);
+    let band =
+        narrow_band(&mut cpu, uplo, n, kw, ab, kw + 1, kd).expect("the CPU executor does not fail");
+    (band, note("CPU"))
 }
 
 /// All eigenvalues of the tridiagonal (d, e) into `w`, ascending, by the crate's bisection on
