@@ -41,8 +41,7 @@ fn require_gpu() -> bool {
 
 /// The budget for which `plan` picks block columns of `nb` columns.
 fn budget_for<T>(n: usize, kd: usize, nb: usize) -> u64 {
-    let e = std::mem::size_of::<T>();
-    ((3 * n * kd + kd * kd) * e + 3 * n * e * nb) as u64
+    sbr::streaming_budget(n, kd, nb, std::mem::size_of::<T>())
 }
 
 /// The paths every reduction test runs: LAPACK itself (checks the checker), the blocked
@@ -260,6 +259,8 @@ fn reduction_suite<T: Real + Dense + CublasReal>() {
             (97, 8),
             (150, 17),
             (260, 32),
+            // Streaming panels of three sub-panels (64, 64, 22 columns), then a wide one.
+            (420, 150),
         ] {
             let full = testmat::dense_symmetric::<T>(family, n, &mut rng);
             for uplo in [b'L', b'U'] {

@@ -11,7 +11,9 @@
 //!    [`panel_on_executor`]), so the panel never travels; with look-ahead (the default) the
 //!    next panel is factored on a second lane (a stream of the highest priority) while the
 //!    rest of the trailing matrix is updated (see [`resident_steps`]). Streaming: the panel
-//!    is on the host anyway; it is factored there (xGEQRT3) and `V`, `T` go to the executor.
+//!    goes up, is factored on the executor by sub-panels of 64 columns (each as the resident
+//!    panels, see [`blocked_panel`]; a wide band's panel on the host's xGEQRT3 took 0.7 s of
+//!    each 1 s step at n = 32768, kd = 1024), and comes back; `V` and `Z` stay.
 //! 2. Two-sided update of the trailing `A₂ = L[s.., s..]` as in the paper's (8)–(11), with
 //!    LAPACK's signs: `X = A₂ Z` (SYMM), `X −= ½ V (Zᵀ X)`, `A₂ −= V Xᵀ + X Vᵀ` (SYR2K).
 //!
@@ -324,7 +326,7 @@ pub enum Mode {
 /// panel's columns and tau), else the widest block columns that fit beside the panels, up to
 /// max(2kd, 1024).
 pub fn plan(n: usize, kd: usize, elem: usize, budget: u64) -> Result<Mode, ExecError> {
-    let fixed = ((3 * n * kd + kd * kd) * elem) as u64;
+    let fixed = streaming_budget(n, kd, 0, elem);
     let whole = (n * n * elem) as u64;
     // With the band's staging buffer for band-only runs (`band_from_device`).
     let resident_extra =
@@ -347,6 +349,13 @@ pub fn plan(n: usize, kd: usize, elem: usize, budget: u64) -> Result<Mode, ExecE
     Ok(Mode::Streaming {
         nb: (nb as usize).min(n).min(widest),
     })
+}
+
+/// The bytes a streaming run with block columns of `nb` columns holds on its executor: `V`,
+/// `Z`, `X` (n x kd each, `X` also holding the panel while it is factored), two kd x kd
+/// matrices, τ, the sub-panels' buffers and the ring of three block columns.
+pub fn streaming_budget(n: usize, kd: usize, nb: usize, elem: usize) -> u64 {
+    ((3 * n * kd + 2 * kd * kd + kd + sub_panels_len(n, kd) + 3 * n * nb) * elem) as u64
 }
 
 /// Where a run stands, kept on the host so that another executor can take over.
@@ -428,6 +437,19 @@ fn factor_panel<T: Real + Dense>(
         let info = T::geqrf(pn, kd, &mut p[kd..], h, &mut job.tau[i..i + pk]);
         assert_eq!(info, 0, "xGEQRF rejected its arguments");
     }
+    let v = finish_panel(job, i, p, h);
+    if pn < kd {
+        T::larft(pn, pk, (&v, pn), &job.tau[i..i + pk], &mut t, pk);
+    }
+    (v, t)
+}
+
+/// After a panel's QR (xGEQRF's layout in rows `kd..` of `p`, as [`factor_panel`]): its band
+/// into AB, and LAPACK's layout in `p` (unit diagonal, zeros above it). Returns `V` (pn x pk).
+fn finish_panel<T: Real>(job: &mut Job<T>, i: usize, p: &mut [T], h: usize) -> Vec<T> {
+    let (n, kd) = (job.n, job.kd);
+    let pn = n - i - kd;
+    let pk = pn.min(kd);
     for c in 0..pk {
         let upper = job.host.upper;
         put_band(job.ab, job.ldab, kd, n, upper, i + c, |d| p[c + d + c * h]);
@@ -443,10 +465,136 @@ fn factor_panel<T: Real + Dense>(
             p[kd + r + c * h] = if r == c { T::ONE } else { T::ZERO };
         }
     }
-    if pn < kd {
-        T::larft(pn, pk, (&v, pn), &job.tau[i..i + pk], &mut t, pk);
+    v
+}
+
+/// Columns of the sub-panels a streaming panel is factored by on the executor.
+const SUB_PANEL: usize = 64;
+
+/// The buffers of [`blocked_panel`]: one sub-panel's set, a k x w scratch and k x w zeros.
+struct SubPanels<B> {
+    set: PanelSet<B>,
+    scratch: B,
+    zeros: B,
+}
+
+impl<B> SubPanels<B> {
+    fn new<T: Real, E: Executor<T, Buf = B>>(
+        exec: &mut E,
+        m: usize,
+        k: usize,
+    ) -> Result<Self, ExecError> {
+        let w = SUB_PANEL.min(k).max(1);
+        Ok(SubPanels {
+            set: PanelSet {
+                v: exec.alloc(m * w)?,
+                z: exec.alloc(m * w)?,
+                s: exec.alloc(w * w)?,
+                t: exec.alloc(w * w)?,
+                q: exec.alloc(cholqr::scratch_len(w))?,
+            },
+            scratch: exec.alloc(k * w)?,
+            zeros: exec.alloc(k * w)?,
+        })
     }
-    (v, t)
+}
+
+/// Executor entries of [`SubPanels`] for panels of at most m x k.
+fn sub_panels_len(m: usize, k: usize) -> usize {
+    let w = SUB_PANEL.min(k).max(1);
+    2 * m * w + 2 * w * w + cholqr::scratch_len(w) + 2 * k * w
+}
+
+/// QR of the m x k panel `p` (leading dimension m, m > k) on the executor, by sub-panels of
+/// [`SUB_PANEL`] columns ([`panel_on_executor`] each, applied to the columns on its right): the
+/// panel ends in xGEQRF's layout, τ in `taubuf[..k]`, `V` in `v` and `Z = V T` in `z` (both m x
+/// k, leading dimension m). `T` itself is never formed: with `Z_q = V_q T_q` from sub-panel q
+/// (columns a..a+w), `Z[.., a..a+w] = Z_q − Z[.., ..a] (V[.., ..a]ᵀ Z_q)`. Returns how many
+/// sub-panels went by CholeskyQR2 and by xGEQRF.
+#[allow(clippy::too_many_arguments)]
+fn blocked_panel<T: Real + Dense, E: Executor<T>>(
+    exec: &mut E,
+    p: &mut E::Buf,
+    m: usize,
+    k: usize,
+    taubuf: &mut E::Buf,
+    v: &mut E::Buf,
+    z: &mut E::Buf,
+    sub: &mut SubPanels<E::Buf>,
+) -> Result<[usize; 2], ExecError> {
+    let mut how = [0, 0];
+    let mut a = 0;
+    while a < k {
+        let w = SUB_PANEL.min(k - a);
+        let ma = m - a;
+        let set = &mut sub.set;
+        let panel = op_mut(p, a + a * m, m);
+        how[panel_on_executor(exec, panel, taubuf, set, ma, w, a)?] += 1;
+        let rest = k - a - w;
+        if rest > 0 {
+            // The columns on the right: P −= V_q (Z_qᵀ P).
+            let right = op(p, a + (a + w) * m, m);
+            let tmp = op_mut(&mut sub.scratch, 0, w);
+            exec.gemm(
+                true,
+                false,
+                w,
+                rest,
+                ma,
+                T::ONE,
+                op(&set.z, 0, ma),
+                right,
+                T::ZERO,
+                tmp,
+            )?;
+            let right = op_mut(p, a + (a + w) * m, m);
+            let tmp = op(&sub.scratch, 0, w);
+            exec.gemm(
+                false,
+                false,
+                ma,
+                rest,
+                w,
+                -T::ONE,
+                op(&set.v, 0, ma),
+                tmp,
+                T::ONE,
+                right,
+            )?;
+        }
+        let zeros = || op(&sub.zeros, 0, k);
+        if a > 0 {
+            exec.copy(a, w, zeros(), op_mut(v, a * m, m))?;
+        }
+        exec.copy(ma, w, op(&set.v, 0, ma), op_mut(v, a + a * m, m))?;
+        if a == 0 {
+            exec.copy(ma, w, op(&set.z, 0, ma), op_mut(z, 0, m))?;
+        } else {
+            // Y = V[a.., ..a]ᵀ Z_q (Z_q is zero above row a); the new block is built in
+            // `set.v` (free once V_q is in place, read as m x w) and copied into Z.
+            let y = op_mut(&mut sub.scratch, 0, a);
+            exec.gemm(
+                true,
+                false,
+                a,
+                w,
+                ma,
+                T::ONE,
+                op(v, a, m),
+                op(&set.z, 0, ma),
+                T::ZERO,
+                y,
+            )?;
+            exec.copy(a, w, op(&sub.zeros, 0, k), op_mut(&mut set.v, 0, m))?;
+            exec.copy(ma, w, op(&set.z, 0, ma), op_mut(&mut set.v, a, m))?;
+            let (zl, y) = (op(z, 0, m), op(&sub.scratch, 0, a));
+            let block = op_mut(&mut set.v, 0, m);
+            exec.gemm(false, false, m, w, a, -T::ONE, zl, y, T::ONE, block)?;
+            exec.copy(m, w, op(&set.v, 0, m), op_mut(z, a * m, m))?;
+        }
+        a += w;
+    }
+    Ok(how)
 }
 
 /// Runs the reduction from `progress` on `exec`, updating `progress` as it goes.
@@ -597,14 +745,32 @@ fn run<T: Real + Dense, E: Executor<T>>(
                 progress.i += kd;
             }
             let mut ph = Phases::new(&["panel", "symm pass", "syr2k pass"]);
+            let on_executor = panel_mode() != SbrPanel::Host && exec.can_factor();
+            let mut sub = SubPanels::new(exec, n.saturating_sub(kd + progress.i), kd)?;
+            let mut taubuf = exec.alloc(kd)?;
             while progress.i + kd < n {
                 let i = progress.i;
                 let (h, s) = (n - i, i + kd);
                 let (pn, pk) = (n - s, (n - s).min(kd));
                 let mut p = vec![T::ZERO; h * kd];
                 job.host.gather(i, h, i, 0, &mut p);
-                let (v, t) = factor_panel(job, i, &mut p, h);
-                upload_panel(exec, &mut vbuf, &mut tbuf, &mut zbuf, &v, &t, pn, pk)?;
+                let v = if on_executor && pn > kd {
+                    let bufs = PanelBufs {
+                        p: &mut xbuf,
+                        tau: &mut taubuf,
+                        v: &mut vbuf,
+                        z: &mut zbuf,
+                        sub: &mut sub,
+                    };
+                    let (v, how) = panel_through_executor(exec, job, i, &mut p, h, bufs)?;
+                    progress.panels[0] += how[0];
+                    progress.panels[1] += how[1];
+                    v
+                } else {
+                    let (v, t) = factor_panel(job, i, &mut p, h);
+                    upload_panel(exec, &mut vbuf, &mut tbuf, &mut zbuf, &v, &t, pn, pk)?;
+                    v
+                };
                 ph.end(exec, 0)?;
                 let cols = block_columns(pn, nb);
                 symm_pass(exec, job, &cols, &mut ring, &zbuf, &mut xbuf, s, pk)?;
@@ -629,6 +795,55 @@ fn run<T: Real + Dense, E: Executor<T>>(
         }
     }
     Ok(())
+}
+
+/// The executor buffers a streaming panel is factored in ([`panel_through_executor`]).
+struct PanelBufs<'a, B> {
+    p: &'a mut B,
+    tau: &'a mut B,
+    v: &'a mut B,
+    z: &'a mut B,
+    sub: &'a mut SubPanels<B>,
+}
+
+/// A streaming step's panel (`p`, gathered from the host as for [`factor_panel`], pn > kd)
+/// factored on the executor ([`blocked_panel`]): its rows `kd..` go up into `bufs.p`, come back
+/// factored, and end as [`finish_panel`] leaves them, `tau[i..]` set; `V` and `Z` stay on the
+/// executor. Returns the host's `V` (kept for a resumption on the CPU) and the sub-panel counts.
+fn panel_through_executor<T: Real + Dense, E: Executor<T>>(
+    exec: &mut E,
+    job: &mut Job<T>,
+    i: usize,
+    p: &mut [T],
+    h: usize,
+    bufs: PanelBufs<E::Buf>,
+) -> Result<(Vec<T>, [usize; 2]), ExecError> {
+    let (n, kd) = (job.n, job.kd);
+    let pn = n - i - kd;
+    // Entries start.. of the pn x kd block, whole columns at a time.
+    exec.upload_block(bufs.p, 0, pn, pn, kd, &mut |start, out| {
+        for (q, col) in out.chunks_mut(pn).enumerate() {
+            let c = start / pn + q;
+            col.copy_from_slice(&p[kd + c * h..kd + c * h + pn]);
+        }
+    })?;
+    let how = blocked_panel(exec, bufs.p, pn, kd, bufs.tau, bufs.v, bufs.z, bufs.sub)?;
+    exec.download(bufs.p, 0, pn * kd, &mut |start, piece| {
+        // Pieces may begin and end inside a column.
+        let (mut e, mut rest) = (start, piece);
+        while !rest.is_empty() {
+            let (c, r) = (e / pn, e % pn);
+            let len = (pn - r).min(rest.len());
+            p[kd + r + c * h..kd + r + c * h + len].copy_from_slice(&rest[..len]);
+            e += len;
+            rest = &rest[len..];
+        }
+    })?;
+    let tau = &mut job.tau[i..i + kd];
+    exec.download(bufs.tau, 0, kd, &mut |start, piece| {
+        tau[start..start + piece.len()].copy_from_slice(piece)
+    })?;
+    Ok((finish_panel(job, i, p, h), how))
 }
 
 /// How the resident mode factors its panels: by CholeskyQR2 on the executor (the default),
