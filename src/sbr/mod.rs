@@ -792,6 +792,9 @@ fn run<T: Real + Dense, E: Executor<T>>(
                 progress.i += kd;
             }
             ph.report(n, kd, &describe(mode));
+            if let (true, Some(split)) = (ph.on, cholqr::report()) {
+                eprintln!("hylapack: syrdb panel steps n={n} kd={kd}: {split}");
+            }
         }
     }
     Ok(())

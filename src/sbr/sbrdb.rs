@@ -29,6 +29,8 @@
 //! i − j < ldw`, at `(i − j) + j·ldw = i + j·(ldw − 1)`. With leading dimension `ldw − 1` it is
 //! a dense column-major matrix in which every block a step touches (all of it inside that
 //! diagonal strip) is an ordinary BLAS operand.
+//!
+//! `HYLAPACK_SBR_PROFILE=1` prints the steps, the time and the QRs' split on stderr.
 
 use super::{finish_x, op, op_mut, panel_on_executor, ExecError, Executor, PanelSet};
 use crate::lapack::Dense;
@@ -91,6 +93,7 @@ pub fn narrow<T: Real + Dense, E: Executor<T>>(
         q: exec.alloc(super::cholqr::scratch_len(nb))?,
     };
 
+    let (started, mut steps) = (std::time::Instant::now(), 0);
     let mut j = 0;
     while j + w + 1 < n {
         let (mut c0, mut t) = (j, w);
@@ -100,6 +103,7 @@ pub fn narrow<T: Real + Dense, E: Executor<T>>(
             let e = n.min(r0 + k + d);
             let m = e - r0;
             if m >= 2 {
+                steps += 1;
                 let q = op_mut(&mut block, 0, m);
                 exec.copy(m, k, op(&band, at(r0, c0), ld), q)?;
                 panel_on_executor(exec, op_mut(&mut block, 0, m), &mut tau, &mut set, m, k, 0)?;
@@ -195,6 +199,13 @@ pub fn narrow<T: Real + Dense, E: Executor<T>>(
     exec.download(&narrow, 0, h * n, &mut |start, piece| {
         out[start..start + piece.len()].copy_from_slice(piece)
     })?;
+    if crate::config::get().sbr.profile {
+        let split = super::cholqr::report().unwrap_or_default();
+        let secs = started.elapsed().as_secs_f64();
+        eprintln!(
+            "hylapack: sbrdb n={n} {kd}→{kd2}: {steps} steps in {secs:.3} s; QR steps: {split}"
+        );
+    }
     // The working band's rows past the matrix's end were zero and stay untouched.
     Ok(out)
 }
