@@ -316,15 +316,18 @@ mod tiny {
 
     /// B := R B, R upper triangular (its strict lower part is not read).
     pub fn multiply_left_upper<T: Real>(k: usize, r: &[T], b: &mut [T]) {
+        let mut out = vec![T::ZERO; k];
         for col in b.chunks_exact_mut(k) {
-            // Row i needs rows i.. of the column, which rows before it leave as they were.
-            for i in 0..k {
-                let mut x = T::ZERO;
-                for l in i..k {
-                    x = x + r[i + l * k] * col[l];
+            // Column by column of R (contiguous), adding col[l] R[..=l, l].
+            out.fill(T::ZERO);
+            for (l, &x) in col.iter().enumerate() {
+                if x != T::ZERO {
+                    for (o, &y) in out[..=l].iter_mut().zip(&r[l * k..=l + l * k]) {
+                        *o = *o + y * x;
+                    }
                 }
-                col[i] = x;
             }
+            col.copy_from_slice(&out);
         }
     }
 
