@@ -374,13 +374,12 @@ struct Progress<T> {
 }
 
 struct Pending<T> {
-    v: Vec<T>,
     x: Vec<T>,
     pk: usize,
     done: usize,
     /// The factored panel (rows `i..`, columns `i..i+kd`), written to the host when the pass
     /// ends, so that the host never holds a factored panel beside a trailing matrix that has
-    /// not been updated with it.
+    /// not been updated with it. Its rows `kd..` hold `V` in LAPACK's layout.
     panel: Vec<T>,
 }
 
@@ -437,7 +436,8 @@ fn factor_panel<T: Real + Dense>(
         let info = T::geqrf(pn, kd, &mut p[kd..], h, &mut job.tau[i..i + pk]);
         assert_eq!(info, 0, "xGEQRF rejected its arguments");
     }
-    let v = finish_panel(job, i, p, h);
+    finish_panel(job, i, p, h);
+    let v = panel_v(p, h, kd, pn, pk);
     if pn < kd {
         T::larft(pn, pk, (&v, pn), &job.tau[i..i + pk], &mut t, pk);
     }
@@ -445,25 +445,25 @@ fn factor_panel<T: Real + Dense>(
 }
 
 /// After a panel's QR (xGEQRF's layout in rows `kd..` of `p`, as [`factor_panel`]): its band
-/// into AB, and LAPACK's layout in `p` (unit diagonal, zeros above it). Returns `V` (pn x pk).
-fn finish_panel<T: Real>(job: &mut Job<T>, i: usize, p: &mut [T], h: usize) -> Vec<T> {
+/// into AB, and LAPACK's layout in `p` (unit diagonal, zeros above it).
+fn finish_panel<T: Real>(job: &mut Job<T>, i: usize, p: &mut [T], h: usize) {
     let (n, kd) = (job.n, job.kd);
     let pn = n - i - kd;
     let pk = pn.min(kd);
     for c in 0..pk {
         let upper = job.host.upper;
         put_band(job.ab, job.ldab, kd, n, upper, i + c, |d| p[c + d + c * h]);
-    }
-    let mut v = vec![T::ZERO; pn * pk];
-    for c in 0..pk {
-        v[c + c * pn] = T::ONE;
-        for r in c + 1..pn {
-            v[r + c * pn] = p[kd + r + c * h];
-        }
-        // The stored panel keeps LAPACK's layout: unit diagonal, zeros above it.
         for r in 0..=c {
             p[kd + r + c * h] = if r == c { T::ONE } else { T::ZERO };
         }
+    }
+}
+
+/// `V` (pn x pk, leading dimension pn) of a finished panel `p` (leading dimension `h`).
+fn panel_v<T: Real>(p: &[T], h: usize, kd: usize, pn: usize, pk: usize) -> Vec<T> {
+    let mut v = vec![T::ZERO; pn * pk];
+    for (c, col) in v.chunks_exact_mut(pn).enumerate() {
+        col.copy_from_slice(&p[kd + c * h..kd + c * h + pn]);
     }
     v
 }
@@ -738,7 +738,8 @@ fn run<T: Real + Dense, E: Executor<T>>(
             if let Some(pending) = progress.pending.take() {
                 let s = progress.i + kd;
                 let pn = n - s;
-                upload_panels(exec, &mut vbuf, &mut xbuf, &pending.v, &pending.x)?;
+                let v = panel_v(&pending.panel, n - progress.i, kd, pn, pending.pk);
+                upload_panels(exec, &mut vbuf, &mut xbuf, &v, &pending.x)?;
                 let cols = block_columns(pn, nb);
                 progress.pending = Some(pending);
                 syr2k_pass(exec, job, progress, &cols, &mut ring, &vbuf, &xbuf, s)?;
@@ -754,7 +755,7 @@ fn run<T: Real + Dense, E: Executor<T>>(
                 let (pn, pk) = (n - s, (n - s).min(kd));
                 let mut p = vec![T::ZERO; h * kd];
                 job.host.gather(i, h, i, 0, &mut p);
-                let v = if on_executor && pn > kd {
+                if on_executor && pn > kd {
                     let bufs = PanelBufs {
                         p: &mut xbuf,
                         tau: &mut taubuf,
@@ -762,15 +763,13 @@ fn run<T: Real + Dense, E: Executor<T>>(
                         z: &mut zbuf,
                         sub: &mut sub,
                     };
-                    let (v, how) = panel_through_executor(exec, job, i, &mut p, h, bufs)?;
+                    let how = panel_through_executor(exec, job, i, &mut p, h, bufs)?;
                     progress.panels[0] += how[0];
                     progress.panels[1] += how[1];
-                    v
                 } else {
                     let (v, t) = factor_panel(job, i, &mut p, h);
                     upload_panel(exec, &mut vbuf, &mut tbuf, &mut zbuf, &v, &t, pn, pk)?;
-                    v
-                };
+                }
                 ph.end(exec, 0)?;
                 let cols = block_columns(pn, nb);
                 symm_pass(exec, job, &cols, &mut ring, &zbuf, &mut xbuf, s, pk)?;
@@ -780,7 +779,6 @@ fn run<T: Real + Dense, E: Executor<T>>(
                     x[start..start + piece.len()].copy_from_slice(piece)
                 })?;
                 progress.pending = Some(Pending {
-                    v,
                     x,
                     pk,
                     done: 0,
@@ -812,7 +810,7 @@ struct PanelBufs<'a, B> {
 /// A streaming step's panel (`p`, gathered from the host as for [`factor_panel`], pn > kd)
 /// factored on the executor ([`blocked_panel`]): its rows `kd..` go up into `bufs.p`, come back
 /// factored, and end as [`finish_panel`] leaves them, `tau[i..]` set; `V` and `Z` stay on the
-/// executor. Returns the host's `V` (kept for a resumption on the CPU) and the sub-panel counts.
+/// executor. Returns the sub-panel counts.
 fn panel_through_executor<T: Real + Dense, E: Executor<T>>(
     exec: &mut E,
     job: &mut Job<T>,
@@ -820,15 +818,13 @@ fn panel_through_executor<T: Real + Dense, E: Executor<T>>(
     p: &mut [T],
     h: usize,
     bufs: PanelBufs<E::Buf>,
-) -> Result<(Vec<T>, [usize; 2]), ExecError> {
+) -> Result<[usize; 2], ExecError> {
     let (n, kd) = (job.n, job.kd);
-    let pn = n - i - kd;
-    // Entries start.. of the pn x kd block, whole columns at a time.
-    exec.upload_block(bufs.p, 0, pn, pn, kd, &mut |start, out| {
-        for (q, col) in out.chunks_mut(pn).enumerate() {
-            let c = start / pn + q;
-            col.copy_from_slice(&p[kd + c * h..kd + c * h + pn]);
-        }
+    let (s, pn) = (i + kd, n - i - kd);
+    // Straight from the host matrix (on several threads), as `p` was gathered.
+    let host = &*job.host;
+    exec.upload(bufs.p, 0, pn * kd, &mut |start, out| {
+        host.gather(s, pn, i, start, out)
     })?;
     let how = blocked_panel(exec, bufs.p, pn, kd, bufs.tau, bufs.v, bufs.z, bufs.sub)?;
     exec.download(bufs.p, 0, pn * kd, &mut |start, piece| {
@@ -846,7 +842,8 @@ fn panel_through_executor<T: Real + Dense, E: Executor<T>>(
     exec.download(bufs.tau, 0, kd, &mut |start, piece| {
         tau[start..start + piece.len()].copy_from_slice(piece)
     })?;
-    Ok((finish_panel(job, i, p, h), how))
+    finish_panel(job, i, p, h);
+    Ok(how)
 }
 
 /// How the resident mode factors its panels: by CholeskyQR2 on the executor (the default),
