@@ -504,16 +504,17 @@ fn dsyev_matches_lapack_n2500() {
     }
 }
 
-/// Out of core through a wide first band: with ¾ of the matrix's bytes the drivers reduce
-/// to 2kd off-diagonals, narrow that band to kd (sbrdb), then chase; every family, both
-/// triangles, against LAPACK's xSYEV.
+/// Out of core through a wide first band: with a budget that fits a streaming run at 2kd
+/// twice over (less than the matrix), the drivers reduce to 2kd off-diagonals, narrow that
+/// band to kd (sbrdb), then chase; every family, both triangles, against LAPACK's xSYEV.
 fn syev_wide_band_suite<T: Real + Dense + CublasReal>() {
     let seed = seed();
     let mut rng = Rng::new(seed);
-    let n = 600;
+    let n = 1200;
     let elem = std::mem::size_of::<T>();
-    let budget = (n * n * elem * 3 / 4) as u64;
     let kd = sbr::syev::bandwidth(n);
+    let budget = 2 * sbr::streaming_budget(n, 2 * kd, 0, elem);
+    assert!(budget < (n * n * elem) as u64);
     let mut paths = vec![Path::CpuBlocked { budget }];
     if gpu_wanted() {
         paths.push(Path::Gpu {

@@ -47,7 +47,7 @@ pub fn wide_bandwidth(n: usize, kd: usize, elem: usize, budget: u64) -> Option<u
         .map(|p| 2048 >> p)
         .filter(|&kw| kw >= 2 * kd && kw <= n / 4)
         .find(|&kw| {
-            let streaming = ((3 * n * kw + kw * kw) * elem) as u64;
+            let streaming = super::streaming_budget(n, kw, 0, elem);
             let narrowing = (super::sbrdb::footprint(n, kw, kd) * elem) as u64;
             2 * streaming <= budget && narrowing <= budget
         })
