@@ -1,6 +1,7 @@
 //! xSYEV and xSYEVX for eigenvalues only (JOBZ = 'N'), through the band reduction: dense →
-//! band ([`super::syrdb`], out of core) → tridiagonal ([`super::sb2st`], bulge chasing on the
-//! GPU or the CPU's threads) → eigenvalues (xSTERF, or on the GPU path the crate's bisection
+//! band ([`super::syrdb`]; a matrix that does not fit streams through the executor to a wide
+//! band, which [`super::sbrdb`] then narrows in the executor's memory) → tridiagonal
+//! ([`super::sb2st`], bulge chasing on the GPU or the CPU's threads) → eigenvalues (xSTERF, or on the GPU path the crate's bisection
 //! [`crate::stebz`], for all of them; the bisection for RANGE = 'V' / 'I'), with LAPACK's
 //! scaling of matrices near underflow or overflow.
 //!
