@@ -532,35 +532,10 @@ fn blocked_panel<T: Real + Dense, E: Executor<T>>(
         how[panel_on_executor(exec, panel, taubuf, set, ma, w, a)?] += 1;
         let rest = k - a - w;
         if rest > 0 {
-            // The columns on the right: P −= V_q (Z_qᵀ P).
-            let right = op(p, a + (a + w) * m, m);
-            let tmp = op_mut(&mut sub.scratch, 0, w);
-            exec.gemm(
-                true,
-                false,
-                w,
-                rest,
-                ma,
-                T::ONE,
-                op(&set.z, 0, ma),
-                right,
-                T::ZERO,
-                tmp,
-            )?;
-            let right = op_mut(p, a + (a + w) * m, m);
-            let tmp = op(&sub.scratch, 0, w);
-            exec.gemm(
-                false,
-                false,
-                ma,
-                rest,
-                w,
-                -T::ONE,
-                op(&set.v, 0, ma),
-                tmp,
-                T::ONE,
-                right,
-            )?;
+            // The columns on the right.
+            let (vq, zq) = (op(&set.v, 0, ma), op(&set.z, 0, ma));
+            let at = a + (a + w) * m;
+            apply_qt(exec, ma, w, rest, vq, zq, p, at, m, &mut sub.scratch)?;
         }
         let zeros = || op(&sub.zeros, 0, k);
         if a > 0 {
@@ -754,8 +729,19 @@ fn run<T: Real + Dense, E: Executor<T>>(
                 let (h, s) = (n - i, i + kd);
                 let (pn, pk) = (n - s, (n - s).min(kd));
                 let mut p = vec![T::ZERO; h * kd];
-                job.host.gather(i, h, i, 0, &mut p);
-                if on_executor && pn > kd {
+                let through_executor = on_executor && pn > kd;
+                if through_executor {
+                    // Only the diagonal block: the rest goes up from the host matrix and comes
+                    // back factored.
+                    let mut top = vec![T::ZERO; kd * kd];
+                    job.host.gather(i, kd, i, 0, &mut top);
+                    for (c, col) in top.chunks_exact(kd).enumerate() {
+                        p[c * h..c * h + kd].copy_from_slice(col);
+                    }
+                } else {
+                    job.host.gather(i, h, i, 0, &mut p);
+                }
+                if through_executor {
                     let bufs = PanelBufs {
                         p: &mut xbuf,
                         tau: &mut taubuf,
@@ -807,8 +793,8 @@ struct PanelBufs<'a, B> {
     sub: &'a mut SubPanels<B>,
 }
 
-/// A streaming step's panel (`p`, gathered from the host as for [`factor_panel`], pn > kd)
-/// factored on the executor ([`blocked_panel`]): its rows `kd..` go up into `bufs.p`, come back
+/// A streaming step's panel (`p`, pn > kd, whose diagonal block has been gathered from the
+/// host) factored on the executor ([`blocked_panel`]): its rows `kd..` go up into `bufs.p`, come back
 /// factored, and end as [`finish_panel`] leaves them, `tau[i..]` set; `V` and `Z` stay on the
 /// executor. Returns the sub-panel counts.
 fn panel_through_executor<T: Real + Dense, E: Executor<T>>(
@@ -1284,6 +1270,27 @@ fn upload_panels<T: Real, E: Executor<T>>(
     exec.upload(second, 0, b.len(), &mut |start, out| {
         out.copy_from_slice(&b[start..start + out.len()])
     })
+}
+
+/// `B := Qᵀ B = B − V (Zᵀ B)` for `Q = I − V T Vᵀ` with `Z = V T` (`v`, `z`: m x k), B the m x
+/// c block of `b` at `off` (leading dimension `ld`); `w` takes the k x c product `Zᵀ B`.
+#[allow(clippy::too_many_arguments)]
+fn apply_qt<T: Real, E: Executor<T>>(
+    exec: &mut E,
+    m: usize,
+    k: usize,
+    c: usize,
+    v: Op<E::Buf>,
+    z: Op<E::Buf>,
+    b: &mut E::Buf,
+    off: usize,
+    ld: usize,
+    w: &mut E::Buf,
+) -> Result<(), ExecError> {
+    let (zb, wk) = (op(b, off, ld), op_mut(w, 0, k));
+    exec.gemm(true, false, k, c, m, T::ONE, z, zb, T::ZERO, wk)?;
+    let (wk, bm) = (op(w, 0, k), op_mut(b, off, ld));
+    exec.gemm(false, false, m, c, k, -T::ONE, v, wk, T::ONE, bm)
 }
 
 /// `X −= ½ V (Zᵀ X)`.

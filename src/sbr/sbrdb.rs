@@ -14,11 +14,14 @@
 //! 2. from the left to `A[R, c0..r0]` (the block itself, which becomes `[R; 0]` up to
 //!    rounding, and the columns between it and `R`);
 //! 3. from both sides to the symmetric `A[R, R]` (the dense reduction's SYMM / SYR2K update);
-//! 4. from the right to `A[e..e+b, R]`, the rows of `R`'s columns below `R`. This fills
-//!    `d` diagonals in below the band, whose first `nb` columns (`r0..r0+nb`) the next step
-//!    (`c0 = r0`, `t = b`) annihilates; the rest of the fill lies in the columns the next
-//!    sweep's steps annihilate, one block to the right, so no column's band ever exceeds
-//!    `b + d` and a step's block, `nb + d` rows from `t` below its first column, covers it.
+//! 4. from the right to `A[e..e+b, R]`, the rows of `R`'s columns below `R`. This fills the
+//!    block in below the band (in exact arithmetic `d` diagonals, as the reflectors span
+//!    `d + 1` rows each; the computed ones are not that sparse, so the storage holds the
+//!    whole block, down to `b + nb + d − 1` below the diagonal). The next step (`c0 = r0`,
+//!    `t = b`) annihilates the fill in `R`'s first `nb` columns, whose rows all lie in its
+//!    block (`nb + d` rows from `b` below its first column, down to row `e + b − 1`); the
+//!    fill in the other columns of `R` lies in the blocks of the next sweep's steps, one
+//!    block to the right.
 //!
 //! The block is multiplied by Qᵀ rather than replaced by the factorisation's R, so no entry
 //! has to be zeroed on the executor: what should be zero is O(ε‖A‖), annihilated again by a
@@ -32,7 +35,7 @@
 //!
 //! `HYLAPACK_SBR_PROFILE=1` prints the steps, the time and the QRs' split on stderr.
 
-use super::{finish_x, op, op_mut, panel_on_executor, ExecError, Executor, PanelSet};
+use super::{apply_qt, finish_x, op, op_mut, panel_on_executor, ExecError, Executor, PanelSet};
 use crate::lapack::Dense;
 use crate::real::Real;
 
@@ -41,7 +44,8 @@ use crate::real::Real;
 pub fn footprint(n: usize, kd: usize, kd2: usize) -> usize {
     let (nb, d) = (kd2, kd - kd2);
     let m = nb + d;
-    (kd + nb + d) * n + 3 * m * nb + kd * nb + super::cholqr::scratch_len(nb) + 3 * nb * nb
+    let step = 4 * m * nb + kd * nb + 2 * nb * nb + nb + super::cholqr::scratch_len(nb);
+    (kd + nb + d) * n + step + (kd2 + 1) * n
 }
 
 /// The band matrix `ab` (LAPACK band storage of the `uplo` triangle with `kd` off-diagonals,
@@ -108,36 +112,9 @@ pub fn narrow<T: Real + Dense, E: Executor<T>>(
                 exec.copy(m, k, op(&band, at(r0, c0), ld), q)?;
                 panel_on_executor(exec, op_mut(&mut block, 0, m), &mut tau, &mut set, m, k, 0)?;
                 let pk = m.min(k);
-                let (v, z) = (&set.v, &set.z);
-                // From the left: A[R, c0..r0] −= V (Zᵀ A[R, c0..r0]).
-                let left = op(&band, at(r0, c0), ld);
-                let ws = op_mut(&mut w_side, 0, pk);
-                exec.gemm(
-                    true,
-                    false,
-                    pk,
-                    t,
-                    m,
-                    T::ONE,
-                    op(z, 0, m),
-                    left,
-                    T::ZERO,
-                    ws,
-                )?;
-                let left = op_mut(&mut band, at(r0, c0), ld);
-                let ws = op(&w_side, 0, pk);
-                exec.gemm(
-                    false,
-                    false,
-                    m,
-                    t,
-                    pk,
-                    -T::ONE,
-                    op(v, 0, m),
-                    ws,
-                    T::ONE,
-                    left,
-                )?;
+                // From the left: A[R, c0..r0] := Qᵀ A[R, c0..r0].
+                let (v, z) = (op(&set.v, 0, m), op(&set.z, 0, m));
+                apply_qt(exec, m, pk, t, v, z, &mut band, at(r0, c0), ld, &mut w_side)?;
                 // Both sides of A[R, R].
                 let sym = op(&band, at(r0, r0), ld);
                 exec.symm(
@@ -145,7 +122,7 @@ pub fn narrow<T: Real + Dense, E: Executor<T>>(
                     pk,
                     T::ONE,
                     sym,
-                    op(z, 0, m),
+                    op(&set.z, 0, m),
                     T::ZERO,
                     op_mut(&mut x, 0, m),
                 )?;

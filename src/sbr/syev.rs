@@ -237,8 +237,10 @@ fn tridiagonal<T: Real + Dense + CublasReal>(
     let (uplo, ab, ldab) = match wide {
         Some(kw) => {
             let (band, note) = narrow(uplo, n, kw, &ab, kd, report.backend, path);
-            let before = report.note.take().unwrap_or_default();
-            report.note = Some(format!("{before}; {note}"));
+            report.note = Some(match report.note.take() {
+                Some(before) => format!("{before}; {note}"),
+                None => note,
+            });
             (b'L', band, kd + 1)
         }
         None => (uplo, ab, ldab),
