@@ -152,9 +152,12 @@ unsafe fn syevx_run(
 /// LAPACK DSYEV's contract for JOBZ = 'N': the `uplo` triangle of `a` is destroyed; INFO > 0:
 /// the QL/QR iteration failed to converge on INFO off-diagonal elements. JOBZ = 'V'
 /// (eigenvectors) is not implemented: it returns INFO = −1 (illegal first argument) through
-/// `xerbla_`. The path: dense → band on the GPU out of core (as `dsyrdb_ooc`), band →
-/// tridiagonal on the CPU (LAPACK DSYTRD_SB2ST), DSTERF; below the size threshold or without a
-/// GPU, the system LAPACK's DSYEV. Eigenvalues agree with DSYEV's to rounding.
+/// `xerbla_`. The path: dense → band on the GPU (as `dsyrdb_ooc`; a matrix larger than the GPU
+/// budget streams to a wide band, up to 2048 off-diagonals, which is then narrowed on the GPU),
+/// band → tridiagonal by bulge chasing on the GPU (on the host's threads if the GPU fails), all
+/// eigenvalues by bisection on the GPU (DSTERF if bisection fails or the matrix was scaled into
+/// range); below the size threshold or without a GPU, the system LAPACK's DSYEV. Eigenvalues
+/// agree with DSYEV's to a small multiple of n ε ‖A‖.
 ///
 /// Returns INFO: 0 on success; −i if the i-th argument (LAPACK numbering) had an illegal value
 /// or was NULL; > 0 as above; −1000 for an internal error (printed on stderr).
@@ -215,9 +218,9 @@ pub unsafe extern "C" fn dsyev_ooc_(
 /// LAPACK DSYEVX's contract for JOBZ = 'N' (`z` and `ifail` are not referenced and may be
 /// NULL; `ldz` >= 1): the `uplo` triangle of `a` is destroyed; INFO = N + i when bisection
 /// (DSTEBZ) returned INFO = i. JOBZ = 'V' (eigenvectors) is not implemented: it returns
-/// INFO = −1 through `xerbla_`. The path: dense → band on the GPU out of core, band →
-/// tridiagonal on the CPU (DSYTRD_SB2ST), then DSTERF (all, `abstol` <= 0) or bisection
-/// (`dstebz_gpu`'s code); small problems or no GPU: the system LAPACK's DSYEVX.
+/// INFO = −1 through `xerbla_`. The path: dense → band and band → tridiagonal as for
+/// `dsyev_ooc`, then all eigenvalues as there (RANGE = 'A' or all of 'I', `abstol` <= 0) or
+/// bisection (`dstebz_gpu`'s code); small problems or no GPU: the system LAPACK's DSYEVX.
 ///
 /// Returns INFO: 0 on success; −i if the i-th argument (LAPACK numbering) had an illegal value
 /// or was NULL; > 0 as above; −1000 for an internal error (printed on stderr).
