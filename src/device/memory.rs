@@ -199,27 +199,9 @@ impl<T: PlainData> Pinned<T> {
         stream: &CudaStream,
     ) -> Result<(), DeviceError> {
         assert!(rows <= ld, "rows {rows} exceed the leading dimension {ld}");
-        let elem = std::mem::size_of::<T>();
         let src = &self.as_slice()?[..rows * cols];
-        let copy = sys::CUDA_MEMCPY2D {
-            srcXInBytes: 0,
-            srcY: 0,
-            srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_HOST,
-            srcHost: src.as_ptr().cast(),
-            srcDevice: 0,
-            srcArray: std::ptr::null_mut(),
-            srcPitch: rows * elem,
-            dstXInBytes: 0,
-            dstY: 0,
-            dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
-            dstHost: std::ptr::null_mut(),
-            dstDevice: dst,
-            dstArray: std::ptr::null_mut(),
-            dstPitch: ld * elem,
-            WidthInBytes: rows * elem,
-            Height: cols,
-        };
-        sys::cuMemcpy2DAsync_v2(&copy, stream.cu_stream()).result()?;
+        let from = Side::Host(src.as_ptr().cast_mut().cast(), rows);
+        copy_2d::<T>(from, Side::Device(dst, ld), rows, cols, stream)?;
         self.mark(stream)
     }
 
@@ -235,6 +217,27 @@ impl<T: PlainData> Pinned<T> {
     ) -> Result<(), DeviceError> {
         let dst = &mut self.as_mut_slice()?[..len];
         cu::memcpy_dtoh_async(dst, src, stream.cu_stream())?;
+        self.mark(stream)
+    }
+
+    /// Queues a copy of the `rows` x `cols` device block at `src` (columns `ld` apart) into the
+    /// buffer's first `rows · cols` elements (packed), on `stream`.
+    ///
+    /// # Safety
+    /// `src` is device memory holding `(cols − 1) · ld + rows` elements of `T`, valid until the
+    /// copy is done; `rows ≤ ld`.
+    pub unsafe fn copy_from_device_strided(
+        &mut self,
+        rows: usize,
+        cols: usize,
+        src: CUdeviceptr,
+        ld: usize,
+        stream: &CudaStream,
+    ) -> Result<(), DeviceError> {
+        assert!(rows <= ld, "rows {rows} exceed the leading dimension {ld}");
+        let dst = &mut self.as_mut_slice()?[..rows * cols];
+        let to = Side::Host(dst.as_mut_ptr().cast(), rows);
+        copy_2d::<T>(Side::Device(src, ld), to, rows, cols, stream)?;
         self.mark(stream)
     }
 
@@ -331,6 +334,112 @@ impl Gpu {
             poisoned: false,
             _t: std::marker::PhantomData,
         })
+    }
+}
+
+/// One end of a 2D copy: its first element and the distance between its columns (elements).
+#[derive(Clone, Copy, Debug)]
+pub enum Side {
+    Host(*mut std::ffi::c_void, usize),
+    Device(CUdeviceptr, usize),
+}
+
+/// Queues a copy of a `rows` x `cols` block of `T` between host and device on `stream`
+/// (cuMemcpy2DAsync; a DMA straight from or into host memory that is page-locked, pinned or
+/// registered, and a staged, synchronous copy otherwise).
+///
+/// # Safety
+/// Both ends hold the block (`rows` ≤ their column distance) and stay valid until the copy is
+/// done; nothing else writes the destination or the host source meanwhile.
+pub unsafe fn copy_2d<T>(
+    from: Side,
+    to: Side,
+    rows: usize,
+    cols: usize,
+    stream: &CudaStream,
+) -> Result<(), DeviceError> {
+    let elem = std::mem::size_of::<T>();
+    let host = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
+    let device = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+    let (src_type, src_host, src_device, src_ld) = match from {
+        Side::Host(p, ld) => (host, p as *const std::ffi::c_void, 0, ld),
+        Side::Device(p, ld) => (device, std::ptr::null(), p, ld),
+    };
+    let (dst_type, dst_host, dst_device, dst_ld) = match to {
+        Side::Host(p, ld) => (host, p, 0, ld),
+        Side::Device(p, ld) => (device, std::ptr::null_mut(), p, ld),
+    };
+    assert!(
+        rows <= src_ld && rows <= dst_ld,
+        "rows {rows} exceed a leading dimension ({src_ld}, {dst_ld})"
+    );
+    let copy = sys::CUDA_MEMCPY2D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcMemoryType: src_type,
+        srcHost: src_host,
+        srcDevice: src_device,
+        srcArray: std::ptr::null_mut(),
+        srcPitch: src_ld * elem,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstMemoryType: dst_type,
+        dstHost: dst_host,
+        dstDevice: dst_device,
+        dstArray: std::ptr::null_mut(),
+        dstPitch: dst_ld * elem,
+        WidthInBytes: rows * elem,
+        Height: cols,
+    };
+    sys::cuMemcpy2DAsync_v2(&copy, stream.cu_stream()).result()?;
+    Ok(())
+}
+
+/// Host memory the driver page-locked for this value's lifetime (cuMemHostRegister), so that
+/// [`copy_2d`] moves it by DMA without a staging copy. Dropping it unlocks the memory: its
+/// owner first waits for every copy that touches it (or calls [`Registered::keep`]).
+pub struct Registered {
+    ptr: *mut std::ffi::c_void,
+    gpu: &'static Gpu,
+}
+
+impl Gpu {
+    /// Page-locks the `bytes` bytes at `ptr`. Refused where any of their pages is locked
+    /// already (by the caller, or by a concurrent call on a neighbouring matrix): whoever
+    /// locked them may unlock them while our copies run.
+    ///
+    /// # Safety
+    /// The bytes are host memory of this process that stays allocated until the value is
+    /// dropped.
+    pub unsafe fn register_host(
+        &'static self,
+        ptr: *mut u8,
+        bytes: usize,
+    ) -> Result<Registered, DeviceError> {
+        self.ctx.bind_to_thread()?;
+        sys::cuMemHostRegister_v2(ptr.cast(), bytes, 0).result()?;
+        Ok(Registered {
+            ptr: ptr.cast(),
+            gpu: self,
+        })
+    }
+}
+
+impl Registered {
+    /// Leaves the memory locked for the rest of the process: for when a copy into it may still
+    /// run (the wait for it failed).
+    pub fn keep(self) {
+        std::mem::forget(self)
+    }
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        // An unlock that fails leaves the pages locked: nothing to do about it here.
+        if self.gpu.ctx.bind_to_thread().is_ok() {
+            // SAFETY: `ptr` was registered by `register_host` and is unregistered once.
+            let _ = unsafe { sys::cuMemHostUnregister(self.ptr) };
+        }
     }
 }
 
