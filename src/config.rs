@@ -58,6 +58,9 @@ pub struct SbrTuning {
     /// `HYLAPACK_SBR_LOOKAHEAD` (default 1): the resident mode factors the next panel on a
     /// second stream while the rest of the trailing matrix is updated.
     pub lookahead: bool,
+    /// `HYLAPACK_SBR_DIRECT` (default 1): the streaming mode page-locks the user's matrix
+    /// (lower storage) for the call and moves block columns by DMA, without staging copies.
+    pub direct: bool,
 }
 
 /// How the band reduction's resident mode factors its panels (`HYLAPACK_SBR_PANEL`).
@@ -242,6 +245,9 @@ pub fn load(env: impl Fn(&str) -> Option<String>) -> Config {
                 parse_bool,
                 "0 or 1",
             )
+            .unwrap_or(true),
+        direct: s
+            .lookup("HYLAPACK_SBR_DIRECT", "sbr.direct", parse_bool, "0 or 1")
             .unwrap_or(true),
     };
     let cache_dir = s

@@ -58,6 +58,48 @@ impl<T: Real + Dense> Executor<T> for CpuExecutor {
         Ok(())
     }
 
+    /// Host memory needs no mapping: the direct transfers are column copies.
+    unsafe fn map_host(&mut self, _a: *mut T, _len: usize) -> bool {
+        true
+    }
+
+    unsafe fn upload_direct(
+        &mut self,
+        dst: &mut Vec<T>,
+        off: usize,
+        ld: usize,
+        rows: usize,
+        cols: usize,
+        src: *const T,
+        lda: usize,
+    ) -> Result<(), ExecError> {
+        for j in 0..cols {
+            // SAFETY: the caller guarantees the block lies in live host memory nobody writes.
+            let col = unsafe { std::slice::from_raw_parts(src.add(j * lda), rows) };
+            dst[off + j * ld..][..rows].copy_from_slice(col);
+        }
+        Ok(())
+    }
+
+    unsafe fn download_direct(
+        &mut self,
+        src: &Vec<T>,
+        off: usize,
+        ld: usize,
+        rows: usize,
+        cols: usize,
+        dst: *mut T,
+        lda: usize,
+    ) -> Result<(), ExecError> {
+        for j in 0..cols {
+            // SAFETY: the caller guarantees the block lies in live host memory nobody else
+            // touches during the call.
+            let col = unsafe { std::slice::from_raw_parts_mut(dst.add(j * lda), rows) };
+            col.copy_from_slice(&src[off + j * ld..][..rows]);
+        }
+        Ok(())
+    }
+
     fn gemm(
         &mut self,
         ta: bool,

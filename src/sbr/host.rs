@@ -35,6 +35,14 @@ impl<T: Real> HostMat<'_, T> {
         self.a[i] = x;
     }
 
+    /// The address of `L[r, c]`, for a direct transfer of a block whose columns are `lda`
+    /// apart: lower storage only (there a column of `L` is a column of `A`).
+    pub(super) fn lower_ptr(&mut self, r: usize, c: usize) -> *mut T {
+        assert!(!self.upper, "direct transfers need A's lower triangle");
+        let i = self.index(r, c);
+        self.a[i..].as_mut_ptr()
+    }
+
     /// Entries `start..start + out.len()` of the h-row block `L[r0.., c0..]` stored with
     /// leading dimension `h`. A column of `L` is a slice of `A` (lower) or a row of it (upper,
     /// copied in tiles of whole columns so that `A` is read along its columns).

@@ -24,7 +24,13 @@
 //! downloads them for the SYR2K, the next upload and the previous download overlapping the
 //! current block's arithmetic. The block width comes from the executor's byte budget.
 //!
-//! Copies between the user's matrix and the executor's staging run on several host threads
+//! Streaming block columns of a lower-stored matrix move straight between the user's matrix
+//! and the executor (`Executor::map_host`: the GPU page-locks the matrix for the call and
+//! moves them by DMA at the bus's 54 GB/s each way; through the pinned staging the host's own
+//! copies held the passes to 10-29 GB/s at n = 32768); only a block column's diagonal block comes
+//! back through a host buffer, so that the strict upper triangle, which is not ours, is never
+//! written. X and the panels use host buffers mapped once per call. `UPLO = 'U'`, read
+//! transposed, and `HYLAPACK_SBR_DIRECT=0` copy through the staging on several host threads
 //! (see `host`).
 //!
 //! Phase times: `HYLAPACK_SBR_PROFILE=1` synchronises the executor after each phase and prints
@@ -51,6 +57,7 @@ pub mod sbrdb;
 pub mod syev;
 
 use crate::config::SbrPanel;
+use crate::device::memory::{copy_threads, par_copy};
 use crate::device::DeviceError;
 use crate::dispatch::Backend;
 use crate::lapack::Dense;
@@ -223,6 +230,78 @@ pub trait Executor<T: Real> {
         len: usize,
         take: &mut dyn FnMut(usize, &[T]),
     ) -> Result<(), ExecError>;
+    /// Hands the `rows` x `cols` block of `src` whose first entry is at `off` (leading
+    /// dimension `ld` ≥ rows), once all queued work on it is done, to `take(start, piece)`:
+    /// entries `start..` of the block stored with leading dimension `rows`, whole columns at a
+    /// time, in order. Here one `download` per column; the GPU executor makes it strided copies.
+    fn download_block(
+        &mut self,
+        src: &Self::Buf,
+        off: usize,
+        ld: usize,
+        rows: usize,
+        cols: usize,
+        take: &mut dyn FnMut(usize, &[T]),
+    ) -> Result<(), ExecError> {
+        assert!(
+            rows <= ld,
+            "block rows {rows} exceed the leading dimension {ld}"
+        );
+        for j in 0..cols {
+            self.download(src, off + j * ld, rows, &mut |start, piece| {
+                take(j * rows + start, piece)
+            })?;
+        }
+        Ok(())
+    }
+    /// Makes the `len` entries of host memory at `a` (the user's matrix, a host buffer) fast to
+    /// reach by `upload_direct` and `download_direct` until `unmap_host` (for the GPU:
+    /// page-locked, so that they move by DMA); false where this executor cannot (a run then
+    /// stages its transfers through `upload` and `download`). Several regions may be mapped.
+    ///
+    /// # Safety
+    /// The entries stay allocated until `unmap_host` returns.
+    unsafe fn map_host(&mut self, _a: *mut T, _len: usize) -> bool {
+        false
+    }
+    /// Ends `map_host`, once every direct transfer is done.
+    fn unmap_host(&mut self) {}
+    /// Sets the `rows` x `cols` block of `dst` at `off` (leading dimension `ld`) from the host
+    /// block at `src` (best mapped), whose columns are `lda` apart, without a staging copy.
+    ///
+    /// # Safety
+    /// The block is valid host memory, and nothing but this executor's own `download_direct`
+    /// writes it until the executor's next `sync`.
+    unsafe fn upload_direct(
+        &mut self,
+        _dst: &mut Self::Buf,
+        _off: usize,
+        _ld: usize,
+        _rows: usize,
+        _cols: usize,
+        _src: *const T,
+        _lda: usize,
+    ) -> Result<(), ExecError> {
+        unreachable!("upload_direct without map_host")
+    }
+    /// Writes the `rows` x `cols` block of `src` at `off` (leading dimension `ld`), once all
+    /// queued work on it is done, into the host block at `dst` (best mapped; columns `lda`
+    /// apart); returns when it is written.
+    ///
+    /// # Safety
+    /// The block is valid host memory, and nothing else reads or writes it during the call.
+    unsafe fn download_direct(
+        &mut self,
+        _src: &Self::Buf,
+        _off: usize,
+        _ld: usize,
+        _rows: usize,
+        _cols: usize,
+        _dst: *mut T,
+        _lda: usize,
+    ) -> Result<(), ExecError> {
+        unreachable!("download_direct without map_host")
+    }
     /// C := alpha op(A) op(B) + beta C, C m x n; `ta`/`tb`: transpose A/B.
     fn gemm(
         &mut self,
@@ -371,6 +450,8 @@ struct Progress<T> {
     written_back: bool,
     /// Resident panels factored on the executor by CholeskyQR2 and by xGEQRF.
     panels: [usize; 2],
+    /// Streaming block columns moved straight between the host matrix and the executor.
+    direct: bool,
 }
 
 struct Pending<T> {
@@ -393,6 +474,9 @@ struct Job<'h, 'a, T> {
     tau: &'h mut [T],
     /// Only AB is wanted (see [`syrdb_band`]).
     band_only: bool,
+    /// The executor has mapped the host matrix (`Executor::map_host`): streaming block columns
+    /// move straight between it and the executor.
+    direct: bool,
 }
 
 /// Writes band column `j` (entry `d` is row `j + d` of `L`) into AB.
@@ -704,76 +788,143 @@ fn run<T: Real + Dense, E: Executor<T>>(
             }
         }
         Mode::Streaming { nb } => {
-            let ring_len = n * nb;
-            let mut ring = [
-                exec.alloc(ring_len)?,
-                exec.alloc(ring_len)?,
-                exec.alloc(ring_len)?,
-            ];
-            if let Some(pending) = progress.pending.take() {
-                let s = progress.i + kd;
-                let pn = n - s;
-                let v = panel_v(&pending.panel, n - progress.i, kd, pn, pending.pk);
-                upload_panels(exec, &mut vbuf, &mut xbuf, &v, &pending.x)?;
-                let cols = block_columns(pn, nb);
-                progress.pending = Some(pending);
-                syr2k_pass(exec, job, progress, &cols, &mut ring, &vbuf, &xbuf, s)?;
-                progress.i += kd;
-            }
-            let mut ph = Phases::new(&["panel", "symm pass", "syr2k pass"]);
-            let on_executor = panel_mode() != SbrPanel::Host && exec.can_factor();
-            let mut sub = SubPanels::new(exec, n.saturating_sub(kd + progress.i), kd)?;
-            let mut taubuf = exec.alloc(kd)?;
-            while progress.i + kd < n {
-                let i = progress.i;
-                let (h, s) = (n - i, i + kd);
-                let (pn, pk) = (n - s, (n - s).min(kd));
-                // Whole, also where only the diagonal block is read before the factored rest
-                // comes back: the gather's threads take the new pages' faults (gathering the
-                // diagonal block alone took the panels from 17 to 34 s at n = 100000).
-                let mut p = vec![T::ZERO; h * kd];
-                job.host.gather(i, h, i, 0, &mut p);
-                if on_executor && pn > kd {
-                    let bufs = PanelBufs {
-                        p: &mut xbuf,
-                        tau: &mut taubuf,
-                        v: &mut vbuf,
-                        z: &mut zbuf,
-                        sub: &mut sub,
-                    };
-                    let how = panel_through_executor(exec, job, i, &mut p, h, bufs)?;
-                    progress.panels[0] += how[0];
-                    progress.panels[1] += how[1];
-                } else {
-                    let (v, t) = factor_panel(job, i, &mut p, h);
-                    upload_panel(exec, &mut vbuf, &mut tbuf, &mut zbuf, &v, &t, pn, pk)?;
+            // SAFETY: the host matrix outlives the run; `unmap_host` ends it below.
+            job.direct = crate::config::get().sbr.direct
+                && !job.host.upper
+                && unsafe { exec.map_host(job.host.a.as_mut_ptr(), job.host.a.len()) };
+            progress.direct |= job.direct;
+            // The host buffers of the steps (X, the panel, a diagonal block), allocated once so
+            // that their pages are in place, and mapped beside the matrix; they (and `spare`,
+            // which holds them between steps) outlive `unmap_host`.
+            let (mut x, mut p, mut diagonal) = (
+                Vec::with_capacity(n * kd),
+                Vec::with_capacity(n * kd),
+                Vec::with_capacity(nb * nb),
+            );
+            if job.direct {
+                for b in [&mut x, &mut p, &mut diagonal] {
+                    // SAFETY: the buffers are not reallocated (they stay within their
+                    // capacity) and outlive the run, which ends with `unmap_host`.
+                    unsafe { exec.map_host(b.as_mut_ptr(), b.capacity()) };
                 }
-                ph.end(exec, 0)?;
-                let cols = block_columns(pn, nb);
-                symm_pass(exec, job, &cols, &mut ring, &zbuf, &mut xbuf, s, pk)?;
-                finish_x(exec, pn, pk, &vbuf, &zbuf, &mut xbuf, &mut sbuf)?;
-                let mut x = vec![T::ZERO; pn * pk];
-                exec.download(&xbuf, 0, pn * pk, &mut |start, piece| {
-                    x[start..start + piece.len()].copy_from_slice(piece)
-                })?;
-                progress.pending = Some(Pending {
-                    x,
-                    pk,
-                    done: 0,
-                    panel: p,
-                });
-                ph.end(exec, 1)?;
-                syr2k_pass(exec, job, progress, &cols, &mut ring, &vbuf, &xbuf, s)?;
-                ph.end(exec, 2)?;
-                progress.i += kd;
             }
-            ph.report(n, kd, &describe(mode));
-            if let (true, Some(split)) = (ph.on, cholqr::report()) {
-                eprintln!("hylapack: syrdb panel steps n={n} kd={kd}: {split}");
+            let mut spare: Option<(Vec<T>, Vec<T>)> = None;
+            let ran = (|| -> Result<(), ExecError> {
+                let ring_len = n * nb;
+                let mut ring = [
+                    exec.alloc(ring_len)?,
+                    exec.alloc(ring_len)?,
+                    exec.alloc(ring_len)?,
+                ];
+                let mut ph = Phases::new(&["panel", "symm pass", "X", "syr2k pass"]);
+                let on_executor = panel_mode() != SbrPanel::Host && exec.can_factor();
+                let mut sub = SubPanels::new(exec, n.saturating_sub(kd + progress.i), kd)?;
+                let mut taubuf = exec.alloc(kd)?;
+                while progress.i + kd < n {
+                    let i = progress.i;
+                    let (h, s) = (n - i, i + kd);
+                    let (pn, pk) = (n - s, (n - s).min(kd));
+                    let cols = block_columns(pn, nb);
+                    if let Some(pending) = &progress.pending {
+                        // A SYR2K pass another executor left: its V and X come from the host.
+                        let v = panel_v(&pending.panel, h, kd, pn, pending.pk);
+                        upload_panels(exec, &mut vbuf, &mut xbuf, &v, &pending.x)?;
+                    } else {
+                        let (mut x, mut p) = spare
+                            .take()
+                            .unwrap_or_else(|| (std::mem::take(&mut x), std::mem::take(&mut p)));
+                        p.resize(h * kd, T::ZERO);
+                        if on_executor && pn > kd {
+                            // The diagonal block: the rows below come back factored.
+                            for c in 0..kd {
+                                job.host.gather(i, kd, i + c, 0, &mut p[c * h..c * h + kd]);
+                            }
+                            let bufs = PanelBufs {
+                                p: &mut xbuf,
+                                tau: &mut taubuf,
+                                v: &mut vbuf,
+                                z: &mut zbuf,
+                                sub: &mut sub,
+                            };
+                            let how = panel_through_executor(exec, job, i, &mut p, h, bufs)?;
+                            progress.panels[0] += how[0];
+                            progress.panels[1] += how[1];
+                        } else {
+                            job.host.gather(i, h, i, 0, &mut p);
+                            let (v, t) = factor_panel(job, i, &mut p, h);
+                            upload_panel(exec, &mut vbuf, &mut tbuf, &mut zbuf, &v, &t, pn, pk)?;
+                        }
+                        ph.end(exec, 0)?;
+                        symm_pass(exec, job, &cols, &mut ring, &zbuf, &mut xbuf, s, pk)?;
+                        ph.end(exec, 1)?;
+                        finish_x(exec, pn, pk, &vbuf, &zbuf, &mut xbuf, &mut sbuf)?;
+                        x.resize(pn * pk, T::ZERO);
+                        if job.direct {
+                            // SAFETY: `x` holds pn·pk entries and is ours alone.
+                            let to = x.as_mut_ptr();
+                            unsafe { exec.download_direct(&xbuf, 0, pn, pn, pk, to, pn)? };
+                        } else {
+                            exec.download(&xbuf, 0, pn * pk, &mut |start, piece| {
+                                par_copy(&mut x[start..start + piece.len()], piece)
+                            })?;
+                        }
+                        progress.pending = Some(Pending {
+                            x,
+                            pk,
+                            done: 0,
+                            panel: p,
+                        });
+                        ph.end(exec, 2)?;
+                    }
+                    let done = syr2k_pass(
+                        exec,
+                        job,
+                        progress,
+                        &cols,
+                        &mut ring,
+                        &vbuf,
+                        &xbuf,
+                        s,
+                        &mut diagonal,
+                    )?;
+                    spare = Some((done.x, done.panel));
+                    ph.end(exec, 3)?;
+                    progress.i += kd;
+                }
+                ph.report(n, kd, &describe(mode));
+                if let (true, Some(split)) = (ph.on, cholqr::report()) {
+                    eprintln!("hylapack: syrdb panel steps n={n} kd={kd}: {split}");
+                }
+                Ok(())
+            })();
+            if job.direct {
+                exec.unmap_host();
+                job.direct = false;
             }
+            ran?;
         }
     }
     Ok(())
+}
+
+/// Copies `src`, whole columns of `rows` entries, into the columns of `dst` (`ld` apart), on
+/// several threads for large copies.
+fn copy_columns<T: Real>(dst: &mut [T], ld: usize, src: &[T], rows: usize) {
+    let cols = src.len() / rows;
+    let per = cols.div_ceil(copy_threads(std::mem::size_of_val(src)));
+    let copy = |d: &mut [T], from: &[T]| {
+        for (j, col) in from.chunks(rows).enumerate() {
+            d[j * ld..j * ld + rows].copy_from_slice(col);
+        }
+    };
+    if per == cols {
+        return copy(dst, src);
+    }
+    std::thread::scope(|t| {
+        for (d, from) in dst.chunks_mut(per * ld).zip(src.chunks(per * rows)) {
+            t.spawn(move || copy(d, from));
+        }
+    });
 }
 
 /// The executor buffers a streaming panel is factored in ([`panel_through_executor`]).
@@ -799,23 +950,28 @@ fn panel_through_executor<T: Real + Dense, E: Executor<T>>(
 ) -> Result<[usize; 2], ExecError> {
     let (n, kd) = (job.n, job.kd);
     let (s, pn) = (i + kd, n - i - kd);
-    // Straight from the host matrix (on several threads), as `p` was gathered.
-    let host = &*job.host;
-    exec.upload(bufs.p, 0, pn * kd, &mut |start, out| {
-        host.gather(s, pn, i, start, out)
-    })?;
+    // Rows s.. straight from the host matrix.
+    if job.direct {
+        let (src, lda) = (job.host.lower_ptr(s, i), job.host.lda);
+        // SAFETY: the block lies in the mapped matrix, which the host writes only at the end
+        // of the step's SYR2K pass, after the download below has waited for this upload.
+        unsafe { exec.upload_direct(bufs.p, 0, pn, pn, kd, src, lda)? };
+    } else {
+        let host = &*job.host;
+        exec.upload(bufs.p, 0, pn * kd, &mut |start, out| {
+            host.gather(s, pn, i, start, out)
+        })?;
+    }
     let how = blocked_panel(exec, bufs.p, pn, kd, bufs.tau, bufs.v, bufs.z, bufs.sub)?;
-    exec.download(bufs.p, 0, pn * kd, &mut |start, piece| {
-        // Pieces may begin and end inside a column.
-        let (mut e, mut rest) = (start, piece);
-        while !rest.is_empty() {
-            let (c, r) = (e / pn, e % pn);
-            let len = (pn - r).min(rest.len());
-            p[kd + r + c * h..kd + r + c * h + len].copy_from_slice(&rest[..len]);
-            e += len;
-            rest = &rest[len..];
-        }
-    })?;
+    if job.direct {
+        // SAFETY: rows kd.. of the kd columns of `p` (h x kd), which is ours alone.
+        let rows_kd = p[kd..].as_mut_ptr();
+        unsafe { exec.download_direct(bufs.p, 0, pn, pn, kd, rows_kd, h) }?;
+    } else {
+        exec.download_block(bufs.p, 0, pn, pn, kd, &mut |start, piece| {
+            copy_columns(&mut p[kd + start / pn * h..], h, piece, pn)
+        })?;
+    }
     let tau = &mut job.tau[i..i + kd];
     exec.download(bufs.tau, 0, kd, &mut |start, piece| {
         tau[start..start + piece.len()].copy_from_slice(piece)
@@ -1332,26 +1488,66 @@ fn block_columns(pn: usize, nb: usize) -> Vec<(usize, usize)> {
     (0..pn).step_by(nb).map(|c| (c, nb.min(pn - c))).collect()
 }
 
-/// Uploads block column `(c, w)` of the trailing matrix starting at `s` into `buf` (ld `pn − c`).
+/// Uploads block column `(c, w)` of the trailing matrix starting at `s` into `buf` (ld `pn − c`):
+/// straight from the host matrix where it is mapped, else through the executor's staging.
 fn upload_column<T: Real, E: Executor<T>>(
     exec: &mut E,
-    host: &HostMat<T>,
-    n: usize,
+    job: &mut Job<T>,
     s: usize,
     (c, w): (usize, usize),
     buf: &mut E::Buf,
 ) -> Result<(), ExecError> {
-    let h = n - s - c;
+    let h = job.n - s - c;
+    if job.direct {
+        let (src, lda) = (job.host.lower_ptr(s + c, s + c), job.host.lda);
+        // SAFETY: the block lies in the mapped matrix; the passes write the host matrix only
+        // through `download_direct` and end with `sync` (see `symm_pass`, `syr2k_pass`).
+        return unsafe { exec.upload_direct(buf, 0, h, h, w, src, lda) };
+    }
+    let host = &*job.host;
     exec.upload(buf, 0, h * w, &mut |start, out| {
         host.gather(s + c, h, s + c, start, out)
     })
+}
+
+/// Writes block column `(c, w)` of the trailing matrix starting at `s` back from `buf`
+/// (ld `pn − c`), entries on and below the diagonal only: where the host matrix is mapped, the
+/// rows below the diagonal block straight, the diagonal block through `diagonal` (its upper
+/// triangle is not ours to write), copied in last so that a failure leaves the host's column
+/// either old or new, as a resumption needs.
+fn download_column<T: Real, E: Executor<T>>(
+    exec: &mut E,
+    job: &mut Job<T>,
+    s: usize,
+    (c, w): (usize, usize),
+    buf: &E::Buf,
+    diagonal: &mut Vec<T>,
+) -> Result<(), ExecError> {
+    let h = job.n - s - c;
+    let host = &mut *job.host;
+    if !job.direct {
+        return exec.download(buf, 0, h * w, &mut |start, piece| {
+            host.scatter(s + c, h, s + c, start, piece)
+        });
+    }
+    diagonal.resize(w * w, T::ZERO);
+    // SAFETY: `diagonal` holds w² entries and is ours alone.
+    unsafe { exec.download_direct(buf, 0, h, w, w, diagonal.as_mut_ptr(), w) }?;
+    if h > w {
+        let (dst, lda) = (host.lower_ptr(s + c + w, s + c), host.lda);
+        // SAFETY: rows below the diagonal block, inside the mapped matrix; nothing else
+        // touches them during the call.
+        unsafe { exec.download_direct(buf, w, h, h - w, w, dst, lda) }?;
+    }
+    host.scatter(s + c, w, s + c, 0, &diagonal[..w * w]);
+    Ok(())
 }
 
 /// `X = A₂ Z`, one block column of `A₂` at a time (the next one uploading meanwhile).
 #[allow(clippy::too_many_arguments)]
 fn symm_pass<T: Real + Dense, E: Executor<T>>(
     exec: &mut E,
-    job: &Job<T>,
+    job: &mut Job<T>,
     cols: &[(usize, usize)],
     ring: &mut [E::Buf; 3],
     zbuf: &E::Buf,
@@ -1361,10 +1557,10 @@ fn symm_pass<T: Real + Dense, E: Executor<T>>(
 ) -> Result<(), ExecError> {
     let n = job.n;
     let pn = n - s;
-    upload_column(exec, job.host, n, s, cols[0], &mut ring[0])?;
+    upload_column(exec, job, s, cols[0], &mut ring[0])?;
     for (q, &(c, w)) in cols.iter().enumerate() {
         if q + 1 < cols.len() {
-            upload_column(exec, job.host, n, s, cols[q + 1], &mut ring[(q + 1) % 3])?;
+            upload_column(exec, job, s, cols[q + 1], &mut ring[(q + 1) % 3])?;
         }
         let h = pn - c;
         let d = &ring[q % 3];
@@ -1406,11 +1602,16 @@ fn symm_pass<T: Real + Dense, E: Executor<T>>(
             )?;
         }
     }
+    if job.direct {
+        // The direct uploads read the host matrix until they are done.
+        exec.sync()?;
+    }
     Ok(())
 }
 
 /// `A₂ −= V Xᵀ + X Vᵀ` block column by block column: upload the next, update this one, write
-/// back the previous one. Resumes after `progress.pending.done` columns.
+/// back the previous one. Resumes after `progress.pending.done` columns; returns the finished
+/// step's `Pending`, whose host buffers the next step reuses.
 #[allow(clippy::too_many_arguments)]
 fn syr2k_pass<T: Real + Dense, E: Executor<T>>(
     exec: &mut E,
@@ -1421,26 +1622,19 @@ fn syr2k_pass<T: Real + Dense, E: Executor<T>>(
     vbuf: &E::Buf,
     xbuf: &E::Buf,
     s: usize,
-) -> Result<(), ExecError> {
+    diagonal: &mut Vec<T>,
+) -> Result<Pending<T>, ExecError> {
     let n = job.n;
     let pn = n - s;
     let (first, pk) = {
         let p = progress.pending.as_ref().expect("a pass in progress");
         (p.done, p.pk)
     };
-    let write_back = |exec: &mut E, job: &mut Job<T>, q: usize, buf: &E::Buf| {
-        let (c, w) = cols[q];
-        let h = pn - c;
-        let host = &mut *job.host;
-        exec.download(buf, 0, h * w, &mut |start, piece| {
-            host.scatter(s + c, h, s + c, start, piece)
-        })
-    };
-    upload_column(exec, job.host, n, s, cols[first], &mut ring[first % 3])?;
+    upload_column(exec, job, s, cols[first], &mut ring[first % 3])?;
     for q in first..cols.len() {
         let (c, w) = cols[q];
         if q + 1 < cols.len() {
-            upload_column(exec, job.host, n, s, cols[q + 1], &mut ring[(q + 1) % 3])?;
+            upload_column(exec, job, s, cols[q + 1], &mut ring[(q + 1) % 3])?;
         }
         let h = pn - c;
         let [r0, r1, r2] = ring;
@@ -1485,17 +1679,20 @@ fn syr2k_pass<T: Real + Dense, E: Executor<T>>(
             )?;
         }
         if q > first {
-            write_back(exec, job, q - 1, &ring[(q - 1) % 3])?;
+            download_column(exec, job, s, cols[q - 1], &ring[(q - 1) % 3], diagonal)?;
             progress.pending.as_mut().expect("in progress").done = q;
         }
     }
     let last = cols.len() - 1;
-    write_back(exec, job, last, &ring[last % 3])?;
+    download_column(exec, job, s, cols[last], &ring[last % 3], diagonal)?;
+    if job.direct {
+        exec.sync()?;
+    }
     let pending = progress.pending.take().expect("in progress");
     let i = progress.i;
     job.host.scatter(i, n - i, i, 0, &pending.panel);
     progress.banded = i + pending.pk;
-    Ok(())
+    Ok(pending)
 }
 
 /// The arguments of one reduction.
@@ -1651,6 +1848,7 @@ fn with_fallback<T: Real + Dense, E: Executor<T>>(
         pending: None,
         written_back: false,
         panels: [0, 0],
+        direct: false,
     };
     let mut host = HostMat {
         a: &mut *p.a,
@@ -1665,6 +1863,7 @@ fn with_fallback<T: Real + Dense, E: Executor<T>>(
         ldab,
         tau: &mut *p.tau,
         band_only: p.band_only,
+        direct: false,
     };
     let mut report = SyrdbReport {
         backend,
@@ -1677,6 +1876,10 @@ fn with_fallback<T: Real + Dense, E: Executor<T>>(
             "{} (panels: {chol} CholeskyQR2, {geqrf} xGEQRF)",
             describe(mode)
         ));
+    }
+    if progress.direct {
+        let note = report.note.get_or_insert_with(String::new);
+        note.push_str("; direct block-column transfers");
     }
     if let Err(e) = ran {
         // Neither the input nor the result is on the host: no path can finish the call.
@@ -1836,6 +2039,38 @@ mod tests {
         fn potrf_upper(&mut self, n: usize, a: OpMut<Vec<f64>>) -> Result<(), ExecError> {
             self.tick()?;
             Executor::<f64>::potrf_upper(&mut self.cpu, n, a)
+        }
+        unsafe fn map_host(&mut self, a: *mut f64, len: usize) -> bool {
+            // SAFETY: forwarded contract.
+            unsafe { Executor::<f64>::map_host(&mut self.cpu, a, len) }
+        }
+        unsafe fn upload_direct(
+            &mut self,
+            dst: &mut Vec<f64>,
+            off: usize,
+            ld: usize,
+            rows: usize,
+            cols: usize,
+            src: *const f64,
+            lda: usize,
+        ) -> Result<(), ExecError> {
+            self.tick()?;
+            // SAFETY: forwarded contract.
+            unsafe { self.cpu.upload_direct(dst, off, ld, rows, cols, src, lda) }
+        }
+        unsafe fn download_direct(
+            &mut self,
+            src: &Vec<f64>,
+            off: usize,
+            ld: usize,
+            rows: usize,
+            cols: usize,
+            dst: *mut f64,
+            lda: usize,
+        ) -> Result<(), ExecError> {
+            self.tick()?;
+            // SAFETY: forwarded contract.
+            unsafe { self.cpu.download_direct(src, off, ld, rows, cols, dst, lda) }
         }
         fn sync(&mut self) -> Result<(), ExecError> {
             Executor::<f64>::sync(&mut self.cpu)
