@@ -261,6 +261,9 @@ fn reduction_suite<T: Real + Dense + CublasReal>() {
             (260, 32),
             // Streaming panels of three sub-panels (64, 64, 22 columns), then a wide one.
             (420, 150),
+            // Resident panels by sub-panels (64 and 16 columns), the look-ahead's too; small
+            // enough for the checker's Q.
+            (400, 80),
         ] {
             let full = testmat::dense_symmetric::<T>(family, n, &mut rng);
             for uplo in [b'L', b'U'] {

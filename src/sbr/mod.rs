@@ -454,6 +454,14 @@ struct Progress<T> {
     direct: bool,
 }
 
+impl<T> Progress<T> {
+    /// Adds panels factored by CholeskyQR2 and by xGEQRF.
+    fn count(&mut self, how: [usize; 2]) {
+        self.panels[0] += how[0];
+        self.panels[1] += how[1];
+    }
+}
+
 struct Pending<T> {
     x: Vec<T>,
     pk: usize,
@@ -589,37 +597,39 @@ fn sub_panels_len(m: usize, k: usize) -> usize {
     2 * m * w + 2 * w * w + cholqr::scratch_len(w) + 2 * k * w
 }
 
-/// QR of the m x k panel `p` (leading dimension m, m > k) on the executor, by sub-panels of
-/// [`SUB_PANEL`] columns ([`panel_on_executor`] each, applied to the columns on its right): the
-/// panel ends in xGEQRF's layout, τ in `taubuf[..k]`, `V` in `v` and `Z = V T` in `z` (both m x
-/// k, leading dimension m). `T` itself is never formed: with `Z_q = V_q T_q` from sub-panel q
+/// QR of the m x k panel `p` (m > k) on the executor, by sub-panels of [`SUB_PANEL`] columns
+/// ([`panel_on_executor`] each, applied to the columns on its right): the panel ends in
+/// xGEQRF's layout, τ in `taubuf[tau_at..tau_at + k]`, `V` in `v` and `Z = V T` in `z` (both
+/// m x k, leading dimension m). `T` itself is never formed: with `Z_q = V_q T_q` from sub-panel q
 /// (columns a..a+w), `Z[.., a..a+w] = Z_q − Z[.., ..a] (V[.., ..a]ᵀ Z_q)`. Returns how many
 /// sub-panels went by CholeskyQR2 and by xGEQRF.
 #[allow(clippy::too_many_arguments)]
 fn blocked_panel<T: Real + Dense, E: Executor<T>>(
     exec: &mut E,
-    p: &mut E::Buf,
+    p: OpMut<E::Buf>,
     m: usize,
     k: usize,
     taubuf: &mut E::Buf,
+    tau_at: usize,
     v: &mut E::Buf,
     z: &mut E::Buf,
     sub: &mut SubPanels<E::Buf>,
 ) -> Result<[usize; 2], ExecError> {
+    let (p, off, ld) = (p.buf, p.off, p.ld);
     let mut how = [0, 0];
     let mut a = 0;
     while a < k {
         let w = SUB_PANEL.min(k - a);
         let ma = m - a;
         let set = &mut sub.set;
-        let panel = op_mut(p, a + a * m, m);
-        how[panel_on_executor(exec, panel, taubuf, set, ma, w, a)?] += 1;
+        let panel = op_mut(p, off + a + a * ld, ld);
+        how[panel_on_executor(exec, panel, taubuf, set, ma, w, tau_at + a)?] += 1;
         let rest = k - a - w;
         if rest > 0 {
             // The columns on the right.
             let (vq, zq) = (op(&set.v, 0, ma), op(&set.z, 0, ma));
-            let at = a + (a + w) * m;
-            apply_qt(exec, ma, w, rest, vq, zq, p, at, m, &mut sub.scratch)?;
+            let at = off + a + (a + w) * ld;
+            apply_qt(exec, ma, w, rest, vq, zq, p, at, ld, &mut sub.scratch)?;
         }
         let zeros = || op(&sub.zeros, 0, k);
         if a > 0 {
@@ -756,7 +766,15 @@ fn run<T: Real + Dense, E: Executor<T>>(
                     taubuf: &mut taubuf,
                     xbuf: &mut xbuf,
                 };
-                resident_steps(exec, n, kd, progress, resident, first, ahead, &mut ph)?;
+                // Panels wider than a sub-panel are factored by sub-panels, as the streaming
+                // mode's: one CholeskyQR2 of k columns costs O(k³) on the host (40 s at
+                // n = 32768, kd = 1024).
+                let sub = if kd > SUB_PANEL {
+                    Some(SubPanels::new(exec, n - kd, kd)?)
+                } else {
+                    None
+                };
+                resident_steps(exec, n, kd, progress, resident, first, ahead, sub, &mut ph)?;
             }
             if job.band_only && !on_host {
                 // Only the band goes back; the host's A keeps the input.
@@ -847,8 +865,7 @@ fn run<T: Real + Dense, E: Executor<T>>(
                                 sub: &mut sub,
                             };
                             let how = panel_through_executor(exec, job, i, &mut p, h, bufs)?;
-                            progress.panels[0] += how[0];
-                            progress.panels[1] += how[1];
+                            progress.count(how);
                         } else {
                             job.host.gather(i, h, i, 0, &mut p);
                             let (v, t) = factor_panel(job, i, &mut p, h);
@@ -962,7 +979,8 @@ fn panel_through_executor<T: Real + Dense, E: Executor<T>>(
             host.gather(s, pn, i, start, out)
         })?;
     }
-    let how = blocked_panel(exec, bufs.p, pn, kd, bufs.tau, bufs.v, bufs.z, bufs.sub)?;
+    let panel = op_mut(&mut *bufs.p, 0, pn);
+    let how = blocked_panel(exec, panel, pn, kd, bufs.tau, 0, bufs.v, bufs.z, bufs.sub)?;
     if job.direct {
         // SAFETY: rows kd.. of the kd columns of `p` (h x kd), which is ours alone.
         let rows_kd = p[kd..].as_mut_ptr();
@@ -1074,6 +1092,7 @@ fn resident_steps<T: Real + Dense, E: Executor<T>>(
     r: Resident<E::Buf>,
     first: PanelSet<E::Buf>,
     ahead: Option<(PanelSet<E::Buf>, E::Buf)>,
+    mut sub: Option<SubPanels<E::Buf>>,
     ph: &mut Phases,
 ) -> Result<(), ExecError> {
     let Resident {
@@ -1091,8 +1110,8 @@ fn resident_steps<T: Real + Dense, E: Executor<T>>(
     if i0 + kd < n {
         let s = i0 + kd;
         let panel = op_mut(whole, s + i0 * n, n);
-        let how = panel_on_executor(exec, panel, taubuf, &mut sets[0], n - s, kd, i0)?;
-        progress.panels[how] += 1;
+        let how = resident_panel(exec, panel, taubuf, &mut sets[0], &mut sub, n - s, kd, i0)?;
+        progress.count(how);
     }
     while progress.i + kd < n {
         let i = progress.i;
@@ -1152,10 +1171,10 @@ fn resident_steps<T: Real + Dense, E: Executor<T>>(
                     op_mut(whole, trailing + kd + kd * n, n),
                 )?;
                 exec.lane(1)?;
-                let factored =
-                    panel_on_executor(exec, op_mut(next, kd, pn), taubuf, o, pn - kd, kd, s);
+                let panel = op_mut(next, kd, pn);
+                let factored = resident_panel(exec, panel, taubuf, o, &mut sub, pn - kd, kd, s);
                 exec.lane(0)?;
-                progress.panels[factored?] += 1;
+                progress.count(factored?);
                 exec.copy(pn, kd, op(next, 0, pn), op_mut(whole, trailing, n))?;
                 k = 1 - k;
             }
@@ -1173,8 +1192,8 @@ fn resident_steps<T: Real + Dense, E: Executor<T>>(
                 ph.end(exec, 3)?;
                 if more {
                     let panel = op_mut(whole, s + kd + s * n, n);
-                    let how = panel_on_executor(exec, panel, taubuf, c, pn - kd, kd, s)?;
-                    progress.panels[how] += 1;
+                    let how = resident_panel(exec, panel, taubuf, c, &mut sub, pn - kd, kd, s)?;
+                    progress.count(how);
                 }
             }
         }
@@ -1184,6 +1203,33 @@ fn resident_steps<T: Real + Dense, E: Executor<T>>(
         progress.i += kd;
     }
     Ok(())
+}
+
+/// A resident step's panel (`panel_on_executor`'s arguments): by sub-panels where `sub` is
+/// given and the panel is taller than wide ([`blocked_panel`]), else whole. Returns the
+/// CholeskyQR2 and xGEQRF counts.
+#[allow(clippy::too_many_arguments)]
+fn resident_panel<T: Real + Dense, E: Executor<T>>(
+    exec: &mut E,
+    panel: OpMut<E::Buf>,
+    taubuf: &mut E::Buf,
+    set: &mut PanelSet<E::Buf>,
+    sub: &mut Option<SubPanels<E::Buf>>,
+    pn: usize,
+    kd: usize,
+    tau_at: usize,
+) -> Result<[usize; 2], ExecError> {
+    match sub {
+        Some(sub) if pn > kd => {
+            let (v, z) = (&mut set.v, &mut set.z);
+            blocked_panel(exec, panel, pn, kd, taubuf, tau_at, v, z, sub)
+        }
+        _ => {
+            let mut how = [0, 0];
+            how[panel_on_executor(exec, panel, taubuf, set, pn, kd, tau_at)?] += 1;
+            Ok(how)
+        }
+    }
 }
 
 /// Panel QR on the executor: the m x k `panel` (the resident mode's `L[s.., i..i+kd]`, or a
