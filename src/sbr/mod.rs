@@ -806,11 +806,13 @@ fn run<T: Real + Dense, E: Executor<T>>(
             }
         }
         Mode::Streaming { nb } => {
+            let mut ph = Phases::new(&["map", "buffers", "unmap"]);
             // SAFETY: the host matrix outlives the run; `unmap_host` ends it below.
             job.direct = crate::config::get().sbr.direct
                 && !job.host.upper
                 && unsafe { exec.map_host(job.host.a.as_mut_ptr(), job.host.a.len()) };
             progress.direct |= job.direct;
+            ph.end(exec, 0)?;
             // The host buffers of the steps (X, the panel, a diagonal block), allocated once so
             // that their pages are in place, and mapped beside the matrix; they (and `spare`,
             // which holds them between steps) outlive `unmap_host`.
@@ -827,6 +829,7 @@ fn run<T: Real + Dense, E: Executor<T>>(
                 }
             }
             let mut spare: Option<(Vec<T>, Vec<T>)> = None;
+            ph.end(exec, 1)?;
             let ran = (|| -> Result<(), ExecError> {
                 let ring_len = n * nb;
                 let mut ring = [
@@ -915,8 +918,11 @@ fn run<T: Real + Dense, E: Executor<T>>(
                 Ok(())
             })();
             if job.direct {
+                ph.last = Instant::now();
                 exec.unmap_host();
                 job.direct = false;
+                ph.end(exec, 2)?;
+                ph.report(n, kd, "host memory");
             }
             ran?;
         }
