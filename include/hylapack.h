@@ -494,10 +494,10 @@ void dsyevx_ooc_(const char *jobz,
 //
 // Out of core: the matrix stays in host memory and the GPU holds only panels and block
 // columns, so `n` is limited by host memory; the GPU memory used stays within
-// `HYLAPACK_GPU_MEMORY_LIMIT` (or 90% of what is free). When the matrix does not fit there and
-// `uplo` = 'L', the memory of `a` is page-locked (cuMemHostRegister) for the duration of the
-// call, so that block columns move by DMA straight from and into it; memory the caller has
-// page-locked already, `uplo` = 'U' and `HYLAPACK_SBR_DIRECT=0` go through staging buffers.
+// `HYLAPACK_GPU_MEMORY_LIMIT` (or 90% of what is free). When the matrix does not fit there,
+// the memory of `a` is page-locked (cuMemHostRegister) for the duration of the call, so that
+// block columns move by DMA straight from and into it; memory the caller has page-locked
+// already, and `HYLAPACK_SBR_DIRECT=0`, go through staging buffers instead.
 // Problems below the syrdb size threshold, or with no GPU, run the system LAPACK's
 // DSYTRD_SY2SB. The result agrees with LAPACK's to rounding, not bit for bit.
 //

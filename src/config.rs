@@ -58,8 +58,8 @@ pub struct SbrTuning {
     /// `HYLAPACK_SBR_LOOKAHEAD` (default 1): the resident mode factors the next panel on a
     /// second stream while the rest of the trailing matrix is updated.
     pub lookahead: bool,
-    /// `HYLAPACK_SBR_DIRECT` (default 1): the streaming mode page-locks the user's matrix
-    /// (lower storage) for the call and moves block columns by DMA, without staging copies.
+    /// `HYLAPACK_SBR_DIRECT` (default 1): the streaming mode page-locks the user's matrix for
+    /// the call and moves block columns by DMA, without staging copies.
     pub direct: bool,
 }
 

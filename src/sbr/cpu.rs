@@ -58,6 +58,21 @@ impl<T: Real + Dense> Executor<T> for CpuExecutor {
         Ok(())
     }
 
+    fn transpose(
+        &mut self,
+        m: usize,
+        n: usize,
+        a: Op<Vec<T>>,
+        c: OpMut<Vec<T>>,
+    ) -> Result<(), ExecError> {
+        for j in 0..n {
+            for i in 0..m {
+                c.buf[c.off + j + i * c.ld] = a.buf[a.off + i + j * a.ld];
+            }
+        }
+        Ok(())
+    }
+
     /// Host memory needs no mapping: the direct transfers are column copies.
     unsafe fn map_host(&mut self, _a: *mut T, _len: usize) -> bool {
         true

@@ -74,6 +74,7 @@ pub trait CublasReal: Real {
     /// As for `gemm`.
     unsafe fn geam_copy(
         h: cublasHandle_t,
+        ta: bool,
         m: i32,
         n: i32,
         a: *const Self,
@@ -223,6 +224,7 @@ macro_rules! impl_cublas {
             }
             unsafe fn geam_copy(
                 h: cublasHandle_t,
+                ta: bool,
                 m: i32,
                 n: i32,
                 a: *const Self,
@@ -231,10 +233,10 @@ macro_rules! impl_cublas {
                 ldc: i32,
             ) -> cublasStatus_t {
                 let (one, zero): (Self, Self) = (1.0, 0.0);
-                // With beta = 0, B is A itself: any valid operand serves.
+                // With beta = 0, B is C itself (geam's in-place form): never read.
                 cb::$geam(
                     h,
-                    cublasOperation_t::CUBLAS_OP_N,
+                    trans(ta),
                     cublasOperation_t::CUBLAS_OP_N,
                     m,
                     n,
@@ -242,8 +244,8 @@ macro_rules! impl_cublas {
                     a,
                     lda,
                     &zero,
-                    a,
-                    lda,
+                    c,
+                    ldc,
                     c,
                     ldc,
                 )
@@ -592,6 +594,39 @@ impl<T: CublasReal> GpuExecutor<T> {
             _reserved: reserved,
         });
         Ok(())
+    }
+
+    /// C (m x n) := op(A) by cuBLAS GEAM, `ta`: A transposed (n x m).
+    fn geam(
+        &mut self,
+        ta: bool,
+        m: usize,
+        n: usize,
+        a: Op<GpuBuf<T>>,
+        c: OpMut<GpuBuf<T>>,
+    ) -> Result<(), ExecError> {
+        if m == 0 || n == 0 {
+            return Ok(());
+        }
+        let handle = self.handle();
+        let stream: &CudaStream = &self.cur().stream;
+        let (pa, _ra) = a.buf.slice.device_ptr(stream);
+        let (pc, _wc) = c.buf.slice.device_ptr_mut(stream);
+        // SAFETY: as in gemm.
+        unsafe {
+            T::geam_copy(
+                handle,
+                ta,
+                dim(m),
+                dim(n),
+                at::<T>(pa, a.off) as *const T,
+                dim(a.ld),
+                at::<T>(pc, c.off) as *mut T,
+                dim(c.ld),
+            )
+        }
+        .result()
+        .map_err(blas_err)
     }
 
     /// The host-to-device staging loop of `upload` and `upload_block`: `total` elements are
@@ -1122,27 +1157,17 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
         a: Op<GpuBuf<T>>,
         c: OpMut<GpuBuf<T>>,
     ) -> Result<(), ExecError> {
-        if m == 0 || n == 0 {
-            return Ok(());
-        }
-        let handle = self.handle();
-        let stream: &CudaStream = &self.cur().stream;
-        let (pa, _ra) = a.buf.slice.device_ptr(stream);
-        let (pc, _wc) = c.buf.slice.device_ptr_mut(stream);
-        // SAFETY: as in gemm.
-        unsafe {
-            T::geam_copy(
-                handle,
-                dim(m),
-                dim(n),
-                at::<T>(pa, a.off) as *const T,
-                dim(a.ld),
-                at::<T>(pc, c.off) as *mut T,
-                dim(c.ld),
-            )
-        }
-        .result()
-        .map_err(blas_err)
+        self.geam(false, m, n, a, c)
+    }
+
+    fn transpose(
+        &mut self,
+        m: usize,
+        n: usize,
+        a: Op<GpuBuf<T>>,
+        c: OpMut<GpuBuf<T>>,
+    ) -> Result<(), ExecError> {
+        self.geam(true, n, m, a, c)
     }
 
     fn can_factor(&self) -> bool {
@@ -1204,7 +1229,7 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
             unsafe {
                 for (src, ld, block) in [(pa, a.ld, 0), (pb, b.ld, 1), (pa, a.ld, 2)] {
                     let dst = at::<T>(pp, block * n * k) as *mut T;
-                    T::geam_copy(handle, dim(n), dim(k), src, dim(ld), dst, dim(n))
+                    T::geam_copy(handle, false, dim(n), dim(k), src, dim(ld), dst, dim(n))
                         .result()
                         .map_err(blas_err)?;
                 }

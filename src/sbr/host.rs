@@ -35,10 +35,9 @@ impl<T: Real> HostMat<'_, T> {
         self.a[i] = x;
     }
 
-    /// The address of `L[r, c]`, for a direct transfer of a block whose columns are `lda`
-    /// apart: lower storage only (there a column of `L` is a column of `A`).
-    pub(super) fn lower_ptr(&mut self, r: usize, c: usize) -> *mut T {
-        assert!(!self.upper, "direct transfers need A's lower triangle");
+    /// The address of `L[r, c]`, for a direct transfer: a block of `L` is a block of `A` with
+    /// columns `lda` apart (lower storage) or, transposed, a block of its rows (upper).
+    pub(super) fn ptr(&mut self, r: usize, c: usize) -> *mut T {
         let i = self.index(r, c);
         self.a[i..].as_mut_ptr()
     }

@@ -24,14 +24,15 @@
 //! downloads them for the SYR2K, the next upload and the previous download overlapping the
 //! current block's arithmetic. The block width comes from the executor's byte budget.
 //!
-//! Streaming block columns of a lower-stored matrix move straight between the user's matrix
-//! and the executor (`Executor::map_host`: the GPU page-locks the matrix for the call and
-//! moves them by DMA at the bus's 54 GB/s each way; through the pinned staging the host's own
-//! copies held the passes to 10-29 GB/s at n = 32768); only a block column's diagonal block comes
-//! back through a host buffer, so that the strict upper triangle, which is not ours, is never
-//! written. X and the panels use host buffers mapped once per call. `UPLO = 'U'`, read
-//! transposed, and `HYLAPACK_SBR_DIRECT=0` copy through the staging on several host threads
-//! (see `host`).
+//! Streaming block columns move straight between the user's matrix and the executor
+//! (`Executor::map_host`: the GPU page-locks the matrix for the call and moves them by DMA at
+//! the bus's 54 GB/s each way; through the pinned staging the host's own copies held the passes
+//! to 10-29 GB/s at n = 32768). With `UPLO = 'U'` a block column of `L` is a block row of `A`,
+//! transposed on the executor in two more buffers (the ring's room then holds five of 3/5 the
+//! width). Only a block column's diagonal block comes back through a host buffer, so that the
+//! other triangle, which is not ours, is never written. X and the panels use host buffers
+//! mapped once per call. `HYLAPACK_SBR_DIRECT=0` copies through the staging on several host
+//! threads (see `host`).
 //!
 //! Phase times: `HYLAPACK_SBR_PROFILE=1` synchronises the executor after each phase and prints
 //! the sums on stderr; `HYLAPACK_SBR_PANEL=geqrf` factors the resident mode's panels with
@@ -350,6 +351,14 @@ pub trait Executor<T: Real> {
     ) -> Result<(), ExecError>;
     /// C := A, both m x n.
     fn copy(
+        &mut self,
+        m: usize,
+        n: usize,
+        a: Op<Self::Buf>,
+        c: OpMut<Self::Buf>,
+    ) -> Result<(), ExecError>;
+    /// C := Aᵀ, A m x n (C n x m).
+    fn transpose(
         &mut self,
         m: usize,
         n: usize,
@@ -808,9 +817,13 @@ fn run<T: Real + Dense, E: Executor<T>>(
         Mode::Streaming { nb } => {
             let mut ph = Phases::new(&["map", "buffers", "unmap"]);
             // SAFETY: the host matrix outlives the run; `unmap_host` ends it below.
+            // Upper storage: block columns of L are block rows of A, which go through two
+            // buffers to be transposed, in the ring's room (five buffers of 3/5 its width).
             job.direct = crate::config::get().sbr.direct
-                && !job.host.upper
+                && (!job.host.upper || nb >= 2)
                 && unsafe { exec.map_host(job.host.a.as_mut_ptr(), job.host.a.len()) };
+            let turn = job.direct && job.host.upper;
+            let nb = if turn { nb * 3 / 5 } else { nb };
             progress.direct |= job.direct;
             ph.end(exec, 0)?;
             // The host buffers of the steps (X, the panel, a diagonal block), allocated once so
@@ -832,11 +845,18 @@ fn run<T: Real + Dense, E: Executor<T>>(
             ph.end(exec, 1)?;
             let ran = (|| -> Result<(), ExecError> {
                 let ring_len = n * nb;
-                let mut ring = [
-                    exec.alloc(ring_len)?,
-                    exec.alloc(ring_len)?,
-                    exec.alloc(ring_len)?,
-                ];
+                let mut ring = Ring {
+                    slots: [
+                        exec.alloc(ring_len)?,
+                        exec.alloc(ring_len)?,
+                        exec.alloc(ring_len)?,
+                    ],
+                    turn: if turn {
+                        Some([exec.alloc(ring_len)?, exec.alloc(ring_len)?])
+                    } else {
+                        None
+                    },
+                };
                 let mut ph = Phases::new(&["panel", "symm pass", "X", "syr2k pass"]);
                 let on_executor = panel_mode() != SbrPanel::Host && exec.can_factor();
                 let mut sub = SubPanels::new(exec, n.saturating_sub(kd + progress.i), kd)?;
@@ -866,6 +886,8 @@ fn run<T: Real + Dense, E: Executor<T>>(
                                 v: &mut vbuf,
                                 z: &mut zbuf,
                                 sub: &mut sub,
+                                // (n · nb entries: room for the panel's n · kd if kd ≤ nb)
+                                turn: ring.turn.as_mut().filter(|_| kd <= nb).map(|t| &mut t[0]),
                             };
                             let how = panel_through_executor(exec, job, i, &mut p, h, bufs)?;
                             progress.count(how);
@@ -952,6 +974,9 @@ fn copy_columns<T: Real>(dst: &mut [T], ld: usize, src: &[T], rows: usize) {
 
 /// The executor buffers a streaming panel is factored in ([`panel_through_executor`]).
 struct PanelBufs<'a, B> {
+    /// For an upper-stored matrix's direct upload (room for the panel): the panel goes
+    /// through it to be transposed.
+    turn: Option<&'a mut B>,
     p: &'a mut B,
     tau: &'a mut B,
     v: &'a mut B,
@@ -974,11 +999,15 @@ fn panel_through_executor<T: Real + Dense, E: Executor<T>>(
     let (n, kd) = (job.n, job.kd);
     let (s, pn) = (i + kd, n - i - kd);
     // Rows s.. straight from the host matrix.
-    if job.direct {
-        let (src, lda) = (job.host.lower_ptr(s, i), job.host.lda);
-        // SAFETY: the block lies in the mapped matrix, which the host writes only at the end
-        // of the step's SYR2K pass, after the download below has waited for this upload.
+    let (src, lda) = (job.host.ptr(s, i), job.host.lda);
+    // SAFETY (both): the block lies in the mapped matrix, which the host writes only at the end
+    // of the step's SYR2K pass, after the download below has waited for this upload.
+    if job.direct && !job.host.upper {
         unsafe { exec.upload_direct(bufs.p, 0, pn, pn, kd, src, lda)? };
+    } else if let Some(turn) = bufs.turn {
+        // Rows i..i+kd, columns s.. of A, transposed.
+        unsafe { exec.upload_direct(turn, 0, kd, kd, pn, src, lda)? };
+        exec.transpose(kd, pn, op(turn, 0, kd), op_mut(bufs.p, 0, pn))?;
     } else {
         let host = &*job.host;
         exec.upload(bufs.p, 0, pn * kd, &mut |start, out| {
@@ -1540,21 +1569,42 @@ fn block_columns(pn: usize, nb: usize) -> Vec<(usize, usize)> {
     (0..pn).step_by(nb).map(|c| (c, nb.min(pn - c))).collect()
 }
 
+/// The streaming mode's executor buffers: three block columns, and for direct transfers of an
+/// upper-stored matrix two more (up, down) that A's block rows go through to be transposed.
+struct Ring<B> {
+    slots: [B; 3],
+    turn: Option<[B; 2]>,
+}
+
+/// Buffer `k` of `Ring::turn` (0: up, 1: down), if there are any.
+fn turn_buf<B>(turn: &mut Option<[B; 2]>, k: usize) -> Option<&mut B> {
+    turn.as_mut().map(|t| &mut t[k])
+}
+
 /// Uploads block column `(c, w)` of the trailing matrix starting at `s` into `buf` (ld `pn − c`):
-/// straight from the host matrix where it is mapped, else through the executor's staging.
+/// straight from the host matrix where it is mapped (through `turn` to be transposed where it is
+/// stored upper), else through the executor's staging.
 fn upload_column<T: Real, E: Executor<T>>(
     exec: &mut E,
     job: &mut Job<T>,
     s: usize,
     (c, w): (usize, usize),
     buf: &mut E::Buf,
+    turn: Option<&mut E::Buf>,
 ) -> Result<(), ExecError> {
     let h = job.n - s - c;
     if job.direct {
-        let (src, lda) = (job.host.lower_ptr(s + c, s + c), job.host.lda);
-        // SAFETY: the block lies in the mapped matrix; the passes write the host matrix only
-        // through `download_direct` and end with `sync` (see `symm_pass`, `syr2k_pass`).
-        return unsafe { exec.upload_direct(buf, 0, h, h, w, src, lda) };
+        let (src, lda) = (job.host.ptr(s + c, s + c), job.host.lda);
+        // SAFETY (both): the block lies in the mapped matrix; the passes write the host matrix
+        // only through `download_direct` and end with `sync` (see `symm_pass`, `syr2k_pass`).
+        return match turn {
+            None => unsafe { exec.upload_direct(buf, 0, h, h, w, src, lda) },
+            Some(t) => {
+                // A's rows s + c.. + w of columns s + c.., w x h.
+                unsafe { exec.upload_direct(t, 0, w, w, h, src, lda)? };
+                exec.transpose(w, h, op(t, 0, w), op_mut(buf, 0, h))
+            }
+        };
     }
     let host = &*job.host;
     exec.upload(buf, 0, h * w, &mut |start, out| {
@@ -1564,15 +1614,17 @@ fn upload_column<T: Real, E: Executor<T>>(
 
 /// Writes block column `(c, w)` of the trailing matrix starting at `s` back from `buf`
 /// (ld `pn − c`), entries on and below the diagonal only: where the host matrix is mapped, the
-/// rows below the diagonal block straight, the diagonal block through `diagonal` (its upper
-/// triangle is not ours to write), copied in last so that a failure leaves the host's column
-/// either old or new, as a resumption needs.
+/// rows below the diagonal block straight (through `turn` to be transposed where it is stored
+/// upper), the diagonal block through `diagonal` (its other triangle is not ours to write),
+/// copied in last so that a failure leaves the host's column either old or new, as a resumption
+/// needs.
 fn download_column<T: Real, E: Executor<T>>(
     exec: &mut E,
     job: &mut Job<T>,
     s: usize,
     (c, w): (usize, usize),
     buf: &E::Buf,
+    turn: Option<&mut E::Buf>,
     diagonal: &mut Vec<T>,
 ) -> Result<(), ExecError> {
     let h = job.n - s - c;
@@ -1586,10 +1638,16 @@ fn download_column<T: Real, E: Executor<T>>(
     // SAFETY: `diagonal` holds w² entries and is ours alone.
     unsafe { exec.download_direct(buf, 0, h, w, w, diagonal.as_mut_ptr(), w) }?;
     if h > w {
-        let (dst, lda) = (host.lower_ptr(s + c + w, s + c), host.lda);
-        // SAFETY: rows below the diagonal block, inside the mapped matrix; nothing else
+        let (dst, lda) = (host.ptr(s + c + w, s + c), host.lda);
+        // SAFETY (both): rows below the diagonal block, inside the mapped matrix; nothing else
         // touches them during the call.
-        unsafe { exec.download_direct(buf, w, h, h - w, w, dst, lda) }?;
+        match turn {
+            None => unsafe { exec.download_direct(buf, w, h, h - w, w, dst, lda) }?,
+            Some(t) => {
+                exec.transpose(h - w, w, op(buf, w, h), op_mut(t, 0, w))?;
+                unsafe { exec.download_direct(t, 0, w, w, h - w, dst, lda) }?
+            }
+        }
     }
     host.scatter(s + c, w, s + c, 0, &diagonal[..w * w]);
     Ok(())
@@ -1601,7 +1659,7 @@ fn symm_pass<T: Real + Dense, E: Executor<T>>(
     exec: &mut E,
     job: &mut Job<T>,
     cols: &[(usize, usize)],
-    ring: &mut [E::Buf; 3],
+    ring: &mut Ring<E::Buf>,
     zbuf: &E::Buf,
     xbuf: &mut E::Buf,
     s: usize,
@@ -1609,13 +1667,21 @@ fn symm_pass<T: Real + Dense, E: Executor<T>>(
 ) -> Result<(), ExecError> {
     let n = job.n;
     let pn = n - s;
-    upload_column(exec, job, s, cols[0], &mut ring[0])?;
+    upload_column(
+        exec,
+        job,
+        s,
+        cols[0],
+        &mut ring.slots[0],
+        turn_buf(&mut ring.turn, 0),
+    )?;
     for (q, &(c, w)) in cols.iter().enumerate() {
         if q + 1 < cols.len() {
-            upload_column(exec, job, s, cols[q + 1], &mut ring[(q + 1) % 3])?;
+            let slot = &mut ring.slots[(q + 1) % 3];
+            upload_column(exec, job, s, cols[q + 1], slot, turn_buf(&mut ring.turn, 0))?;
         }
         let h = pn - c;
-        let d = &ring[q % 3];
+        let d = &ring.slots[q % 3];
         // The first block column spans every row of X, so it sets X instead of adding to it.
         let beta = if q == 0 { T::ZERO } else { T::ONE };
         exec.symm(
@@ -1670,7 +1736,7 @@ fn syr2k_pass<T: Real + Dense, E: Executor<T>>(
     job: &mut Job<T>,
     progress: &mut Progress<T>,
     cols: &[(usize, usize)],
-    ring: &mut [E::Buf; 3],
+    ring: &mut Ring<E::Buf>,
     vbuf: &E::Buf,
     xbuf: &E::Buf,
     s: usize,
@@ -1682,14 +1748,16 @@ fn syr2k_pass<T: Real + Dense, E: Executor<T>>(
         let p = progress.pending.as_ref().expect("a pass in progress");
         (p.done, p.pk)
     };
-    upload_column(exec, job, s, cols[first], &mut ring[first % 3])?;
+    let slot = &mut ring.slots[first % 3];
+    upload_column(exec, job, s, cols[first], slot, turn_buf(&mut ring.turn, 0))?;
     for q in first..cols.len() {
         let (c, w) = cols[q];
         if q + 1 < cols.len() {
-            upload_column(exec, job, s, cols[q + 1], &mut ring[(q + 1) % 3])?;
+            let slot = &mut ring.slots[(q + 1) % 3];
+            upload_column(exec, job, s, cols[q + 1], slot, turn_buf(&mut ring.turn, 0))?;
         }
         let h = pn - c;
-        let [r0, r1, r2] = ring;
+        let [r0, r1, r2] = &mut ring.slots;
         let d = match q % 3 {
             0 => r0,
             1 => r1,
@@ -1731,12 +1799,30 @@ fn syr2k_pass<T: Real + Dense, E: Executor<T>>(
             )?;
         }
         if q > first {
-            download_column(exec, job, s, cols[q - 1], &ring[(q - 1) % 3], diagonal)?;
+            let slot = &ring.slots[(q - 1) % 3];
+            download_column(
+                exec,
+                job,
+                s,
+                cols[q - 1],
+                slot,
+                turn_buf(&mut ring.turn, 1),
+                diagonal,
+            )?;
             progress.pending.as_mut().expect("in progress").done = q;
         }
     }
     let last = cols.len() - 1;
-    download_column(exec, job, s, cols[last], &ring[last % 3], diagonal)?;
+    let slot = &ring.slots[last % 3];
+    download_column(
+        exec,
+        job,
+        s,
+        cols[last],
+        slot,
+        turn_buf(&mut ring.turn, 1),
+        diagonal,
+    )?;
     if job.direct {
         exec.sync()?;
     }
@@ -2091,6 +2177,16 @@ mod tests {
         fn potrf_upper(&mut self, n: usize, a: OpMut<Vec<f64>>) -> Result<(), ExecError> {
             self.tick()?;
             Executor::<f64>::potrf_upper(&mut self.cpu, n, a)
+        }
+        fn transpose(
+            &mut self,
+            m: usize,
+            n: usize,
+            a: Op<Vec<f64>>,
+            c: OpMut<Vec<f64>>,
+        ) -> Result<(), ExecError> {
+            self.tick()?;
+            Executor::<f64>::transpose(&mut self.cpu, m, n, a, c)
         }
         unsafe fn map_host(&mut self, a: *mut f64, len: usize) -> bool {
             // SAFETY: forwarded contract.

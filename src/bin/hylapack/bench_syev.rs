@@ -39,6 +39,8 @@ struct Options {
     no_peers: bool,
     /// Only the driver, on the one copy of the matrix (orders whose matrix fills the host).
     in_place: bool,
+    /// The triangle the out-of-core rows (and their in-core reference) read: b'L' or b'U'.
+    ooc_uplo: u8,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -50,6 +52,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         kds: Vec::new(),
         no_peers: false,
         in_place: false,
+        ooc_uplo: b'L',
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -79,6 +82,14 @@ fn parse(args: &[String]) -> Result<Options, String> {
             }
             "--no-peers" => o.no_peers = true,
             "--in-place" => o.in_place = true,
+            "--ooc-uplo" => {
+                let v = it.next().ok_or("--ooc-uplo needs L or U")?;
+                o.ooc_uplo = match v.as_str() {
+                    "L" | "l" => b'L',
+                    "U" | "u" => b'U',
+                    _ => return Err(format!("bad --ooc-uplo {v}")),
+                };
+            }
             "--quick" => {
                 o.sizes = vec![1024, 2048];
                 o.lapack_limit_s = 10.0;
@@ -90,14 +101,14 @@ fn parse(args: &[String]) -> Result<Options, String> {
 }
 
 /// `hylapack bench syev [--sizes 4096,8192] [--csv FILE] [--lapack-limit S] [--ooc-max N]
-/// [--kd 32,64] [--no-peers] [--in-place]`.
+/// [--kd 32,64] [--no-peers] [--in-place] [--ooc-uplo L|U]`.
 pub fn bench_syev(args: &[String]) -> i32 {
     match parse(args) {
         Ok(o) if o.in_place => run_in_place(&o),
         Ok(o) => run(&o),
         Err(e) => {
             eprintln!("hylapack bench syev: {e}");
-            eprintln!("usage: hylapack bench syev [--sizes 4096,8192,16384,32768] [--csv FILE] [--lapack-limit 60] [--ooc-max 16384] [--kd 32,64] [--no-peers] [--in-place] [--quick]");
+            eprintln!("usage: hylapack bench syev [--sizes 4096,8192,16384,32768] [--csv FILE] [--lapack-limit 60] [--ooc-max 16384] [--kd 32,64] [--no-peers] [--in-place] [--ooc-uplo L] [--quick]");
             2
         }
     }
@@ -527,7 +538,7 @@ fn run(o: &Options) -> i32 {
                     let mut report = None;
                     let s = secs(|| {
                         report = Some(sbr::syrdb_band(
-                            b'L',
+                            o.ooc_uplo,
                             n,
                             first,
                             &mut work,
@@ -544,7 +555,10 @@ fn run(o: &Options) -> i32 {
                 let (s_in, note, _) = band(Path::Gpu { budget: None });
                 add(
                     &mut rows,
-                    &format!("hylapack syrdb in-core, kd={first}, band only"),
+                    &format!(
+                        "hylapack syrdb in-core, kd={first}, band only, {}",
+                        o.ooc_uplo as char
+                    ),
                     s_in,
                     true,
                     None,
@@ -554,7 +568,10 @@ fn run(o: &Options) -> i32 {
                 let note = format!("{:.0}% of in core; {note}", 100.0 * s_in / s);
                 add(
                     &mut rows,
-                    &format!("hylapack syrdb OOC, kd={first}, GPU budget n²·8/4"),
+                    &format!(
+                        "hylapack syrdb OOC, kd={first}, {}, GPU budget n²·8/4",
+                        o.ooc_uplo as char
+                    ),
                     s,
                     true,
                     None,
@@ -564,7 +581,7 @@ fn run(o: &Options) -> i32 {
                     let mut narrowed = None;
                     let s = secs(|| {
                         narrowed = Some(GpuExecutor::<f64>::new(Some(budget)).and_then(|mut e| {
-                            sbr::sbrdb::narrow(&mut e, b'L', n, kw, &ab, kw + 1, kd)
+                            sbr::sbrdb::narrow(&mut e, o.ooc_uplo, n, kw, &ab, kw + 1, kd)
                         }))
                     });
                     match narrowed.expect("set above") {
@@ -582,13 +599,17 @@ fn run(o: &Options) -> i32 {
                 let mut work = a.clone();
                 let mut w = vec![0.0; n];
                 let mut report = None;
-                let s =
-                    secs(|| report = Some(sbr::syev::syev(b'L', n, &mut work, n, &mut w, path)));
+                let s = secs(|| {
+                    report = Some(sbr::syev::syev(o.ooc_uplo, n, &mut work, n, &mut w, path))
+                });
                 let report = report.expect("set above");
                 let note = report.reduction.and_then(|r| r.note).unwrap_or_default();
                 add(
                     &mut rows,
-                    "hylapack dsyev_ooc driver, GPU budget n²·8/4",
+                    &format!(
+                        "hylapack dsyev_ooc driver, {}, GPU budget n²·8/4",
+                        o.ooc_uplo as char
+                    ),
                     s,
                     false,
                     (report.info == 0).then_some(w),

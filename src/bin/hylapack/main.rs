@@ -23,6 +23,7 @@ const USAGE: &str = "usage: hylapack <command>
                        Dsytrd/Dsyevd and LAPACK dsyevd, dsytrd_sy2sb+sb2st+dsterf
       --sizes 4096,8192   problem orders (default: 4096,8192,16384,32768)
       --ooc-max N         out-of-core runs up to order N (default: 16384)
+      --ooc-uplo L|U      the triangle the out-of-core rows read (default: L)
   bench interval [opts] time dgemm_rounded, digemm and dgesv_verified against cuBLAS DGEMM,
                        cuSOLVER and LAPACK LU solves
       --sizes 1024,8192   orders (default: 1024,2048,4096,8192,16384)
