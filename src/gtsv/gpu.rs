@@ -191,8 +191,9 @@ fn tail_start(sizes: &[usize], o: &GpuOptions) -> Option<usize> {
 
 /// Per level its partition count and the offsets of its separator system's DL, D, DU, F; the
 /// offsets of X, R, X + δ, the summaries and flags, the tail's scratch, the speculative
-/// right-hand sides; the total length (elements of `T`).
-type WorkLayout = (Vec<(usize, [usize; 4])>, [usize; 6], usize);
+/// right-hand sides; the total length (elements of `T`); the level the tail kernel starts at
+/// ([`tail_start`]).
+type WorkLayout = (Vec<(usize, [usize; 4])>, [usize; 6], usize, Option<usize>);
 
 /// The pieces of one solve's work buffer, in elements of `T`, each rounded up to 32 elements:
 /// per level the separator system (DL, D, DU, F); then the solution X, the refinement's
@@ -209,7 +210,8 @@ fn work_layout(n: usize, nrhs: usize, o: &GpuOptions) -> WorkLayout {
         at
     };
     let sizes = level_sizes(n, o);
-    let scratch = tail_start(&sizes, o).map_or(0, |t| sizes[t] * (4 + 2 * nrhs));
+    let tail = tail_start(&sizes, o);
+    let scratch = tail.map_or(0, |t| sizes[t] * (4 + 2 * nrhs));
     let r = if sizes.is_empty() { n * nrhs } else { 0 };
     let spec = sizes.first().map_or(0, |&p| p * nrhs);
     let levels = sizes
@@ -217,7 +219,7 @@ fn work_layout(n: usize, nrhs: usize, o: &GpuOptions) -> WorkLayout {
         .map(|p| (p, [p - 1, p, p - 1, p * nrhs].map(&mut carve)))
         .collect();
     let rest = [n * nrhs, r, n * nrhs, 6 * nrhs.max(1) + 1, scratch, spec].map(&mut carve);
-    (levels, rest, total)
+    (levels, rest, total, tail)
 }
 
 /// Device bytes of the work buffer of one solve (see [`work_layout`]), not counting the
@@ -353,6 +355,7 @@ impl<T: Real> Staging<T> {
     }
 }
 
+#[derive(Clone)]
 struct Funcs {
     reduce: CudaFunction,
     reduce_res: CudaFunction,
@@ -365,7 +368,22 @@ struct Funcs {
     add: CudaFunction,
 }
 
+/// The kernels of each (precision, partition size) loaded so far: looking nine functions up
+/// at every call showed in the small solves.
+static FUNCS: std::sync::Mutex<Vec<((char, usize), Funcs)>> = std::sync::Mutex::new(Vec::new());
+
 impl Funcs {
+    fn get<T: Real>(gpu: &Gpu, m: usize) -> Result<Self, DeviceError> {
+        let key = (T::PREFIX, m);
+        let mut loaded = FUNCS.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, f)) = loaded.iter().find(|(k, _)| *k == key) {
+            return Ok(f.clone());
+        }
+        let f = Self::load::<T>(gpu, m)?;
+        loaded.push((key, f.clone()));
+        Ok(f)
+    }
+
     fn load<T: Real>(gpu: &Gpu, m: usize) -> Result<Self, DeviceError> {
         let module = gpu.module(&kernels::GTSV)?;
         let f = |name: &str| module.load_function(&format!("gtsv_{name}_{}", T::PREFIX));
@@ -424,6 +442,8 @@ struct Plan<'g, T> {
     a: DevMatrix,
     nrhs: usize,
     levels: Vec<Level>,
+    /// The first level the tail kernel takes ([`tail_start`]), if any.
+    tail: Option<usize>,
     x: CUdeviceptr,
     /// The refinement's residual (n × nrhs, leading dimension n; only without levels) and its
     /// candidate solution.
@@ -450,8 +470,8 @@ impl<'g, T: Real> Plan<'g, T> {
         a: DevMatrix,
         nrhs: usize,
     ) -> Result<Self, DeviceError> {
-        let funcs = Funcs::load::<T>(gpu, o.m)?;
-        let (offsets, [x_at, r_at, x_next_at, sums_at, scratch_at, spec_at], total) =
+        let funcs = Funcs::get::<T>(gpu, o.m)?;
+        let (offsets, [x_at, r_at, x_next_at, sums_at, scratch_at, spec_at], total, tail) =
             work_layout(a.n, nrhs, o);
         let work = Work::take(gpu, &stream, total * sz::<T>())?;
         let base = work.base();
@@ -476,6 +496,7 @@ impl<'g, T: Real> Plan<'g, T> {
             a,
             nrhs,
             levels,
+            tail,
             x: at(x_at),
             r: at(r_at),
             x_next: at(x_next_at),
@@ -566,8 +587,7 @@ impl<'g, T: Real> Plan<'g, T> {
         };
 
         // Levels from `tail` down run in the tail kernel, the bottom included.
-        let sizes: Vec<usize> = self.levels.iter().map(|l| l.p).collect();
-        let tail = tail_start(&sizes, o);
+        let tail = self.tail;
         let upper = tail.unwrap_or(self.levels.len());
         let from_spec = matches!(
             top,
