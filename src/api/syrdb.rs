@@ -147,7 +147,10 @@ unsafe fn fortran<T: Real + Dense + CublasReal>(
 /// block columns move by DMA straight from and into it; memory the caller has page-locked
 /// already, and `HYLAPACK_SBR_DIRECT=0`, go through staging buffers instead.
 /// Problems below the syrdb size threshold, or with no GPU, run the system LAPACK's
-/// DSYTRD_SY2SB. The result agrees with LAPACK's to rounding, not bit for bit.
+/// DSYTRD_SY2SB. The result agrees with LAPACK's to rounding, not bit for bit. If the GPU
+/// fails, the call finishes on the host (from the input, or from the last block column written
+/// back), except when the failure comes while a transfer is writing the result into `a`: then
+/// neither the input nor the result is whole and the call returns −1000.
 ///
 /// Returns INFO: 0 on success; −i if the i-th argument (LAPACK numbering) had an illegal value
 /// or was NULL, reported through `xerbla_`; −1000 for an internal error (printed on stderr).

@@ -952,8 +952,10 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
             // block is valid and untouched during the call, which waits for the copy below.
             unsafe { copy_2d::<T>(Side::Device(at::<T>(base, off), ld), to, rows, cols, stream)? };
         }
-        stream.synchronize().map_err(driver_err)?;
-        self.gpu.ctx.check_err().map_err(driver_err)
+        // The copy was queued: a failure from here on may come after part of it landed.
+        let torn = |e: cudarc::driver::DriverError| ExecError::Torn(e.into());
+        stream.synchronize().map_err(torn)?;
+        self.gpu.ctx.check_err().map_err(torn)
     }
 
     fn gemm(

@@ -47,9 +47,9 @@
 //! on a half-written matrix, as it did before. In streaming mode the host `A`
 //! is consistent after every block column of the SYR2K pass (each is written back whole), and
 //! `V`, `X` of the step are kept on the host, so a failure resumes on the CPU executor where it
-//! stopped. A known gap: a write-back that fails after part of its column has reached the host
-//! (a copy that dies half way) leaves that part updated, and the resumption updates it again;
-//! the tests inject failures before a transfer, not inside one.
+//! stopped. A write-back that fails after part of its column may have reached the host (a copy
+//! that dies half way) leaves a column that the resumption would update twice: that call stops
+//! with an error, as a torn final download does.
 
 mod cholqr;
 pub mod cpu;
@@ -133,6 +133,8 @@ pub struct SyrdbReport {
 #[derive(Debug)]
 pub enum ExecError {
     Device(DeviceError),
+    /// A transfer into host memory failed after it may have written part of its destination.
+    Torn(DeviceError),
     /// The budget cannot hold the panels and one block column.
     Budget {
         needed: u64,
@@ -144,6 +146,7 @@ impl std::fmt::Display for ExecError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ExecError::Device(e) => write!(f, "{e}"),
+            ExecError::Torn(e) => write!(f, "{e} (during a transfer into host memory)"),
             ExecError::Budget { needed, budget } => write!(
                 f,
                 "needs at least {needed} bytes of executor memory, the budget is {budget}"
@@ -289,7 +292,8 @@ pub trait Executor<T: Real> {
     }
     /// Writes the `rows` x `cols` block of `src` at `off` (leading dimension `ld`), once all
     /// queued work on it is done, into the host block at `dst` (best mapped; columns `lda`
-    /// apart); returns when it is written.
+    /// apart); returns when it is written. An error after part of the block may have been
+    /// written is [`ExecError::Torn`].
     ///
     /// # Safety
     /// The block is valid host memory, and nothing else reads or writes it during the call.
@@ -458,7 +462,8 @@ struct Progress<T> {
     /// A SYR2K pass interrupted after its first `done` columns of the trailing matrix, with
     /// its `V` and `X` (streaming mode only).
     pending: Option<Pending<T>>,
-    /// Resident mode: the final download has written part of the host matrix.
+    /// The host matrix may hold part of a write-back: of the resident mode's final download, or
+    /// of a streaming block column. No path can finish the call after a failure then.
     written_back: bool,
     /// Resident panels factored on the executor by CholeskyQR2 and by xGEQRF.
     panels: [usize; 2],
@@ -1632,7 +1637,11 @@ fn upload_column<T: Real, E: Executor<T>>(
 /// rows below the diagonal block straight (through `turn` to be transposed where it is stored
 /// upper), the diagonal block through `diagonal` (its other triangle is not ours to write),
 /// copied in last, so that a failure reported before the rows below land leaves the column as it
-/// was, for the resumption to redo (see the module's notes for one reported after).
+/// was, for the resumption to redo. Where a failure may have left part of the column on the host
+/// (a staged download that had handed over a piece, an [`ExecError::Torn`] direct transfer),
+/// `landing` is set: neither the resumption (it would update that part twice) nor LAPACK (the
+/// input is gone) can finish that call, which stops with an error (see [`with_fallback`]).
+#[allow(clippy::too_many_arguments)]
 fn download_column<T: Real, E: Executor<T>>(
     exec: &mut E,
     job: &mut Job<T>,
@@ -1641,13 +1650,17 @@ fn download_column<T: Real, E: Executor<T>>(
     buf: &E::Buf,
     turn: Option<&mut E::Buf>,
     diagonal: &mut Vec<T>,
+    landing: &mut bool,
 ) -> Result<(), ExecError> {
     let h = job.n - s - c;
     let host = &mut *job.host;
     if !job.direct {
-        return exec.download(buf, 0, h * w, &mut |start, piece| {
+        exec.download(buf, 0, h * w, &mut |start, piece| {
+            *landing = true;
             host.scatter(s + c, h, s + c, start, piece)
-        });
+        })?;
+        *landing = false;
+        return Ok(());
     }
     diagonal.resize(w * w, T::ZERO);
     // SAFETY: `diagonal` holds w² entries and is ours alone.
@@ -1656,12 +1669,16 @@ fn download_column<T: Real, E: Executor<T>>(
         let (dst, lda) = (host.ptr(s + c + w, s + c), host.lda);
         // SAFETY (both): rows below the diagonal block, inside the mapped matrix; nothing else
         // touches them during the call.
-        match turn {
-            None => unsafe { exec.download_direct(buf, w, h, h - w, w, dst, lda) }?,
+        let rows_below = match turn {
+            None => unsafe { exec.download_direct(buf, w, h, h - w, w, dst, lda) },
             Some(t) => {
                 exec.transpose(h - w, w, op(buf, w, h), op_mut(t, 0, w))?;
-                unsafe { exec.download_direct(t, 0, w, w, h - w, dst, lda) }?
+                unsafe { exec.download_direct(t, 0, w, w, h - w, dst, lda) }
             }
+        };
+        if let Err(e) = rows_below {
+            *landing = matches!(e, ExecError::Torn(_));
+            return Err(e);
         }
     }
     host.scatter(s + c, w, s + c, 0, &diagonal[..w * w]);
@@ -1827,6 +1844,7 @@ fn syr2k_pass<T: Real + Dense, E: Executor<T>>(
                 slot,
                 turn_buf(&mut ring.turn, 1),
                 diagonal,
+                &mut progress.written_back,
             )?;
             progress.pending.as_mut().expect("in progress").done = c;
         }
@@ -1846,6 +1864,7 @@ fn syr2k_pass<T: Real + Dense, E: Executor<T>>(
         slot,
         turn_buf(&mut ring.turn, 1),
         diagonal,
+        &mut progress.written_back,
     )?;
     let pending = progress.pending.take().expect("in progress");
     let i = progress.i;
@@ -2098,6 +2117,15 @@ mod tests {
     }
 
     impl Flaky {
+        fn new(left: usize, refuse_map: bool, tear: bool) -> Self {
+            Flaky {
+                cpu: cpu::CpuExecutor::new(0),
+                left,
+                refuse_map,
+                tear,
+            }
+        }
+
         fn tick(&mut self) -> Result<(), ExecError> {
             if self.left == 0 {
                 return Err(ExecError::Device(DeviceError::Driver("injected".into())));
@@ -2138,6 +2166,26 @@ mod tests {
             }
             self.tick()?;
             self.cpu.download(src, off, len, take)
+        }
+        fn download_block(
+            &mut self,
+            src: &Vec<f64>,
+            off: usize,
+            ld: usize,
+            rows: usize,
+            cols: usize,
+            take: &mut dyn FnMut(usize, &[f64]),
+        ) -> Result<(), ExecError> {
+            // As the default, one download per column, but torn between whole columns (the
+            // contract hands whole columns).
+            for j in 0..cols {
+                self.tick()?;
+                self.cpu
+                    .download(src, off + j * ld, rows, &mut |start, piece| {
+                        take(j * rows + start, piece)
+                    })?;
+            }
+            Ok(())
         }
         fn gemm(
             &mut self,
@@ -2240,6 +2288,15 @@ mod tests {
             dst: *mut f64,
             lda: usize,
         ) -> Result<(), ExecError> {
+            if self.left == 0 && self.tear {
+                // SAFETY: forwarded contract (the first half of the block's columns).
+                unsafe {
+                    self.cpu
+                        .download_direct(src, off, ld, rows, cols / 2, dst, lda)
+                }?;
+                let e = DeviceError::Driver("injected after half the copy".into());
+                return Err(ExecError::Torn(e));
+            }
             self.tick()?;
             // SAFETY: forwarded contract.
             unsafe { self.cpu.download_direct(src, off, ld, rows, cols, dst, lda) }
@@ -2372,6 +2429,23 @@ mod tests {
 
     type Outputs = (Vec<f64>, Vec<f64>, Vec<f64>, SyrdbReport);
 
+    /// A random symmetric matrix of order n, and the seed it was drawn from.
+    fn random_input(n: usize) -> (Vec<f64>, u64) {
+        let seed = crate::testmat::seed_from_time();
+        (
+            dense_symmetric(DenseFamily::Random, n, &mut Rng::new(seed)),
+            seed,
+        )
+    }
+
+    /// The message of a caught panic.
+    fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+        payload
+            .downcast_ref::<String>()
+            .cloned()
+            .unwrap_or_default()
+    }
+
     fn reduce(a0: &[f64], uplo: u8, n: usize, kd: usize, exec: Option<(Flaky, Mode)>) -> Outputs {
         reduce_with(a0, uplo, n, kd, exec, false)
     }
@@ -2406,23 +2480,11 @@ mod tests {
     /// input (resident, or nothing written yet).
     #[test]
     fn failure_at_any_operation_is_recovered() {
-        let seed = crate::testmat::seed_from_time();
-        let mut rng = Rng::new(seed);
         let (n, kd) = (60, 5);
-        let a0: Vec<f64> = dense_symmetric(DenseFamily::Random, n, &mut rng);
+        let (a0, seed) = random_input(n);
         for uplo in [b'L', b'U'] {
             for mode in [Mode::Streaming { nb: 7 }, Mode::Resident] {
-                let whole = |left| {
-                    Some((
-                        Flaky {
-                            cpu: cpu::CpuExecutor::new(0),
-                            left,
-                            refuse_map: false,
-                            tear: false,
-                        },
-                        mode,
-                    ))
-                };
+                let whole = |left| Some((Flaky::new(left, false, false), mode));
                 let clean = reduce(&a0, uplo, n, kd, whole(usize::MAX));
                 let lapack = reduce(&a0, uplo, n, kd, None);
                 let mut resumed = 0;
@@ -2463,10 +2525,8 @@ mod tests {
     /// bit for bit; a column updated twice would differ by O(‖A‖)).
     #[test]
     fn resumption_with_another_block_width() {
-        let seed = crate::testmat::seed_from_time();
-        let mut rng = Rng::new(seed);
         let (n, kd) = (60, 5);
-        let a0: Vec<f64> = dense_symmetric(DenseFamily::Random, n, &mut rng);
+        let (a0, seed) = random_input(n);
         let norm = a0.iter().fold(0.0f64, |m, x| m.max(x.abs()));
         let tol = 1e3 * n as f64 * f64::EPSILON * norm;
         let far = |a: &[f64], b: &[f64]| {
@@ -2476,17 +2536,7 @@ mod tests {
                 .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()))
         };
         for uplo in [b'L', b'U'] {
-            let whole = |left| {
-                Some((
-                    Flaky {
-                        cpu: cpu::CpuExecutor::new(0),
-                        left,
-                        refuse_map: true,
-                        tear: false,
-                    },
-                    Mode::Streaming { nb: 7 },
-                ))
-            };
+            let whole = |left| Some((Flaky::new(left, true, false), Mode::Streaming { nb: 7 }));
             let clean = reduce(&a0, uplo, n, kd, whole(usize::MAX));
             let mut resumed = 0;
             for left in 0..4000 {
@@ -2509,21 +2559,9 @@ mod tests {
     /// and leaves the host's A as it was; stopped at any operation, it ends with LAPACK's band.
     #[test]
     fn band_only_run_matches_full_run() {
-        let seed = crate::testmat::seed_from_time();
-        let mut rng = Rng::new(seed);
         let (n, kd) = (60, 5);
-        let a0: Vec<f64> = dense_symmetric(DenseFamily::Random, n, &mut rng);
-        let whole = |left| {
-            Some((
-                Flaky {
-                    cpu: cpu::CpuExecutor::new(0),
-                    left,
-                    refuse_map: false,
-                    tear: true,
-                },
-                Mode::Resident,
-            ))
-        };
+        let (a0, seed) = random_input(n);
+        let whole = |left| Some((Flaky::new(left, false, true), Mode::Resident));
         for uplo in [b'L', b'U'] {
             let full = reduce(&a0, uplo, n, kd, whole(usize::MAX));
             let band = reduce_with(&a0, uplo, n, kd, whole(usize::MAX), true);
@@ -2549,31 +2587,89 @@ mod tests {
         }
     }
 
+    /// A streaming run stopped at any operation, with the failing download or direct transfer
+    /// delivering half its block first: it ends with an uninterrupted run's result, LAPACK's
+    /// from the untouched input, or (where a block column of the host matrix was half written
+    /// back, so that a resumption would update part of it twice) an error; never another result.
+    #[test]
+    fn torn_streaming_write_back_is_an_error() {
+        let (n, kd) = (40, 4);
+        let (a0, seed) = random_input(n);
+        for uplo in [b'L', b'U'] {
+            for refuse_map in [false, true] {
+                let whole = |left| {
+                    Some((
+                        Flaky::new(left, refuse_map, true),
+                        Mode::Streaming { nb: 6 },
+                    ))
+                };
+                let clean = reduce(&a0, uplo, n, kd, whole(usize::MAX));
+                let lapack = reduce(&a0, uplo, n, kd, None);
+                let what = format!("uplo={} refuse_map={refuse_map} seed {seed}", uplo as char);
+                let (mut torn, mut resumed) = (0, 0);
+                for left in 0..3000 {
+                    let run = std::panic::catch_unwind(|| reduce(&a0, uplo, n, kd, whole(left)));
+                    let got = match run {
+                        Err(payload) => {
+                            let msg = panic_message(payload);
+                            assert!(
+                                msg.contains("the input is lost"),
+                                "{what} left={left}: {msg}"
+                            );
+                            torn += 1;
+                            continue;
+                        }
+                        Ok(got) => got,
+                    };
+                    let note = got.3.note.clone().unwrap_or_default();
+                    if got.3.backend == Backend::Gpu {
+                        assert!(got.0 == clean.0 && got.1 == clean.1, "{what} left={left}");
+                        break;
+                    }
+                    let want = if note.contains("system LAPACK") {
+                        &lapack
+                    } else {
+                        resumed += 1;
+                        &clean
+                    };
+                    // A resumption with another block width agrees to rounding only.
+                    let tol = if refuse_map { 1e-10 } else { 0.0 };
+                    let far = |a: &[f64], b: &[f64]| {
+                        a.iter()
+                            .zip(b)
+                            .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()))
+                    };
+                    assert!(
+                        far(&got.0, &want.0) <= tol,
+                        "A differs: {what} left={left} ({note})"
+                    );
+                    assert!(
+                        far(&got.1, &want.1) <= tol,
+                        "AB differs: {what} left={left} ({note})"
+                    );
+                }
+                assert!(torn > 3, "{what}: only {torn} torn write-backs");
+                assert!(resumed > 3, "{what}: only {resumed} resumptions");
+            }
+        }
+    }
+
     /// A resident run whose final download fails half way has neither the input nor the
     /// result on the host: it must stop with an error, never restart LAPACK on the half-written
     /// matrix. Downloads that fail before writing anything still restart from the input.
     #[test]
     fn torn_final_download_is_an_error() {
-        let mut rng = Rng::new(crate::testmat::seed_from_time());
         let (n, kd) = (40, 4);
-        let a0: Vec<f64> = dense_symmetric(DenseFamily::Random, n, &mut rng);
+        let (a0, _) = random_input(n);
         let lapack = reduce(&a0, b'L', n, kd, None);
         let (mut torn, mut restarted) = (0, 0);
         for left in 0..2000 {
-            let exec = Flaky {
-                cpu: cpu::CpuExecutor::new(0),
-                left,
-                refuse_map: false,
-                tear: true,
-            };
+            let exec = Flaky::new(left, false, true);
             let run =
                 std::panic::catch_unwind(|| reduce(&a0, b'L', n, kd, Some((exec, Mode::Resident))));
             match run {
                 Err(payload) => {
-                    let msg = payload
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .unwrap_or_default();
+                    let msg = panic_message(payload);
                     assert!(msg.contains("the input is lost"), "left={left}: {msg}");
                     torn += 1;
                 }
