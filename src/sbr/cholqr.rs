@@ -212,10 +212,7 @@ fn cholesky<T: Real>(k: usize, g: &[T]) -> Option<Vec<T>> {
     let mut r = vec![T::ZERO; k * k];
     for j in 0..k {
         for i in 0..=j {
-            let mut x = g[i + j * k];
-            for p in 0..i {
-                x = x - r[p + i * k] * r[p + j * k];
-            }
+            let x = g[i + j * k] - tiny::dot(&r[i * k..i * k + i], &r[j * k..j * k + i]);
             if i < j {
                 r[i + j * k] = x / r[i + i * k];
             } else if x > T::ZERO {
@@ -290,23 +287,53 @@ fn reconstruct<T: Real>(k: usize, r1: &[T], r2: &[T], q1_top: &[T]) -> Vec<T> {
 /// The k x k triangular products of the host half, column-major (k is at most the band width).
 /// The system BLAS spreads even a 64 x 64 TRSM over all its threads; on the H100's 16-core
 /// host their wake-ups made the panel loop's host part vary from 0.06 to 0.66 s at n = 16384
-/// (kd = 64), against about 0.06 s with one thread.
+/// (kd = 64), against about 0.06 s with one thread. Each column is updated from four others
+/// per pass (`combine`), so that it is loaded and stored once per four products.
 mod tiny {
     use crate::real::Real;
+
+    /// `col += Σ_i coef(i) · src[i k .. i k + col.len()]` over `cols`, four at a time.
+    fn combine<T: Real>(
+        col: &mut [T],
+        src: &[T],
+        k: usize,
+        cols: std::ops::Range<usize>,
+        coef: impl Fn(usize) -> T,
+    ) {
+        let len = col.len();
+        let at = |i: usize| &src[i * k..i * k + len];
+        let mut i = cols.start;
+        while i + 4 <= cols.end {
+            let (c0, c1, c2, c3) = (coef(i), coef(i + 1), coef(i + 2), coef(i + 3));
+            let (s0, s1, s2, s3) = (at(i), at(i + 1), at(i + 2), at(i + 3));
+            for x in 0..len {
+                col[x] = col[x] + (c0 * s0[x] + c1 * s1[x] + (c2 * s2[x] + c3 * s3[x]));
+            }
+            i += 4;
+        }
+        for i in i..cols.end {
+            let c = coef(i);
+            for (x, &y) in col.iter_mut().zip(at(i)) {
+                *x = *x + c * y;
+            }
+        }
+    }
+
+    /// R's upper triangle with zeros below (R's strict lower part is not read).
+    fn upper_part<T: Real>(k: usize, r: &[T]) -> Vec<T> {
+        let mut u = vec![T::ZERO; k * k];
+        for c in 0..k {
+            u[c * k..c * k + c + 1].copy_from_slice(&r[c * k..c * k + c + 1]);
+        }
+        u
+    }
 
     /// B := B R⁻¹, R upper triangular (its strict lower part is not read).
     pub fn solve_right_upper<T: Real>(k: usize, r: &[T], b: &mut [T]) {
         for j in 0..k {
             let (done, rest) = b.split_at_mut(j * k);
             let col = &mut rest[..k];
-            for i in 0..j {
-                let rij = r[i + j * k];
-                if rij != T::ZERO {
-                    for (x, &y) in col.iter_mut().zip(&done[i * k..(i + 1) * k]) {
-                        *x = *x - y * rij;
-                    }
-                }
-            }
+            combine(col, done, k, 0..j, |i| T::ZERO - r[i + j * k]);
             let d = r[j + j * k];
             for x in col.iter_mut() {
                 *x = *x / d;
@@ -316,18 +343,14 @@ mod tiny {
 
     /// B := R B, R upper triangular (its strict lower part is not read).
     pub fn multiply_left_upper<T: Real>(k: usize, r: &[T], b: &mut [T]) {
+        let u = upper_part(k, r);
         let mut out = vec![T::ZERO; k];
         for col in b.chunks_exact_mut(k) {
-            // Column by column of R (contiguous), adding col[l] R[..=l, l].
+            // Rows past the column's last nonzero entry get nothing (B is often triangular).
+            let used = col.iter().rposition(|x| *x != T::ZERO).map_or(0, |l| l + 1);
             out.fill(T::ZERO);
-            for (l, &x) in col.iter().enumerate() {
-                if x != T::ZERO {
-                    for (o, &y) in out[..=l].iter_mut().zip(&r[l * k..=l + l * k]) {
-                        *o = *o + y * x;
-                    }
-                }
-            }
-            col.copy_from_slice(&out);
+            combine(&mut out[..used], &u, k, 0..used, |l| col[l]);
+            col[..used].copy_from_slice(&out[..used]);
         }
     }
 
@@ -335,16 +358,22 @@ mod tiny {
     pub fn solve_right_lower_transposed_unit<T: Real>(k: usize, l: &[T], b: &mut [T]) {
         for j in 0..k {
             let (done, rest) = b.split_at_mut(j * k);
-            let col = &mut rest[..k];
-            for i in 0..j {
-                let lji = l[j + i * k];
-                if lji != T::ZERO {
-                    for (x, &y) in col.iter_mut().zip(&done[i * k..(i + 1) * k]) {
-                        *x = *x - y * lji;
-                    }
-                }
+            combine(&mut rest[..k], done, k, 0..j, |i| T::ZERO - l[j + i * k]);
+        }
+    }
+
+    /// `Σ a_i b_i` with four partial sums.
+    pub fn dot<T: Real>(a: &[T], b: &[T]) -> T {
+        let mut s = [T::ZERO; 4];
+        let (a4, b4) = (a.chunks_exact(4), b.chunks_exact(4));
+        let (ra, rb) = (a4.remainder(), b4.remainder());
+        for (x, y) in a4.zip(b4) {
+            for q in 0..4 {
+                s[q] = s[q] + x[q] * y[q];
             }
         }
+        let tail = ra.iter().zip(rb).fold(T::ZERO, |t, (&x, &y)| t + x * y);
+        (s[0] + s[1]) + (s[2] + s[3]) + tail
     }
 }
 
