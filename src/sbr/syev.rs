@@ -21,11 +21,13 @@ const SYTRD_NB: usize = 32;
 /// The bandwidth of the intermediate band matrix when the matrix fits in the executor's
 /// memory. A wider band makes the dense → band reduction's rank-2kd updates faster on the GPU
 /// and the bulge chasing slower (its time is about 2n steps, each costlier with kd). Measured
-/// on an H100 (docs/bench/2026-11-22-h100-syev-5.txt), dense → band without transfers plus
-/// the GPU chasing, kd = 32 against kd = 64: n = 8192 0.26 s against 0.26 s, n = 16384
-/// 0.69 s against 0.79 s, n = 32768 3.52 s against 2.81 s.
+/// on an H100, the stages of the path summed (dense → band with transfers, GPU chasing, GPU
+/// bisection), kd = 32 against kd = 64: n = 8192 0.34-0.43 s against 0.36-0.37 s, n = 16384
+/// 0.85-0.94 s against 0.75-0.77 s since DSYMM runs by halves (docs/bench/2026-11-22-h100-syev-8.txt;
+/// before it, 0.69 s against 0.79 s without transfers); n = 32768 3.52 s against 2.81 s
+/// (docs/bench/2026-11-22-h100-syev-5.txt).
 pub fn bandwidth(n: usize) -> usize {
-    let kd = if n <= 16384 { 32 } else { 64 };
+    let kd = if n <= 8192 { 32 } else { 64 };
     kd.min(n.saturating_sub(1)).max(1)
 }
 
