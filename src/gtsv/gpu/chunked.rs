@@ -1,0 +1,209 @@
+//! Systems larger than the GPU memory allowed: SPIKE over chunks, each solved on the GPU, the
+//! separator system on the host ([`solve_chunked`]).
+
+use super::*;
+
+/// Rows per chunk for [`solve_chunked`]: the most whose solve (with `nrhs` + 2 columns: the
+/// right-hand sides and the two spikes) fits in `limit` bytes.
+pub fn chunk_rows<T>(n: usize, nrhs: usize, o: &GpuOptions, limit: u64) -> Option<usize> {
+    let fits = |c: usize| bytes_needed::<T>(c, nrhs + 2, o) <= limit;
+    if !fits(2) {
+        return None;
+    }
+    let (mut lo, mut hi) = (2usize, n.max(2)); // fits(lo); the answer is in lo..=hi
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    Some(lo)
+}
+
+/// SPIKE over chunks, for systems larger than the GPU memory allowed: the rows are cut into
+/// chunks of `c` rows separated by single separator rows (the decomposition of the module
+/// comment, with chunks for blocks). Each chunk is solved on the GPU (`solve_whole`, with its
+/// own check and refinement) for its right-hand sides and its two spikes; the host then solves
+/// the small separator system with LAPACK xGTSV, forms `X = Y − W x_L − V x_R`, checks the
+/// residual of the whole system and refines it (each correction again over chunks), and writes
+/// `B` only when the answer is accepted.
+#[allow(clippy::too_many_arguments)]
+pub fn solve_chunked<T: Lapack>(
+    o: &GpuOptions,
+    dl: &[T],
+    d: &[T],
+    du: &[T],
+    b: &mut [T],
+    ldb: usize,
+    nrhs: usize,
+    limit: u64,
+) -> Result<Result<(), Reject>, DeviceError> {
+    let n = d.len();
+    let c = chunk_rows::<T>(n, nrhs, o, limit).ok_or(DeviceError::OutOfBudget {
+        needed: bytes_needed::<T>(2, nrhs + 2, o),
+        available: limit,
+    })?;
+    let threads = std::thread::available_parallelism()
+        .map(|t| t.get())
+        .unwrap_or(1);
+    let chunks = (n - 1) / (c + 1) + 1;
+    let mut x = vec![T::ZERO; n * nrhs];
+    let t0 = Instant::now();
+    let mut on_gpu = |dl: &[T], d: &[T], du: &[T], g: &mut [T], ld: usize, k: usize| {
+        solve_whole(o, dl, d, du, g, ld, k, false)
+    };
+    // The chunks' solves record their own phases; this call's are set on every way out.
+    let record = || {
+        PHASES.with(|p| {
+            p.set(Phases {
+                solve: t0.elapsed().as_secs_f64(),
+                chunks,
+                ..Phases::default()
+            })
+        })
+    };
+    let first = chunked_pass(dl, d, du, b, ldb, nrhs, c, &mut x, threads, &mut on_gpu)?;
+    if let Err(r) = first {
+        record();
+        return Ok(Err(r));
+    }
+    let all: Vec<usize> = (0..nrhs).collect();
+    let mut checks = residual_cols(dl, d, du, &x, n, &all, b, ldb, &all, None, threads, false);
+    refine(
+        dl,
+        d,
+        du,
+        &mut x,
+        n,
+        b,
+        ldb,
+        &mut checks,
+        threads,
+        |r: &mut [T], k: usize| {
+            let mut delta = vec![T::ZERO; n * k];
+            let solved = chunked_pass(dl, d, du, r, n, k, c, &mut delta, threads, &mut on_gpu)?;
+            r.copy_from_slice(&delta);
+            Ok::<bool, DeviceError>(solved.is_ok())
+        },
+    )?;
+    record();
+    if let Err(r) = judge(checks) {
+        return Ok(Err(r));
+    }
+    for col in 0..nrhs {
+        par_copy(&mut b[col * ldb..col * ldb + n], &x[col * n..(col + 1) * n]);
+    }
+    Ok(Ok(()))
+}
+
+/// The solver of one chunk: (dl, d, du, right-hand sides, their leading dimension, columns).
+type ChunkSolver<'a, T> = dyn FnMut(&[T], &[T], &[T], &mut [T], usize, usize) -> Result<Result<(), Reject>, DeviceError>
+    + 'a;
+
+/// One solve over chunks of `c` rows (see [`solve_chunked`]): `x` (n × nrhs, leading dimension
+/// n) receives the solution for `f` (leading dimension `ldf`), unchecked beyond the chunks' own
+/// checks and the separator system's solvability. `solve_chunk` solves one chunk in place.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn chunked_pass<T: Lapack>(
+    dl: &[T],
+    d: &[T],
+    du: &[T],
+    f: &[T],
+    ldf: usize,
+    nrhs: usize,
+    c: usize,
+    x: &mut [T],
+    threads: usize,
+    solve_chunk: &mut ChunkSolver<'_, T>,
+) -> Result<Result<(), Reject>, DeviceError> {
+    let n = d.len();
+    let m = c + 1; // a chunk and its separator
+    let q = (n - 1) / m; // separators; chunk j is rows j m .. j m + c (the last: .. n)
+    let (mut w, mut v) = (vec![T::ZERO; n], vec![T::ZERO; n]);
+    let k = nrhs + 2;
+    for j in 0..=q {
+        let r0 = j * m;
+        let r1 = if j < q { r0 + c } else { n };
+        let rows = r1 - r0;
+        // The chunk's right-hand sides, then its spikes: A_j⁻¹ (a e_1) and A_j⁻¹ (c e_last).
+        let mut g = vec![T::ZERO; rows * k];
+        for col in 0..nrhs {
+            g[col * rows..(col + 1) * rows].copy_from_slice(&f[col * ldf + r0..col * ldf + r1]);
+        }
+        if j > 0 {
+            g[nrhs * rows] = dl[r0 - 1];
+        }
+        if j < q {
+            g[(nrhs + 1) * rows + rows - 1] = du[r1 - 1];
+        }
+        let tail = rows.saturating_sub(1);
+        if let Err(r) = solve_chunk(
+            &dl[r0..r0 + tail],
+            &d[r0..r1],
+            &du[r0..r0 + tail],
+            &mut g,
+            rows,
+            k,
+        )? {
+            return Ok(Err(r));
+        }
+        for col in 0..nrhs {
+            x[col * n + r0..col * n + r1].copy_from_slice(&g[col * rows..(col + 1) * rows]);
+        }
+        w[r0..r1].copy_from_slice(&g[nrhs * rows..(nrhs + 1) * rows]);
+        v[r0..r1].copy_from_slice(&g[(nrhs + 1) * rows..]);
+    }
+    if q == 0 {
+        return Ok(Ok(()));
+    }
+    // The separator system (see the module comment of `gtsv`): unknown j is x at s_j.
+    let (mut rdl, mut rd, mut rdu) = (vec![T::ZERO; q - 1], vec![T::ZERO; q], vec![T::ZERO; q - 1]);
+    let mut rf = vec![T::ZERO; q * nrhs];
+    for j in 0..q {
+        let s = (j + 1) * m - 1;
+        let (top, bot) = (s + 1, s - 1); // first row of chunk j + 1, last row of chunk j
+        let (a_s, c_s) = (dl[s - 1], du[s]);
+        if j > 0 {
+            rdl[j - 1] = -(a_s * w[bot]);
+        }
+        rd[j] = d[s] - a_s * v[bot] - c_s * w[top];
+        if j + 1 < q {
+            rdu[j] = -(c_s * v[top]);
+        }
+        for col in 0..nrhs {
+            rf[j + col * q] = f[col * ldf + s] - a_s * x[col * n + bot] - c_s * x[col * n + top];
+        }
+    }
+    if T::gtsv(&mut rdl, &mut rd, &mut rdu, &mut rf, q, nrhs) != 0 {
+        return Ok(Err(Reject::ReducedSingular));
+    }
+    // X = Y − W x_L − V x_R on the chunk rows, x_s on the separators, in parallel over rows.
+    let threads = threads.clamp(1, n);
+    let bounds: Vec<usize> = (0..=threads).map(|t| t * n / threads).collect();
+    let parts = split_rows(x, n, nrhs, &bounds);
+    let (w, v, rf) = (&w, &v, &rf);
+    std::thread::scope(|sc| {
+        for (t, mut cols) in parts.into_iter().enumerate() {
+            let row0 = bounds[t];
+            sc.spawn(move || {
+                for (col, xc) in cols.iter_mut().enumerate() {
+                    let xs = |j: usize| rf[j + col * q];
+                    for (e, xi) in xc.iter_mut().enumerate() {
+                        let i = row0 + e;
+                        let (j, off) = (i / m, i % m);
+                        if off == c && j < q {
+                            *xi = xs(j);
+                        } else {
+                            let left = if j > 0 { w[i] * xs(j - 1) } else { T::ZERO };
+                            let right = if j < q { v[i] * xs(j) } else { T::ZERO };
+                            *xi = *xi - left - right;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    Ok(Ok(()))
+}

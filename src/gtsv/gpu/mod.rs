@@ -1,0 +1,547 @@
+//! SPIKE on the GPU (`kernels/gtsv.cu`). The core works on device pointers ([`solve_device`],
+//! data already on the GPU); [`solve`] is the LAPACK interface: it uploads host arrays through
+//! pinned staging buffers, runs the same core and downloads only an accepted answer.
+//!
+//! Each level of the recursion cuts its system into partitions of `m` rows (one thread each,
+//! diagonal pivoting) and, in the same kernel, writes the tridiagonal separator system (one row
+//! per partition); it recurses on that until it has at most `base_n` rows, which one CTA solves.
+//! The back substitution then runs level by level upwards; on the top level it also computes
+//! the residual check of every row, so the decision to accept costs no extra pass over the
+//! matrix. Two kernels per level, each one pass over the level's data: a CTA recomputes its
+//! neighbour's first partition (a halo) rather than exchange the separator rows' couplings
+//! through memory. Once the systems are down to a few thousand rows (`tail_n`), the remaining
+//! levels, the bottom and their back substitutions run in one kernel of one CTA (`gtsv_tail`):
+//! there a kernel per level cost more in launches than in work. The top level reads the
+//! right-hand sides where they are and writes `X` into a buffer of its own, so the caller's `B`
+//! stays intact until the answer is accepted. Iterative refinement, when the check finds a
+//! residual above LAPACK's level, also runs on the GPU (`Plan::run`).
+
+use super::MAX_REFINE_STEPS;
+use super::{judge, refine, residual_cols, split_rows, wants_refinement, Reject, Residual};
+use crate::device::memory::{par_copy, Pinned};
+use crate::device::{self, kernels, DeviceError, Gpu};
+use crate::lapack::Lapack;
+use crate::real::Real;
+use cudarc::driver::sys::CUdeviceptr;
+use cudarc::driver::{
+    result as cu, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
+};
+use std::cell::Cell;
+use std::sync::Arc;
+use std::time::Instant;
+
+mod chunked;
+mod plan;
+
+pub use chunked::{chunk_rows, solve_chunked};
+use plan::*;
+
+/// Tuning of the GPU path.
+#[derive(Clone, Debug)]
+pub struct GpuOptions {
+    /// Rows per partition, separator included: 8, 16 or 32 (the partition kernels are compiled
+    /// for each, so that a partition's factorization stays in registers).
+    pub m: usize,
+    /// Threads (partitions) per CTA: a multiple of 32, at most 128 (gtsv_update's launch
+    /// bound), with `(5 (m + 1) + 3) · threads · 8` bytes at most 48 KiB (the kernels' shared
+    /// memory).
+    pub threads: u32,
+    /// Systems of at most this many rows are solved by one CTA (the bottom of the recursion).
+    pub base_n: usize,
+    /// Below the top level, the levels from the first system of at most this many rows down
+    /// run in one CTA, one kernel (`gtsv_tail`) instead of two kernels per level; 0: never.
+    pub tail_n: usize,
+    /// The top level's checking back substitution also prepares a refinement step's top-level
+    /// separator system (`gtsv_backsub_spec`), so that a step, when one is needed, starts one
+    /// level down: one pass over the matrix fewer per refined call, some arithmetic more per
+    /// call.
+    pub speculate: bool,
+    /// Elements per pinned staging buffer (two are used, alternately).
+    pub staging_elems: usize,
+    /// Device bytes one call may use, below the budget (`HYLAPACK_GPU_MEMORY_LIMIT` or what is
+    /// free); a system that needs more is solved in chunks ([`solve`]). `None`: the budget.
+    pub memory_limit: Option<u64>,
+}
+
+impl Default for GpuOptions {
+    fn default() -> Self {
+        // `hylapack bench gtsv --tune` on an H100 (n = 2^23, random): m = 8 took 0.52 ms at
+        // 32 to 128 threads, m = 16 0.64 ms, m = 32 1.7 ms (its registers spill); base_n = 32
+        // and 128 tie, 1024 is slower.
+        GpuOptions {
+            m: 8,
+            threads: 64,
+            base_n: 32,
+            tail_n: 4096,
+            speculate: true,
+            staging_elems: 1 << 22,
+            memory_limit: None,
+        }
+    }
+}
+
+/// Wall-clock seconds of the phases of the calling thread's last host-pointer GPU solve (for
+/// `hylapack bench gtsv`): upload, GPU solve and check (refinement included), download.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Phases {
+    pub upload: f64,
+    pub solve: f64,
+    pub download: f64,
+    /// Refinement steps taken.
+    pub refine_steps: usize,
+    /// Chunks of the last solve (1 unless it was above the memory limit).
+    pub chunks: usize,
+}
+
+thread_local! {
+    static PHASES: Cell<Phases> = Cell::new(Phases::default());
+}
+
+/// The phases of this thread's last host-pointer GPU solve.
+pub fn last_phases() -> Phases {
+    PHASES.with(|p| p.get())
+}
+
+fn sz<T>() -> usize {
+    std::mem::size_of::<T>()
+}
+
+/// A tridiagonal matrix of order `n` in device memory, LAPACK's layout (`dl`, `du`: `n − 1`
+/// entries, `d`: `n`).
+#[derive(Clone, Copy, Debug)]
+pub struct DevMatrix {
+    pub n: usize,
+    pub dl: CUdeviceptr,
+    pub d: CUdeviceptr,
+    pub du: CUdeviceptr,
+}
+
+/// Column-major device array: first element and leading dimension (in elements).
+#[derive(Clone, Copy, Debug)]
+pub struct DevCols {
+    pub ptr: CUdeviceptr,
+    pub ld: usize,
+}
+
+/// Device bytes a host-pointer call needs: the uploaded matrix and right-hand sides, and the
+/// work buffers (what is reserved from the budget).
+pub fn bytes_needed<T>(n: usize, nrhs: usize, o: &GpuOptions) -> u64 {
+    ((3 * n + n * nrhs) * sz::<T>()) as u64 + work_bytes::<T>(n, nrhs, o)
+}
+
+/// Two pinned buffers used alternately (each waits for its own last copy before it is reused).
+struct Staging<T> {
+    bufs: [Pinned<T>; 2],
+    next: usize,
+}
+
+impl<T: Real> Staging<T> {
+    fn new(gpu: &'static Gpu, elems: usize) -> Result<Self, DeviceError> {
+        Ok(Staging {
+            bufs: [gpu.pinned(elems)?, gpu.pinned(elems)?],
+            next: 0,
+        })
+    }
+
+    fn chunk(&self) -> usize {
+        self.bufs[0].len()
+    }
+
+    /// Copies `src` to device memory at `dst` (which holds at least `src.len()` elements): the
+    /// host copy into one buffer overlaps the transfer from the other.
+    fn upload(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        src: &[T],
+        dst: CUdeviceptr,
+    ) -> Result<(), DeviceError> {
+        let chunk = self.chunk();
+        for (k, piece) in src.chunks(chunk).enumerate() {
+            let i = self.next;
+            self.next ^= 1;
+            par_copy(&mut self.bufs[i].as_mut_slice()?[..piece.len()], piece);
+            let at = dst + (k * chunk * sz::<T>()) as u64;
+            // SAFETY: dst holds src.len() elements; the pinned buffer records the end of the
+            // copy and is not reused before it.
+            unsafe { self.bufs[i].copy_to_device(piece.len(), at, stream)? };
+        }
+        Ok(())
+    }
+
+    /// Copies `dst.len()` elements of device memory at `src` into `dst`: piece k + 1 is in
+    /// flight while piece k is copied out of its buffer.
+    fn download(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        src: CUdeviceptr,
+        dst: &mut [T],
+    ) -> Result<(), DeviceError> {
+        let chunk = self.chunk();
+        let pieces = dst.len().div_ceil(chunk);
+        let mut pending: Option<(usize, usize)> = None; // (buffer, piece)
+        for k in 0..=pieces {
+            if k < pieces {
+                let i = k % 2;
+                let len = chunk.min(dst.len() - k * chunk);
+                let at = src + (k * chunk * sz::<T>()) as u64;
+                // SAFETY: src holds dst.len() elements; reading the pinned buffer waits for the
+                // end of this copy.
+                unsafe { self.bufs[i].copy_from_device(len, at, stream)? };
+            }
+            if let Some((i, piece)) = pending.take() {
+                let len = chunk.min(dst.len() - piece * chunk);
+                par_copy(
+                    &mut dst[piece * chunk..piece * chunk + len],
+                    &self.bufs[i].as_slice()?[..len],
+                );
+            }
+            if k < pieces {
+                pending = Some((k % 2, k));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_options(o: &GpuOptions, n: usize, nrhs: usize) -> Result<(), DeviceError> {
+    // The level kernels' dynamic shared memory stays under the 48 KiB a launch gets without
+    // an opt-in.
+    let shared = (5 * (o.m + 1) + 3) * o.threads as usize * 8;
+    if ![8, 16, 32].contains(&o.m)
+        || o.threads == 0
+        || !o.threads.is_multiple_of(32)
+        || o.threads > 128
+        || shared > 48 << 10
+    {
+        return Err(DeviceError::Driver(format!(
+            "bad GPU options m = {}, threads = {}",
+            o.m, o.threads
+        )));
+    }
+    if n >= (i64::MAX as usize) / 64 || nrhs > i32::MAX as usize {
+        return Err(DeviceError::Driver("system too large".into()));
+    }
+    Ok(())
+}
+
+/// Solves on the GPU for host arrays. `Err`: the GPU could not run it (nothing changed);
+/// `Ok(Err)`: SPIKE's answer was rejected (nothing changed); `Ok(Ok)`: `X` is in `b`.
+///
+/// A system whose device memory ([`bytes_needed`]) is above the budget (or
+/// `o.memory_limit`) is solved in chunks ([`solve_chunked`]).
+pub fn solve<T: Lapack>(
+    o: &GpuOptions,
+    dl: &[T],
+    d: &[T],
+    du: &[T],
+    b: &mut [T],
+    ldb: usize,
+    nrhs: usize,
+) -> Result<Result<(), Reject>, DeviceError> {
+    let n = d.len();
+    check_options(o, n, nrhs)?;
+    let gpu = device::gpu()?;
+    let limit = o
+        .memory_limit
+        .unwrap_or(u64::MAX)
+        .min(gpu.budget.available());
+    if bytes_needed::<T>(n, nrhs, o) <= limit {
+        solve_whole(o, dl, d, du, b, ldb, nrhs, true)
+    } else {
+        solve_chunked(o, dl, d, du, b, ldb, nrhs, limit)
+    }
+}
+
+/// [`solve`] in one piece.
+///
+/// With `keep_b`, `B` is saved while the GPU works and restored unless the whole answer
+/// arrived, so a download that fails partway cannot leave it half-overwritten ([`SavedB`]);
+/// without, `B` is scratch of the caller's (a chunk's right-hand sides).
+#[allow(clippy::too_many_arguments)]
+fn solve_whole<T: Real>(
+    o: &GpuOptions,
+    dl: &[T],
+    d: &[T],
+    du: &[T],
+    b: &mut [T],
+    ldb: usize,
+    nrhs: usize,
+    keep_b: bool,
+) -> Result<Result<(), Reject>, DeviceError> {
+    let n = d.len();
+    check_options(o, n, nrhs)?;
+    let gpu = device::gpu()?;
+    let _memory = gpu.budget.reserve(bytes_needed::<T>(n, nrhs, o))?;
+    gpu.ctx.bind_to_thread()?;
+    let pooled = gpu.stream()?;
+    let stream: Arc<CudaStream> = (*pooled).clone();
+    let t0 = Instant::now();
+    let mut staging = Staging::<T>::new(gpu, o.staging_elems.max(1024))?;
+    // SAFETY (allocations): every element is written by an upload before it is read.
+    let (dl_d, d_d, du_d, f_d) = unsafe {
+        (
+            stream.alloc::<T>(n.max(2) - 1)?,
+            stream.alloc::<T>(n)?,
+            stream.alloc::<T>(n.max(2) - 1)?,
+            stream.alloc::<T>(n * nrhs)?,
+        )
+    };
+    let a = DevMatrix {
+        n,
+        dl: addr(&dl_d, &stream),
+        d: addr(&d_d, &stream),
+        du: addr(&du_d, &stream),
+    };
+    let f = DevCols {
+        ptr: addr(&f_d, &stream),
+        ld: n,
+    };
+    staging.upload(&stream, &dl[..n - 1], a.dl)?;
+    staging.upload(&stream, d, a.d)?;
+    staging.upload(&stream, &du[..n - 1], a.du)?;
+    if ldb == n {
+        staging.upload(&stream, &b[..n * nrhs], f.ptr)?;
+    } else {
+        for col in 0..nrhs {
+            let src = &b[col * ldb..col * ldb + n];
+            staging.upload(&stream, src, f.ptr + (col * n * sz::<T>()) as u64)?;
+        }
+    }
+    let t1 = Instant::now();
+    let mut plan = Plan::<T>::new(gpu, stream.clone(), o, a, nrhs)?;
+    // Save B while the GPU works.
+    let (mut saved, mut plain) = (None, None);
+    let verdict = plan.run(f, || {
+        if keep_b {
+            saved = Some(SavedB::new(b, ldb, n, nrhs))
+        } else {
+            plain = Some(b)
+        }
+    })?;
+    let t2 = Instant::now();
+    if let Err(r) = verdict {
+        return Ok(Err(r));
+    }
+    let x = plan.x_cols();
+    let mut download = |b: &mut [T]| -> Result<(), DeviceError> {
+        if ldb == n {
+            // The columns are contiguous: one stream of pieces, transfers overlapping copies.
+            staging.download(&stream, x.ptr, &mut b[..n * nrhs])?;
+        } else {
+            for col in 0..nrhs {
+                let dst = &mut b[col * ldb..col * ldb + n];
+                staging.download(&stream, x.ptr + (col * n * sz::<T>()) as u64, dst)?;
+            }
+        }
+        stream.synchronize()?;
+        Ok(())
+    };
+    match saved.as_mut() {
+        Some(s) => {
+            download(s.b)?;
+            s.committed = true;
+        }
+        None => download(plain.expect("set while the GPU worked"))?,
+    }
+    let t3 = Instant::now();
+    PHASES.with(|p| {
+        let mut v = p.get();
+        v.upload = (t1 - t0).as_secs_f64();
+        v.solve = (t2 - t1).as_secs_f64();
+        v.download = (t3 - t2).as_secs_f64();
+        v.chunks = 1;
+        p.set(v);
+    });
+    Ok(Ok(()))
+}
+
+/// Solves `A X = B` for data already in device memory: `a` is read, `b` (n × nrhs at leading
+/// dimension `b.ld`) is overwritten by `X` only if the answer is accepted. Work queued on
+/// `after` (a stream of the caller's, in the process's primary context) before the call is
+/// waited for; the call returns when `X` is in `b`.
+pub fn solve_device<T: Real>(
+    o: &GpuOptions,
+    a: DevMatrix,
+    b: DevCols,
+    nrhs: usize,
+    after: Option<cudarc::driver::sys::CUstream>,
+) -> Result<Result<(), Reject>, DeviceError> {
+    check_options(o, a.n, nrhs)?;
+    let gpu = device::gpu()?;
+    let _memory = gpu.budget.reserve(work_bytes::<T>(a.n, nrhs, o))?;
+    gpu.ctx.bind_to_thread()?;
+    let pooled = gpu.stream()?;
+    let stream: Arc<CudaStream> = (*pooled).clone();
+    if let Some(s) = after {
+        // SAFETY: the caller's stream, live for the call (the C entry's contract).
+        unsafe { device::wait_for_stream(&stream, s)? };
+    }
+    let mut plan = Plan::<T>::new(gpu, stream.clone(), o, a, nrhs)?;
+    if let Err(r) = plan.run(b, || ())? {
+        return Ok(Err(r));
+    }
+    // SAFETY: b and X both hold nrhs columns of n rows.
+    unsafe { copy_cols::<T>(&stream, b, plan.x_cols(), a.n, nrhs)? };
+    stream.synchronize()?;
+    Ok(Ok(()))
+}
+
+/// Returns when the work queued so far on the caller's stream `s` is done.
+///
+/// # Safety
+/// `s` is a live stream of the process's primary context for the whole call.
+pub unsafe fn wait_for_caller(s: cudarc::driver::sys::CUstream) -> Result<(), DeviceError> {
+    let gpu = device::gpu()?;
+    gpu.ctx.bind_to_thread()?;
+    let pooled = gpu.stream()?;
+    // SAFETY: the caller's stream, live for the call (this function's contract).
+    unsafe { device::wait_for_stream(&pooled, s)? };
+    pooled.synchronize()?;
+    Ok(())
+}
+
+/// Copies `len` elements of device memory at `src` to a new host vector.
+pub fn download<T: Real>(src: CUdeviceptr, len: usize) -> Result<Vec<T>, DeviceError> {
+    let gpu = device::gpu()?;
+    gpu.ctx.bind_to_thread()?;
+    let pooled = gpu.stream()?;
+    let mut v = vec![T::ZERO; len];
+    if len > 0 {
+        // SAFETY: the caller's src holds len elements; the copy completes before return.
+        unsafe { cu::memcpy_dtoh_async(&mut v[..], src, pooled.cu_stream())? };
+    }
+    pooled.synchronize()?;
+    Ok(v)
+}
+
+/// Copies `src` to device memory at `dst` (which holds `src.len()` elements).
+pub fn upload<T: Real>(src: &[T], dst: CUdeviceptr) -> Result<(), DeviceError> {
+    let gpu = device::gpu()?;
+    gpu.ctx.bind_to_thread()?;
+    let pooled = gpu.stream()?;
+    if !src.is_empty() {
+        // SAFETY: the caller's dst holds src.len() elements; the copy completes before return.
+        unsafe { cu::memcpy_htod_async(dst, src, pooled.cu_stream())? };
+    }
+    pooled.synchronize()?;
+    Ok(())
+}
+
+/// Host memory for [`SavedB`], kept between calls: faulting in fresh pages costs several times
+/// more than the copy itself (measured on an H100 host: about 30 ms for 64 MB).
+static SAVE_POOL: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
+
+/// Bytes of [`SAVE_POOL`] kept after a call; a larger buffer is freed.
+const SAVE_POOL_BYTES: usize = 1 << 30;
+
+/// The user's `B` (its first `n` rows of each column), saved before `X` is written into it:
+/// restored on drop unless the answer was committed, so a download that fails partway (or a
+/// panic) leaves `B` exactly as it came, for the CPU path or LAPACK to run on.
+struct SavedB<'a, T: Copy> {
+    b: &'a mut [T],
+    ldb: usize,
+    n: usize,
+    nrhs: usize,
+    /// Words of 8 bytes holding n × nrhs elements of T.
+    saved: Vec<u64>,
+    committed: bool,
+}
+
+impl<'a, T: Real> SavedB<'a, T> {
+    fn new(b: &'a mut [T], ldb: usize, n: usize, nrhs: usize) -> Self {
+        let mut saved = std::mem::take(&mut *SAVE_POOL.lock().unwrap_or_else(|p| p.into_inner()));
+        saved.resize((n * nrhs * sz::<T>()).div_ceil(8), 0);
+        let mut s = SavedB {
+            b,
+            ldb,
+            n,
+            nrhs,
+            saved,
+            committed: false,
+        };
+        // SAFETY: `saved` holds at least n × nrhs elements of T (f32 or f64: plain data,
+        // alignment at most 8, any bit pattern valid).
+        let packed =
+            unsafe { std::slice::from_raw_parts_mut(s.saved.as_mut_ptr() as *mut T, n * nrhs) };
+        for c in 0..nrhs {
+            par_copy(&mut packed[c * n..(c + 1) * n], &s.b[c * ldb..c * ldb + n]);
+        }
+        s
+    }
+}
+
+impl<T: Copy> Drop for SavedB<'_, T> {
+    fn drop(&mut self) {
+        let n = self.n;
+        if !self.committed {
+            // SAFETY: as in `new`.
+            let saved = unsafe {
+                std::slice::from_raw_parts(self.saved.as_ptr() as *const T, n * self.nrhs)
+            };
+            for (c, col) in saved.chunks(n.max(1)).enumerate() {
+                self.b[c * self.ldb..c * self.ldb + n].copy_from_slice(col);
+            }
+        }
+        let words = std::mem::take(&mut self.saved);
+        if words.capacity() * 8 <= SAVE_POOL_BYTES {
+            let mut pool = SAVE_POOL.lock().unwrap_or_else(|p| p.into_inner());
+            if words.capacity() > pool.capacity() {
+                *pool = words;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chunked::chunked_pass;
+    use super::*;
+    use crate::testmat::Rng;
+
+    /// The chunk algebra (spikes, separator system, `X = Y − W x_L − V x_R`) with LAPACK as the
+    /// chunk solver, against LAPACK on the whole system, at chunk boundaries.
+    #[test]
+    fn chunked_pass_matches_lapack() {
+        let mut rng = Rng::new(crate::testmat::seed_from_time());
+        let c = 37;
+        for n in [
+            2,
+            3,
+            c,
+            c + 1,
+            c + 2,
+            2 * (c + 1),
+            2 * (c + 1) + 1,
+            3 * (c + 1) - 1,
+            1000,
+        ] {
+            let a = crate::gtsv::matrices::diagonally_dominant(n, &mut rng);
+            let nrhs = 2;
+            let f: Vec<f64> = (0..n * nrhs).map(|_| rng.range(-1.0, 1.0)).collect();
+            let mut x = vec![0.0; n * nrhs];
+            let mut lapack =
+                |dl: &[f64], d: &[f64], du: &[f64], g: &mut [f64], ld: usize, k: usize| {
+                    let (mut dl, mut d, mut du) = (dl.to_vec(), d.to_vec(), du.to_vec());
+                    Ok(if f64::gtsv(&mut dl, &mut d, &mut du, g, ld, k) == 0 {
+                        Ok(())
+                    } else {
+                        Err(Reject::ZeroPivot)
+                    })
+                };
+            chunked_pass(&a.dl, &a.d, &a.du, &f, n, nrhs, c, &mut x, 3, &mut lapack)
+                .unwrap()
+                .unwrap();
+            let (mut dl, mut d, mut du, mut want) =
+                (a.dl.clone(), a.d.clone(), a.du.clone(), f.clone());
+            assert_eq!(f64::gtsv(&mut dl, &mut d, &mut du, &mut want, n, nrhs), 0);
+            for i in 0..n * nrhs {
+                assert!(
+                    (x[i] - want[i]).abs() <= 1e-12 * (1.0 + want[i].abs()),
+                    "n {n} i {i}: {} vs {}",
+                    x[i],
+                    want[i]
+                );
+            }
+        }
+    }
+}
