@@ -647,7 +647,9 @@ fn run(o: &Options) -> i32 {
             }
         }
         let n3 = (n as f64).powi(3);
-        let fits = |r: Option<f64>| r.is_none_or(|r| r * n3 <= o.lapack_limit_s);
+        // The first size runs LAPACK unless the limit is 0 (no rate is known yet to predict).
+        let fits =
+            |r: Option<f64>| o.lapack_limit_s > 0.0 && r.is_none_or(|r| r * n3 <= o.lapack_limit_s);
         if !o.no_peers && fits(lapack_rate[0]) {
             let mut work = a.clone();
             let mut w = vec![0.0; n];
