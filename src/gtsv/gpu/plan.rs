@@ -5,7 +5,7 @@ use super::*;
 
 /// What the top level's back substitution does besides solving.
 #[derive(Clone, Copy, Debug)]
-pub(super) enum Top {
+enum Top {
     Solve,
     /// Accumulate the residual summaries of every row; with [`GpuOptions::speculate`], the
     /// accurate residual's, and write the top level's separator right-hand sides for a
@@ -27,7 +27,7 @@ pub(super) enum Top {
 /// dimension n), the last one the bottom.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
-pub(super) struct TailSystems {
+struct TailSystems {
     levels: i64,
     n: [i64; TAIL_MAX_LEVELS + 1],
     dl: [CUdeviceptr; TAIL_MAX_LEVELS + 1],
@@ -40,7 +40,7 @@ pub(super) struct TailSystems {
 unsafe impl cudarc::driver::DeviceRepr for TailSystems {}
 
 /// One level: its partition count and the separator system it reduces to (the next level's).
-pub(super) struct Level {
+struct Level {
     p: usize,
     /// The reduced system (p rows) and its right-hand sides / solution (p × nrhs, in place).
     next: DevMatrix,
@@ -48,7 +48,7 @@ pub(super) struct Level {
 }
 
 /// The partition counts of the levels for a system of `n` rows.
-pub(super) fn level_sizes(n: usize, o: &GpuOptions) -> Vec<usize> {
+fn level_sizes(n: usize, o: &GpuOptions) -> Vec<usize> {
     let base = o.base_n.max(o.m).max(4);
     let mut sizes = Vec::new();
     let mut rows = n;
@@ -61,12 +61,12 @@ pub(super) fn level_sizes(n: usize, o: &GpuOptions) -> Vec<usize> {
 }
 
 /// The most levels one `gtsv_tail` launch takes (`TAIL_MAX_LEVELS` in `kernels/gtsv.cu`).
-pub(super) const TAIL_MAX_LEVELS: usize = 12;
+const TAIL_MAX_LEVELS: usize = 12;
 
 /// The first level the tail kernel takes for a system of `n` rows (levels of sizes `sizes`),
 /// if any: the first below the top whose system has at most `tail_n` rows, or lower where
 /// that would make more than [`TAIL_MAX_LEVELS`] levels.
-pub(super) fn tail_start(sizes: &[usize], o: &GpuOptions) -> Option<usize> {
+fn tail_start(sizes: &[usize], o: &GpuOptions) -> Option<usize> {
     let first = (1..sizes.len()).find(|&l| sizes[l - 1] <= o.tail_n)?;
     Some(
         first
@@ -79,7 +79,7 @@ pub(super) fn tail_start(sizes: &[usize], o: &GpuOptions) -> Option<usize> {
 /// offsets of X, R, X + δ, the summaries and flags, the tail's scratch, the speculative
 /// right-hand sides; the total length (elements of `T`); the level the tail kernel starts at
 /// ([`tail_start`]).
-pub(super) type WorkLayout = (Vec<(usize, [usize; 4])>, [usize; 6], usize, Option<usize>);
+type WorkLayout = (Vec<(usize, [usize; 4])>, [usize; 6], usize, Option<usize>);
 
 /// The pieces of one solve's work buffer, in elements of `T`, each rounded up to 32 elements:
 /// per level the separator system (DL, D, DU, F); then the solution X, the refinement's
@@ -88,7 +88,7 @@ pub(super) type WorkLayout = (Vec<(usize, [usize; 4])>, [usize; 6], usize, Optio
 /// the element after them (one memset clears them, one copy reads them), and the tail
 /// kernel's scratch (4 + 2 nrhs entries per partition of its first level), and the top level's
 /// speculative separator right-hand sides (p × nrhs, with levels).
-pub(super) fn work_layout(n: usize, nrhs: usize, o: &GpuOptions) -> WorkLayout {
+fn work_layout(n: usize, nrhs: usize, o: &GpuOptions) -> WorkLayout {
     let mut total = 0usize;
     let mut carve = |len: usize| {
         let at = total;
@@ -118,21 +118,17 @@ pub fn work_bytes<T>(n: usize, nrhs: usize, o: &GpuOptions) -> u64 {
 /// memory back at every synchronization, and mapping ~100 MiB afresh cost more than the solve
 /// itself. Kept only up to 1 GiB and a sixteenth of the budget, because the budget does not
 /// count it while idle.
-pub(super) static SPARE: std::sync::Mutex<Option<CudaSlice<u8>>> = std::sync::Mutex::new(None);
+static SPARE: std::sync::Mutex<Option<CudaSlice<u8>>> = std::sync::Mutex::new(None);
 
 /// A work buffer taken from [`SPARE`] (or allocated) for one solve and given back on drop.
-pub(super) struct Work {
+struct Work {
     buf: Option<CudaSlice<u8>>,
     stream: Arc<CudaStream>,
     keep_max: usize,
 }
 
 impl Work {
-    pub(super) fn take(
-        gpu: &Gpu,
-        stream: &Arc<CudaStream>,
-        bytes: usize,
-    ) -> Result<Self, DeviceError> {
+    fn take(gpu: &Gpu, stream: &Arc<CudaStream>, bytes: usize) -> Result<Self, DeviceError> {
         let spare = SPARE.lock().unwrap_or_else(|e| e.into_inner()).take();
         let buf = match spare {
             Some(b) if b.len() >= bytes => b,
@@ -146,7 +142,7 @@ impl Work {
         })
     }
 
-    pub(super) fn base(&self) -> CUdeviceptr {
+    fn base(&self) -> CUdeviceptr {
         addr(self.buf.as_ref().expect("work buffer"), &self.stream)
     }
 }
@@ -166,7 +162,7 @@ impl Drop for Work {
 }
 
 #[derive(Clone)]
-pub(super) struct Funcs {
+struct Funcs {
     reduce: CudaFunction,
     reduce_res: CudaFunction,
     backsub: CudaFunction,
@@ -180,11 +176,10 @@ pub(super) struct Funcs {
 
 /// The kernels of each (precision, partition size) loaded so far: looking nine functions up
 /// at every call showed in the small solves.
-pub(super) static FUNCS: std::sync::Mutex<Vec<((char, usize), Funcs)>> =
-    std::sync::Mutex::new(Vec::new());
+static FUNCS: std::sync::Mutex<Vec<((char, usize), Funcs)>> = std::sync::Mutex::new(Vec::new());
 
 impl Funcs {
-    pub(super) fn get<T: Real>(gpu: &Gpu, m: usize) -> Result<Self, DeviceError> {
+    fn get<T: Real>(gpu: &Gpu, m: usize) -> Result<Self, DeviceError> {
         let key = (T::PREFIX, m);
         let mut loaded = FUNCS.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((_, f)) = loaded.iter().find(|(k, _)| *k == key) {
@@ -195,7 +190,7 @@ impl Funcs {
         Ok(f)
     }
 
-    pub(super) fn load<T: Real>(gpu: &Gpu, m: usize) -> Result<Self, DeviceError> {
+    fn load<T: Real>(gpu: &Gpu, m: usize) -> Result<Self, DeviceError> {
         let module = gpu.module(&kernels::GTSV)?;
         let f = |name: &str| module.load_function(&format!("gtsv_{name}_{}", T::PREFIX));
         let fm = |name: &str| module.load_function(&format!("gtsv_{name}_{}_m{m}", T::PREFIX));
@@ -329,13 +324,13 @@ impl<'g, T: Real> Plan<'g, T> {
     }
 
     /// The three summary arrays' addresses.
-    pub(super) fn sums_ptrs(&self) -> (CUdeviceptr, CUdeviceptr, CUdeviceptr) {
+    fn sums_ptrs(&self) -> (CUdeviceptr, CUdeviceptr, CUdeviceptr) {
         let k = (self.nrhs.max(1) * sz::<T>()) as u64;
         (self.sums, self.sums + k, self.sums + 2 * k)
     }
 
     /// The second set of summary arrays (a refinement step's old residual).
-    pub(super) fn old_sums_ptrs(&self) -> (CUdeviceptr, CUdeviceptr, CUdeviceptr) {
+    fn old_sums_ptrs(&self) -> (CUdeviceptr, CUdeviceptr, CUdeviceptr) {
         let k = (self.nrhs.max(1) * sz::<T>()) as u64;
         let (r, s, b) = self.sums_ptrs();
         (r + 3 * k, s + 3 * k, b + 3 * k)
@@ -351,7 +346,7 @@ impl<'g, T: Real> Plan<'g, T> {
     /// (cheaper than storing and re-reading it). The pivoting decisions depend only on A, so a
     /// second run on another right-hand side (a refinement step) solves with exactly the same
     /// factorization.
-    pub(super) fn launch(
+    fn launch(
         &self,
         ncols: usize,
         rhs: DevCols,
@@ -560,7 +555,7 @@ impl<'g, T: Real> Plan<'g, T> {
     /// The levels from `t` (>= 1) down, the bottom included, in one CTA (`gtsv_tail`): each
     /// system is reduced and, after the bottom's solve, overwritten by its solution as the
     /// level kernels would.
-    pub(super) fn launch_tail(&self, t: usize, nrhs_i: i32) -> Result<(), DeviceError> {
+    fn launch_tail(&self, t: usize, nrhs_i: i32) -> Result<(), DeviceError> {
         let count = self.levels.len() - t;
         debug_assert!(t >= 1 && count <= TAIL_MAX_LEVELS);
         let mut sys = TailSystems {
@@ -595,7 +590,7 @@ impl<'g, T: Real> Plan<'g, T> {
     }
 
     /// A flat grid for the row-wise kernels: enough CTAs to fill the GPU, no more.
-    pub(super) fn rows_cfg(&self) -> LaunchConfig {
+    fn rows_cfg(&self) -> LaunchConfig {
         let ctas = self
             .a
             .n
@@ -610,7 +605,7 @@ impl<'g, T: Real> Plan<'g, T> {
     }
 
     /// Clears the flags and summaries before a kernel accumulates into them.
-    pub(super) fn clear(&mut self) -> Result<(), DeviceError> {
+    fn clear(&mut self) -> Result<(), DeviceError> {
         let cs = self.stream.cu_stream();
         // SAFETY: the summaries and the flags' element after them lie inside this plan's
         // allocation (work_layout); the stream orders the writes.
@@ -619,7 +614,7 @@ impl<'g, T: Real> Plan<'g, T> {
     }
 
     /// Reads the flags and the summaries of `ncols` columns (waits for the stream).
-    pub(super) fn read_sums(&self, ncols: usize) -> Result<(i32, Vec<Residual<T>>), DeviceError> {
+    fn read_sums(&self, ncols: usize) -> Result<(i32, Vec<Residual<T>>), DeviceError> {
         let (flags, sums, _) = self.read_both_sums(ncols)?;
         Ok((flags, sums))
     }
@@ -627,7 +622,7 @@ impl<'g, T: Real> Plan<'g, T> {
     /// [`Self::read_sums`] for both sets of summaries: the check's and the old residual's of a
     /// refinement step ([`Top::Update`]).
     #[allow(clippy::type_complexity)]
-    pub(super) fn read_both_sums(
+    fn read_both_sums(
         &self,
         ncols: usize,
     ) -> Result<(i32, Vec<Residual<T>>, Vec<Residual<T>>), DeviceError> {
@@ -652,7 +647,7 @@ impl<'g, T: Real> Plan<'g, T> {
 
     /// The accurate residual summaries of `ncols` columns of `x` against `f`, storing
     /// `r = f − A x` into `r` if given.
-    pub(super) fn residual(
+    fn residual(
         &mut self,
         ncols: usize,
         x: DevCols,
@@ -689,7 +684,7 @@ impl<'g, T: Real> Plan<'g, T> {
     }
 
     /// `r := x + r` over the plan's n × nrhs columns.
-    pub(super) fn add_into(&self, x: DevCols, r: DevCols) -> Result<(), DeviceError> {
+    fn add_into(&self, x: DevCols, r: DevCols) -> Result<(), DeviceError> {
         let (n_i, nrhs_i, ldx, ldr) = (self.a.n as i64, self.nrhs as i32, x.ld as i64, r.ld as i64);
         let mut launch = self.stream.launch_builder(&self.funcs.add);
         launch
