@@ -85,8 +85,10 @@ void sgtsv_spike_(const int *n,
 //   primary context of device 0, which the CUDA runtime uses). **Not modified.**
 // - `b` (ldb × nrhs, column-major): device pointer; on exit, with INFO = 0, the solution.
 // - `ldb` ≥ max(1, n).
-// - `stream`: a `CUstream` / `cudaStream_t` of the caller's, or NULL. Work queued on it before
-//   the call is waited for. The call is synchronous: it returns when `b` holds the answer.
+// - `stream`: a `CUstream` / `cudaStream_t` of the caller's, or NULL for CUDA's legacy default
+//   stream (a program built with per-thread default streams passes `cudaStreamPerThread`).
+//   Work queued on it before the call is waited for. The call is synchronous: it returns when
+//   `b` holds the answer.
 //
 // SPIKE with diagonal pivoting runs on the GPU; its answer is returned only if no pivot was
 // zero, it is finite and its residual passes a backward-error check of a few ulps (up to two

@@ -907,7 +907,7 @@ fn ours_device<T: Lapack + cudarc::driver::DeviceRepr>(
                 ptr: dev.ptr(&dev.b),
                 ld: ldb,
             };
-            gtsv::gtsv_device::<T>(o, m, bc, nrhs, None)
+            gtsv::gtsv_device::<T>(o, m, bc, nrhs, Some(dev.stream.cu_stream()))
                 .expect("GPU present")
                 .info
         }
@@ -995,6 +995,51 @@ fn device_entry_against_lapack() {
     // Small partitions: several levels at small n, sizes not multiples of the partition.
     let o = spike_everywhere();
     check_device_sizes::<f64>(&[4, 7, 8, 9, 17, 63, 65, 513, 4097], &[1, 16], Some(&o));
+}
+
+/// NULL for the stream is CUDA's legacy default stream: B written there just before the call
+/// (behind a long queue of memsets) must be waited for, though our streams do not block on it.
+#[test]
+fn device_entry_waits_for_the_null_stream() {
+    if !have_gpu_or_skip() {
+        return;
+    }
+    let seed = seed_from_time();
+    let mut rng = Rng::new(seed);
+    let (n, nrhs) = (4097, 2);
+    let a = matrices::diagonally_dominant(n, &mut rng);
+    let b = rhs(n, n, nrhs, &mut rng);
+    let dev = OnDevice::<f64>::new(&a, &b).expect("GPU present");
+    let null = &dev.stream;
+    let mut target = null.alloc_zeros::<f64>(n * nrhs).expect("alloc");
+    let mut delay = null.alloc_zeros::<u8>(1 << 30).expect("alloc");
+    let solve = |target: &cudarc::driver::CudaSlice<f64>| unsafe {
+        hylapack::api::gtsv::dgtsv_spike_device(
+            n as i32,
+            nrhs as i32,
+            dev.ptr(&dev.dl) as *const f64,
+            dev.ptr(&dev.d) as *const f64,
+            dev.ptr(&dev.du) as *const f64,
+            dev.ptr(target) as *mut f64,
+            n as i32,
+            std::ptr::null_mut(),
+        )
+    };
+    // A first call loads the kernels and creates our stream (cudarc synchronizes the whole
+    // context when it creates a process's first stream, which would hide the race).
+    assert_eq!(solve(&target), 0, "seed {seed}");
+    null.memset_zeros(&mut target).expect("memset");
+    null.synchronize().expect("sync");
+    for _ in 0..16 {
+        null.memset_zeros(&mut delay).expect("memset");
+    }
+    null.memcpy_dtod(&dev.b, &mut target).expect("copy");
+    assert_eq!(solve(&target), 0, "seed {seed}");
+    let x = dev.get(&target);
+    for c in 0..nrhs {
+        let be = backward_error(&a, &x, &b, n, c);
+        assert!(be <= 64.0 * f64::EPSILON, "seed {seed}: column {c} backward error {be:e}");
+    }
 }
 
 #[test]

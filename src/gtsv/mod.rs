@@ -268,8 +268,10 @@ pub struct DeviceReport {
 /// return when INFO = 0. When SPIKE's answer is rejected (see the module comment), the matrix
 /// and `B` are copied to the host, LAPACK xGTSV runs there and its `B` is copied back (so a
 /// singular system ends with LAPACK's INFO and `B` as LAPACK leaves it; the device matrix is
-/// unchanged). Work queued on `after` before the call is waited for; the call returns when the
-/// answer is in `b`.
+/// unchanged). Work queued on `after` before the call is waited for (a null handle is CUDA's
+/// legacy default stream); with `None`, the caller's writes to the data must already be
+/// complete, since our streams do not order after any of the caller's. The call returns when
+/// the answer is in `b`.
 ///
 /// `Err`: no usable GPU, or a GPU failure. `B` is then unchanged, unless the failure came while
 /// the accepted answer (or LAPACK's) was being copied into it.
