@@ -122,11 +122,14 @@ pub enum Path {
 }
 
 /// How a reduction ran.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct SyrdbReport {
     pub backend: Backend,
     /// Resident, streaming with the block width used, or why the GPU was left.
     pub note: Option<String>,
+    /// In the resident mode: the seconds spent uploading the matrix and downloading the result
+    /// (each timed between synchronisations of the executor, in this run).
+    pub transfer_secs: Option<f64>,
 }
 
 /// Why an executor stopped. Device errors lead to the CPU fallback.
@@ -470,6 +473,8 @@ struct Progress<T> {
     /// How streaming block columns moved straight between the host matrix and the executor,
     /// if they did (for the report).
     direct: Option<String>,
+    /// Seconds the resident mode spent moving the matrix to the executor and back.
+    transfer_secs: Option<f64>,
 }
 
 impl<T> Progress<T> {
@@ -711,11 +716,14 @@ fn run<T: Real + Dense, E: Executor<T>>(
             // The lower triangle only, by block columns (rows c.. of columns c..c + w): the
             // strict upper triangle of the resident copy is never read.
             let host = &*job.host;
-            for (c, w) in block_columns(n, UPLOAD_BLOCK) {
+            let t_up = Instant::now();
+            for (c, w) in block_columns(n, TRANSFER_BLOCK) {
                 exec.upload_block(&mut whole, c + c * n, n, n - c, w, &mut |start, out| {
                     host.gather(c, n - c, c, start, out)
                 })?;
             }
+            exec.sync()?;
+            let up = t_up.elapsed().as_secs_f64();
             ph.end(exec, 0)?;
             if on_host {
                 while progress.i + kd < n {
@@ -796,6 +804,8 @@ fn run<T: Real + Dense, E: Executor<T>>(
                 };
                 resident_steps(exec, n, kd, progress, resident, first, ahead, sub, &mut ph)?;
             }
+            exec.sync()?;
+            let t_down = Instant::now();
             if job.band_only && !on_host {
                 // Only the band goes back; the host's A keeps the input.
                 band_from_device(exec, &whole, job)?;
@@ -808,17 +818,21 @@ fn run<T: Real + Dense, E: Executor<T>>(
                         tau[start..start + piece.len()].copy_from_slice(piece)
                     })?;
                 }
+                // The lower triangle by block columns, as it went up: the rest is not ours.
                 let host = &mut *job.host;
-                let written = &mut progress.written_back;
-                exec.download(&whole, 0, n * n, &mut |start, piece| {
-                    *written = true;
-                    host.scatter(0, n, 0, start, piece)
-                })?;
+                for (c, w) in block_columns(n, TRANSFER_BLOCK) {
+                    let written = &mut progress.written_back;
+                    exec.download_block(&whole, c + c * n, n, n - c, w, &mut |start, piece| {
+                        *written = true;
+                        host.scatter(c, n - c, c, start, piece)
+                    })?;
+                }
                 ph.end(exec, 4)?;
                 if !on_host {
                     progress.banded = band_from_panels(job);
                 }
             }
+            progress.transfer_secs = Some(up + t_down.elapsed().as_secs_f64());
             ph.end(exec, 5)?;
             ph.report(n, kd, "resident");
             if let (true, Some(split)) = (ph.on, cholqr::report()) {
@@ -1579,9 +1593,10 @@ fn finish_x<T: Real, E: Executor<T>>(
     )
 }
 
-/// Columns per block of the resident mode's upload (about half the matrix's bytes go up: the
-/// blocks' parts above the diagonal are left out).
-const UPLOAD_BLOCK: usize = 512;
+/// Columns per block of the resident mode's upload and download: about half the matrix's bytes
+/// move each way, since only the blocks' parts above the diagonal go too. Wide enough that a
+/// download's pipeline (it drains at the end of each block) is many pieces long.
+const TRANSFER_BLOCK: usize = 1024;
 
 /// The block columns `(first column, width)` of a trailing matrix of order `pn`, relative to
 /// its start.
@@ -1972,6 +1987,7 @@ fn reduce_on<T: Real + Dense + gpu::CublasReal>(mut p: Problem<T>, path: Path) -
     let cpu = |note: Option<String>| SyrdbReport {
         backend: Backend::Cpu,
         note,
+        transfer_secs: None,
     };
     if n <= kd + 1 {
         // Already a band: LAPACK's quick return copies the triangle into AB.
@@ -2027,6 +2043,7 @@ fn with_fallback<T: Real + Dense, E: Executor<T>>(
         written_back: false,
         panels: [0, 0],
         direct: None,
+        transfer_secs: None,
     };
     let mut host = HostMat {
         a: &mut *p.a,
@@ -2046,6 +2063,7 @@ fn with_fallback<T: Real + Dense, E: Executor<T>>(
     let mut report = SyrdbReport {
         backend,
         note: Some(describe(mode)),
+        transfer_secs: None,
     };
     let ran = run(exec, &mut job, &mut progress, mode);
     let [chol, geqrf] = progress.panels;
@@ -2059,6 +2077,7 @@ fn with_fallback<T: Real + Dense, E: Executor<T>>(
         let note = report.note.get_or_insert_with(String::new);
         note.push_str(&format!("; {how}"));
     }
+    report.transfer_secs = progress.transfer_secs;
     if let Err(e) = ran {
         // Neither the input nor the result is on the host: no path can finish the call.
         assert!(
@@ -2469,6 +2488,7 @@ mod tests {
                 SyrdbReport {
                     backend: Backend::Cpu,
                     note: None,
+                    transfer_secs: None,
                 }
             }
         };
@@ -2487,10 +2507,25 @@ mod tests {
                 let whole = |left| Some((Flaky::new(left, false, false), mode));
                 let clean = reduce(&a0, uplo, n, kd, whole(usize::MAX));
                 let lapack = reduce(&a0, uplo, n, kd, None);
-                let mut resumed = 0;
+                let (mut resumed, mut torn) = (0, 0);
                 for left in 0..4000 {
-                    let got = reduce(&a0, uplo, n, kd, whole(left));
+                    let what = format!("uplo={} {mode:?} left={left} seed {seed}", uplo as char);
+                    // The resident write-back goes column by column into A: a failure after its
+                    // first column must stop the call, and so must every later failure point
+                    // up to the run that completes.
+                    let run = std::panic::catch_unwind(|| reduce(&a0, uplo, n, kd, whole(left)));
+                    let got = match run {
+                        Err(payload) => {
+                            let msg = panic_message(payload);
+                            assert!(mode == Mode::Resident, "{what}: {msg}");
+                            assert!(msg.contains("the input is lost"), "{what}: {msg}");
+                            torn += 1;
+                            continue;
+                        }
+                        Ok(got) => got,
+                    };
                     let note = got.3.note.clone().unwrap_or_default();
+                    assert!(torn == 0 || got.3.backend == Backend::Gpu, "{what}: after a tear");
                     let want = if note.contains("system LAPACK") {
                         &lapack
                     } else if note.contains("finished on the CPU") {
@@ -2500,10 +2535,7 @@ mod tests {
                         assert_eq!(got.3.backend, Backend::Gpu, "seed {seed}");
                         &clean
                     };
-                    let what = format!(
-                        "uplo={} {mode:?} left={left} ({note}) seed {seed}",
-                        uplo as char
-                    );
+                    let what = format!("{what} ({note})");
                     assert!(got.0 == want.0, "A differs: {what}");
                     assert!(got.1 == want.1, "AB differs: {what}");
                     assert!(got.2 == want.2, "TAU differs: {what}");
@@ -2513,6 +2545,8 @@ mod tests {
                         resumed > 10,
                         "only {resumed} runs resumed: the test misses the point"
                     );
+                } else {
+                    assert_eq!(torn, n - 1, "uplo={}: torn write-backs", uplo as char);
                 }
             }
         }
@@ -2680,10 +2714,9 @@ mod tests {
                 }
             }
         }
-        assert_eq!(
-            torn, 1,
-            "exactly one failure point tears the final download"
-        );
+        // The final download hands one column per operation (one block: n < TRANSFER_BLOCK):
+        // a failure at any column but the first tears it.
+        assert_eq!(torn, n - 1, "failure points that tear the final download");
         assert!(restarted > 10);
     }
 }

@@ -5,8 +5,9 @@
 //! - hylapack dense → band (`syrdb`) on the GPU in core, at the bandwidth the drivers pick for
 //!   a resident matrix (or each of `--kd`), and with a GPU budget of a quarter of the matrix's
 //!   bytes (out of core, at the drivers' out-of-core bandwidth, beside the same bandwidth in
-//!   core for the ratio in its note); GFLOP/s counts 4n³/3 flops. "w/o transfers" subtracts the time of one upload and one download of the
-//!   matrix through the same pinned staging (measured separately): an estimate, in core only.
+//!   core for the ratio in its note); GFLOP/s counts 4n³/3 flops. "w/o transfers" subtracts
+//!   the time the same in-core run spent uploading the lower triangle and downloading the
+//!   result (each timed between synchronisations of the GPU).
 //! - band → tridiagonal (the threaded bulge chasing, also with other numbers of sweeps per
 //!   group; LAPACK xSYTRD_SB2ST for comparison up to n = 8192), then all eigenvalues by the GPU bisection (what `dsyev_ooc` does on the GPU
 //!   path), and xSTERF for comparison;
@@ -20,7 +21,6 @@
 //! Dsyevd, else LAPACK dsyevd): max |Δλ| / (n ε ‖A‖).
 
 use crate::table::{time, Table};
-use hylapack::device::memory::par_copy;
 use hylapack::lapack::{Dense, Lapack};
 use hylapack::sbr::{self, gpu::GpuExecutor, Executor, Path};
 use hylapack::testmat::{self, DenseFamily, Rng};
@@ -118,25 +118,6 @@ fn secs(f: impl FnOnce()) -> f64 {
     let t = Instant::now();
     f();
     t.elapsed().as_secs_f64()
-}
-
-/// Upload and download of n² doubles through the GPU executor's pinned staging.
-fn transfer_time(a: &[f64]) -> Result<f64, String> {
-    let mut exec = GpuExecutor::<f64>::new(None).map_err(|e| e.to_string())?;
-    let mut buf = exec.alloc(a.len()).map_err(|e| e.to_string())?;
-    let mut back = vec![0.0; a.len()];
-    // Touch the destination first: syrdb writes back into the user's (touched) matrix.
-    par_copy(&mut back, a);
-    let t = Instant::now();
-    exec.upload(&mut buf, 0, a.len(), &mut |s, out| {
-        par_copy(out, &a[s..s + out.len()])
-    })
-    .map_err(|e| e.to_string())?;
-    exec.download(&buf, 0, a.len(), &mut |s, piece| {
-        par_copy(&mut back[s..s + piece.len()], piece)
-    })
-    .map_err(|e| e.to_string())?;
-    Ok(t.elapsed().as_secs_f64())
 }
 
 /// cuBLAS DGEMM rate (GFLOP/s) at order m, device-resident, through the executor.
@@ -351,7 +332,6 @@ fn run(o: &Options) -> i32 {
                 rows.push((what.to_string(), s, gf.then(|| flops / s / 1e9), w, note));
             };
         if gpu.is_ok() {
-            let xfer = transfer_time(&a).ok();
             let kds = if o.kds.is_empty() {
                 vec![sbr::syev::bandwidth(n)]
             } else {
@@ -376,6 +356,7 @@ fn run(o: &Options) -> i32 {
                     ))
                 });
                 let s = s_band;
+                let xfer = report.as_ref().and_then(|r| r.transfer_secs);
                 let note = report.and_then(|r| r.note).unwrap_or_default();
                 add(
                     &mut rows,
@@ -388,11 +369,11 @@ fn run(o: &Options) -> i32 {
                 if let Some(x) = xfer {
                     add(
                         &mut rows,
-                        "  same, w/o transfers (est.)",
+                        "  same, w/o transfers",
                         s - x,
                         true,
                         None,
-                        format!("matrix up+down {}", time(x)),
+                        format!("triangle up+down {}, timed in the run", time(x)),
                     );
                 }
                 let (mut d, mut e) = (Vec::new(), Vec::new());
