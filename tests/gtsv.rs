@@ -1038,7 +1038,10 @@ fn device_entry_waits_for_the_null_stream() {
     let x = dev.get(&target);
     for c in 0..nrhs {
         let be = backward_error(&a, &x, &b, n, c);
-        assert!(be <= 64.0 * f64::EPSILON, "seed {seed}: column {c} backward error {be:e}");
+        assert!(
+            be <= 64.0 * f64::EPSILON,
+            "seed {seed}: column {c} backward error {be:e}"
+        );
     }
 }
 

@@ -1,11 +1,12 @@
 //! The GPU memory budget and pinned host staging buffers.
 
-use super::{DeviceError, Gpu};
+use super::{lock, DeviceError, Gpu};
 use cudarc::driver::sys::{self, CUdeviceptr};
 use cudarc::driver::{
     result as cu, CudaEvent, CudaStream, DeviceRepr, PinnedHostSlice, ValidAsZeroBits,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 /// How much GPU memory hylapack may hold at once: `HYLAPACK_GPU_MEMORY_LIMIT`, or 90% of the
 /// memory free when the GPU was found, whichever is smaller. Calls reserve before allocating
@@ -13,6 +14,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub struct Budget {
     limit: u64,
     used: AtomicU64,
+    /// The part of `used` held by idle caches ([`Budget::reserve_cache`]).
+    cached: AtomicU64,
+    /// Functions that free the caches' buffers (and so their reservations).
+    reclaimers: Mutex<Vec<fn()>>,
 }
 
 impl Budget {
@@ -21,6 +26,8 @@ impl Budget {
         Budget {
             limit: user_limit.map_or(usable, |l| l.min(usable)),
             used: AtomicU64::new(0),
+            cached: AtomicU64::new(0),
+            reclaimers: Mutex::new(Vec::new()),
         }
     }
 
@@ -28,13 +35,44 @@ impl Budget {
         self.limit
     }
 
-    /// Bytes not reserved now.
+    /// Bytes a reservation can have now: those not reserved, and those of idle caches, which
+    /// are freed for it.
     pub fn available(&self) -> u64 {
-        self.limit.saturating_sub(self.used.load(Ordering::Relaxed))
+        let held = self.used.load(Ordering::Relaxed);
+        let idle = self.cached.load(Ordering::Relaxed);
+        self.limit.saturating_sub(held.saturating_sub(idle))
     }
 
-    /// Reserves `bytes` until the returned guard is dropped.
+    /// Reserves `bytes` until the returned guard is dropped, freeing idle caches first if the
+    /// budget cannot hold it otherwise.
     pub fn reserve(&self, bytes: u64) -> Result<Reservation<'_>, DeviceError> {
+        match self.try_reserve(bytes, false) {
+            Err(_) if self.cached.load(Ordering::Relaxed) > 0 => {
+                let reclaimers = lock(&self.reclaimers).clone();
+                for reclaim in reclaimers {
+                    reclaim();
+                }
+                self.try_reserve(bytes, false)
+            }
+            got => got,
+        }
+    }
+
+    /// Reserves `bytes` for a buffer kept between calls: counted as any reservation while it
+    /// lasts, but `reclaim` (which must free the buffer and drop this guard, and must not call
+    /// into the budget while holding a lock it takes) runs when another reservation would be
+    /// refused. Never frees other caches.
+    pub fn reserve_cache(&self, bytes: u64, reclaim: fn()) -> Result<Reservation<'_>, DeviceError> {
+        {
+            let mut reclaimers = lock(&self.reclaimers);
+            if !reclaimers.contains(&reclaim) {
+                reclaimers.push(reclaim);
+            }
+        }
+        self.try_reserve(bytes, true)
+    }
+
+    fn try_reserve(&self, bytes: u64, cache: bool) -> Result<Reservation<'_>, DeviceError> {
         let mut used = self.used.load(Ordering::Relaxed);
         loop {
             let next = used.checked_add(bytes).filter(|&n| n <= self.limit);
@@ -49,10 +87,14 @@ impl Budget {
                 .compare_exchange_weak(used, next, Ordering::AcqRel, Ordering::Relaxed)
             {
                 Ok(_) => {
+                    if cache {
+                        self.cached.fetch_add(bytes, Ordering::AcqRel);
+                    }
                     return Ok(Reservation {
                         budget: self,
                         bytes,
-                    })
+                        cache,
+                    });
                 }
                 Err(now) => used = now,
             }
@@ -64,10 +106,14 @@ impl Budget {
 pub struct Reservation<'a> {
     budget: &'a Budget,
     bytes: u64,
+    cache: bool,
 }
 
 impl Drop for Reservation<'_> {
     fn drop(&mut self) {
+        if self.cache {
+            self.budget.cached.fetch_sub(self.bytes, Ordering::AcqRel);
+        }
         self.budget.used.fetch_sub(self.bytes, Ordering::AcqRel);
     }
 }
@@ -462,6 +508,41 @@ mod tests {
         drop(r1);
         let _r2 = b.reserve(1000).unwrap();
         assert_eq!(b.available(), 0);
+    }
+
+    static CACHE_BUDGET: std::sync::OnceLock<Budget> = std::sync::OnceLock::new();
+    static HELD: Mutex<Option<Reservation<'static>>> = Mutex::new(None);
+
+    fn free_held() {
+        let held = lock(&HELD).take();
+        drop(held);
+    }
+
+    #[test]
+    fn idle_cache_is_freed_only_when_a_reservation_needs_it() {
+        let b = CACHE_BUDGET.get_or_init(|| Budget::new(Some(1000), 1 << 30));
+        *lock(&HELD) = Some(b.reserve_cache(700, free_held).unwrap());
+        // Counted, but offered to reservations.
+        assert_eq!(b.available(), 1000);
+        let small = b.reserve(200).unwrap();
+        assert!(lock(&HELD).is_some(), "freed though the room was there");
+        assert_eq!(b.available(), 800);
+        // A cache never makes room for another.
+        assert!(b.reserve_cache(200, free_held).is_err());
+        assert!(lock(&HELD).is_some());
+        let large = b.reserve(600).unwrap();
+        assert!(lock(&HELD).is_none(), "the cache was not freed");
+        assert_eq!(b.available(), 200);
+        drop((small, large));
+        assert_eq!(b.available(), 1000);
+        // Beyond the limit even without caches: refused.
+        *lock(&HELD) = Some(b.reserve_cache(300, free_held).unwrap());
+        assert!(matches!(
+            b.reserve(1001),
+            Err(DeviceError::OutOfBudget { needed: 1001, .. })
+        ));
+        free_held();
+        assert_eq!(b.available(), 1000);
     }
 
     #[test]

@@ -2525,7 +2525,10 @@ mod tests {
                         Ok(got) => got,
                     };
                     let note = got.3.note.clone().unwrap_or_default();
-                    assert!(torn == 0 || got.3.backend == Backend::Gpu, "{what}: after a tear");
+                    assert!(
+                        torn == 0 || got.3.backend == Backend::Gpu,
+                        "{what}: after a tear"
+                    );
                     let want = if note.contains("system LAPACK") {
                         &lapack
                     } else if note.contains("finished on the CPU") {

@@ -2,6 +2,7 @@
 //! the work buffer they are carved from, the tail kernel and the refinement on the GPU.
 
 use super::*;
+use crate::device::memory::Reservation;
 
 /// What the top level's back substitution does besides solving.
 #[derive(Clone, Copy, Debug)]
@@ -116,21 +117,46 @@ pub fn work_bytes<T>(n: usize, nrhs: usize, o: &GpuOptions) -> u64 {
 
 /// The work buffer of the last solve, kept for the next one: `cuMemAllocAsync` hands freed
 /// memory back at every synchronization, and mapping ~100 MiB afresh cost more than the solve
-/// itself. Kept only up to 1 GiB and a sixteenth of the budget, because the budget does not
-/// count it while idle.
-static SPARE: std::sync::Mutex<Option<CudaSlice<u8>>> = std::sync::Mutex::new(None);
+/// itself. While idle it holds a cache reservation of the budget, which frees it
+/// ([`drop_spare`]) when another reservation needs the room; buffers above 1 GiB are not kept,
+/// since memory held between calls is lost to the rest of the process (other libraries do not
+/// see our budget).
+static SPARE: std::sync::Mutex<Option<Spare>> = std::sync::Mutex::new(None);
+
+/// The largest work buffer kept in [`SPARE`].
+const SPARE_MAX: usize = 1 << 30;
+
+struct Spare {
+    buf: CudaSlice<u8>,
+    _held: Reservation<'static>,
+}
+
+fn spare() -> std::sync::MutexGuard<'static, Option<Spare>> {
+    SPARE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Frees the idle work buffer (the budget's reclaimer for it).
+fn drop_spare() {
+    let idle = spare().take();
+    drop(idle);
+}
 
 /// A work buffer taken from [`SPARE`] (or allocated) for one solve and given back on drop.
 struct Work {
     buf: Option<CudaSlice<u8>>,
     stream: Arc<CudaStream>,
-    keep_max: usize,
+    gpu: &'static Gpu,
 }
 
 impl Work {
-    fn take(gpu: &Gpu, stream: &Arc<CudaStream>, bytes: usize) -> Result<Self, DeviceError> {
-        let spare = SPARE.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let buf = match spare {
+    fn take(
+        gpu: &'static Gpu,
+        stream: &Arc<CudaStream>,
+        bytes: usize,
+    ) -> Result<Self, DeviceError> {
+        // The solve's own reservation covers the buffer from here: the cache's is dropped.
+        let idle = spare().take().map(|s| s.buf);
+        let buf = match idle {
             Some(b) if b.len() >= bytes => b,
             // SAFETY: every element is written by a kernel, a copy or a memset before it is read.
             _ => unsafe { stream.alloc::<u8>(bytes) }?,
@@ -138,7 +164,7 @@ impl Work {
         Ok(Work {
             buf: Some(buf),
             stream: stream.clone(),
-            keep_max: (gpu.budget.limit() / 16).min(1 << 30) as usize,
+            gpu,
         })
     }
 
@@ -151,12 +177,16 @@ impl Drop for Work {
     fn drop(&mut self) {
         let Some(buf) = self.buf.take() else { return };
         // Another solve may take it on another stream: this one's kernels must be done.
-        if buf.len() > self.keep_max || self.stream.synchronize().is_err() {
+        if buf.len() > SPARE_MAX || self.stream.synchronize().is_err() {
             return;
         }
-        let mut spare = SPARE.lock().unwrap_or_else(|e| e.into_inner());
-        if spare.as_ref().is_none_or(|s| s.len() < buf.len()) {
-            *spare = Some(buf);
+        // Kept only if the budget holds it beside the solve's own reservation.
+        let Ok(held) = self.gpu.budget.reserve_cache(buf.len() as u64, drop_spare) else {
+            return;
+        };
+        let mut slot = spare();
+        if slot.as_ref().is_none_or(|s| s.buf.len() < buf.len()) {
+            *slot = Some(Spare { buf, _held: held });
         }
     }
 }
@@ -240,8 +270,8 @@ pub(super) unsafe fn copy_cols<T>(
 /// leading dimension n), the flags and the per-column residual summaries, carved out of one
 /// allocation (dozens of small allocations, each with cudarc's tracking events, cost more than
 /// the kernels of a mid-sized solve).
-pub(super) struct Plan<'g, T> {
-    gpu: &'g Gpu,
+pub(super) struct Plan<T> {
+    gpu: &'static Gpu,
     stream: Arc<CudaStream>,
     funcs: Funcs,
     o: GpuOptions,
@@ -268,9 +298,9 @@ pub(super) struct Plan<'g, T> {
     _elem: std::marker::PhantomData<T>,
 }
 
-impl<'g, T: Real> Plan<'g, T> {
+impl<T: Real> Plan<T> {
     pub(super) fn new(
-        gpu: &'g Gpu,
+        gpu: &'static Gpu,
         stream: Arc<CudaStream>,
         o: &GpuOptions,
         a: DevMatrix,
