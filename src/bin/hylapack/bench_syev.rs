@@ -37,6 +37,8 @@ struct Options {
     kds: Vec<usize>,
     /// Skip cuSOLVER.
     no_peers: bool,
+    /// Only the dense → band rows (no bulge chasing, eigenvalues or drivers).
+    reduction_only: bool,
     /// Only the driver, on the one copy of the matrix (orders whose matrix fills the host).
     in_place: bool,
     /// The triangle the out-of-core rows (and their in-core reference) read: b'L' or b'U'.
@@ -51,6 +53,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         ooc_max_n: 16384,
         kds: Vec::new(),
         no_peers: false,
+        reduction_only: false,
         in_place: false,
         ooc_uplo: b'L',
     };
@@ -81,6 +84,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
                     .collect::<Result<_, _>>()?;
             }
             "--no-peers" => o.no_peers = true,
+            "--reduction-only" => o.reduction_only = true,
             "--in-place" => o.in_place = true,
             "--ooc-uplo" => {
                 let v = it.next().ok_or("--ooc-uplo needs L or U")?;
@@ -101,14 +105,14 @@ fn parse(args: &[String]) -> Result<Options, String> {
 }
 
 /// `hylapack bench syev [--sizes 4096,8192] [--csv FILE] [--lapack-limit S] [--ooc-max N]
-/// [--kd 32,64] [--no-peers] [--in-place] [--ooc-uplo L|U]`.
+/// [--kd 32,64] [--no-peers] [--reduction-only] [--in-place] [--ooc-uplo L|U]`.
 pub fn bench_syev(args: &[String]) -> i32 {
     match parse(args) {
         Ok(o) if o.in_place => run_in_place(&o),
         Ok(o) => run(&o),
         Err(e) => {
             eprintln!("hylapack bench syev: {e}");
-            eprintln!("usage: hylapack bench syev [--sizes 4096,8192,16384,32768] [--csv FILE] [--lapack-limit 60] [--ooc-max 16384] [--kd 32,64] [--no-peers] [--in-place] [--ooc-uplo L] [--quick]");
+            eprintln!("usage: hylapack bench syev [--sizes 4096,8192,16384,32768] [--csv FILE] [--lapack-limit 60] [--ooc-max 16384] [--kd 32,64] [--no-peers] [--reduction-only] [--in-place] [--ooc-uplo L] [--quick]");
             2
         }
     }
@@ -376,6 +380,9 @@ fn run(o: &Options) -> i32 {
                         format!("triangle up+down {}, timed in the run", time(x)),
                     );
                 }
+                if o.reduction_only {
+                    continue;
+                }
                 let (mut d, mut e) = (Vec::new(), Vec::new());
                 let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
                 let s_tri = secs(|| {
@@ -478,7 +485,7 @@ fn run(o: &Options) -> i32 {
                 );
             }
             // The driver itself, end to end, at the bandwidth it chooses.
-            {
+            if !o.reduction_only {
                 let mut work = a.clone();
                 let mut w = vec![0.0; n];
                 let mut report = None;
@@ -558,7 +565,9 @@ fn run(o: &Options) -> i32 {
                     None,
                     note,
                 );
-                if let Some(kw) = wide {
+                if o.reduction_only {
+                    // The band's narrowing and the driver are left out.
+                } else if let Some(kw) = wide {
                     let mut narrowed = None;
                     let s = secs(|| {
                         narrowed = Some(GpuExecutor::<f64>::new(Some(budget)).and_then(|mut e| {
@@ -577,25 +586,27 @@ fn run(o: &Options) -> i32 {
                         Err(e) => println!("n={n}: sbrdb on the GPU: {e}"),
                     }
                 }
-                let mut work = a.clone();
-                let mut w = vec![0.0; n];
-                let mut report = None;
-                let s = secs(|| {
-                    report = Some(sbr::syev::syev(o.ooc_uplo, n, &mut work, n, &mut w, path))
-                });
-                let report = report.expect("set above");
-                let note = report.reduction.and_then(|r| r.note).unwrap_or_default();
-                add(
-                    &mut rows,
-                    &format!(
-                        "hylapack dsyev_ooc driver, {}, GPU budget n²·8/4",
-                        o.ooc_uplo as char
-                    ),
-                    s,
-                    false,
-                    (report.info == 0).then_some(w),
-                    note,
-                );
+                if !o.reduction_only {
+                    let mut work = a.clone();
+                    let mut w = vec![0.0; n];
+                    let mut report = None;
+                    let s = secs(|| {
+                        report = Some(sbr::syev::syev(o.ooc_uplo, n, &mut work, n, &mut w, path))
+                    });
+                    let report = report.expect("set above");
+                    let note = report.reduction.and_then(|r| r.note).unwrap_or_default();
+                    add(
+                        &mut rows,
+                        &format!(
+                            "hylapack dsyev_ooc driver, {}, GPU budget n²·8/4",
+                            o.ooc_uplo as char
+                        ),
+                        s,
+                        false,
+                        (report.info == 0).then_some(w),
+                        note,
+                    );
+                }
             }
             if o.no_peers {
                 // cuSOLVER and the host's LAPACK are left out.
