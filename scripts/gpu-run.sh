@@ -98,7 +98,8 @@ for t in "${bins[@]}"; do
     if ((rc != 0)); then
         bin_fail+=("$name")
         ((f > 0)) || total_fail=$((total_fail + 1))   # crashed before its summary
-        grep -E '^(test .* FAILED|---- |thread .* panicked)' "$work/one.log" | head -n 40
+        # A panic's message starts on the line after its location.
+        grep -E -A2 '^(test .* FAILED|---- |thread .* panicked)' "$work/one.log" | head -n 60
     fi
     say "$name: rc=$rc, $p passed, $f failed, $g ignored, $(( $(date +%s) - start )) s"
 done
