@@ -11,8 +11,8 @@
 // then walks its own row of the tile (stride m+1, no bank conflicts): the data layout
 // transformation of the paper (§III-A), done in shared memory instead of a separate pass.
 
-template <typename T> __device__ __forceinline__ T load_a(const T *dl, long long n, long long r) {
-    return (r >= 1 && r < n) ? dl[r - 1] : T(0);
+template <typename T> __device__ __forceinline__ T load_a(const T *dl, long long n, long long r, int prev = 0) {
+    return ((r >= 1 || prev) && r < n) ? dl[r - 1] : T(0);
 }
 template <typename T> __device__ __forceinline__ T load_b(const T *d, long long n, long long r) {
     return r < n ? d[r] : T(1);
@@ -29,11 +29,11 @@ template <typename T> __device__ __forceinline__ T load_c(const T *du, long long
 // stages several arrays issues all their loads before the first store.
 template <typename T, int M>
 __device__ __forceinline__ void stage_load(T (&v)[M], int kind, const T *src, long long n, long long row0,
-                                           long long ldf, int col) {
+                                           long long ldf, int col, int prev = 0) {
 #pragma unroll
     for (int t = 0; t < M; ++t) {
         long long r = row0 + threadIdx.x + (long long)t * blockDim.x;
-        if (kind == 0) v[t] = load_a(src, n, r);
+        if (kind == 0) v[t] = load_a(src, n, r, prev);
         else if (kind == 1) v[t] = load_b(src, n, r);
         else if (kind == 2) v[t] = load_c(src, n, r);
         else v[t] = r < n ? src[r + (long long)col * ldf] : T(0);
@@ -68,10 +68,10 @@ __device__ __forceinline__ void my_columns(int nrhs, int &col0, int &col1) {
 template <typename T, int M>
 __device__ __forceinline__ void stage_first(T *sa, T *sb, T *sc, T *sf, T *sx, const T *dl, const T *d,
                                             const T *du, const T *f, long long ldf, int col0, int nrhs,
-                                            const T *x0, long long ld0, long long n, long long row0) {
+                                            const T *x0, long long ld0, long long n, long long row0, int prev) {
     T va[M], vb[M], vc[M], vf[M], vx[M];
     bool rhs = col0 < nrhs;
-    stage_load<T, M>(va, 0, dl, n, row0, ldf, 0);
+    stage_load<T, M>(va, 0, dl, n, row0, ldf, 0, prev);
     stage_load<T, M>(vb, 1, d, n, row0, ldf, 0);
     stage_load<T, M>(vc, 2, du, n, row0, ldf, 0);
     if (rhs) stage_load<T, M>(vf, 3, f, n, row0, ldf, col0);
@@ -354,6 +354,17 @@ __device__ __forceinline__ double residual_acc(double f, double a, double xm, do
 // separator row sees both neighbouring partitions without another pass over memory.
 __device__ __forceinline__ long long first_partition() { return (long long)blockIdx.x * (blockDim.x - 1); }
 
+// Which of a level kernel's P partitions it answers for, and where (`Span` in src/gtsv/gpu/plan.rs).
+// A whole system: own = ldp = P, prev = 0. A slice of a larger system (its top level streamed
+// through the GPU in pieces): partitions 0 .. own - 1 are the slice's, partition own (if P > own)
+// is the next slice's first, read only for its coupling; prev != 0 says the row before the
+// slice exists, at index -1 of DL (and of X0), and the separator values at XS[-1]. The separator
+// arrays (RF, XS, RF_SPEC) have leading dimension ldp.
+struct Span {
+    long long own, ldp;
+    int prev;
+};
+
 // The accurate residual r = f0 - A x0 of row e of thread t's partition (a refinement step's
 // right-hand side) and its scale |a x| + |d x| + |c x| + |f0|, from the staged tiles of F0 (sf)
 // and X0 (sx); `before` and `after` are X0 just outside the tile (edge_x). Every kernel that
@@ -372,10 +383,10 @@ __device__ __forceinline__ T residual_row(int e, const T *a, const T *b, const T
 
 // X0 in the rows just before and after the CTA's tile (zero outside the system).
 template <typename T, int M>
-__device__ __forceinline__ void edge_x(long long n, const T *x0, long long ld0, int col, long long row0, T &before,
-                                       T &after) {
+__device__ __forceinline__ void edge_x(long long n, const T *x0, long long ld0, int col, long long row0, int prev,
+                                       T &before, T &after) {
     long long end = row0 + (long long)blockDim.x * M;
-    before = row0 >= 1 && row0 - 1 < n ? x0[row0 - 1 + col * ld0] : T(0);
+    before = (row0 >= 1 || prev) && row0 - 1 < n ? x0[row0 - 1 + col * ld0] : T(0);
     after = end < n ? x0[end + col * ld0] : T(0);
 }
 
@@ -389,10 +400,10 @@ __device__ __forceinline__ void edge_x(long long n, const T *x0, long long ld0, 
 // RES (a refinement step's top level): f is the residual f0 - A x0 (residual_row), not read
 // from memory but evaluated here from F = f0 and X0 (leading dimension ld0); the max |r_i|,
 // max (|a x| + |d x| + |c x| + |f|) and max |f| of the owned rows go to rmax, smax, bmax.
-template <typename T, int M, bool RES>
+template <typename T, int M, bool RES, bool SLICE>
 __device__ void spike_reduce(long long n, const T *dl, const T *d, const T *du, const T *f, long long ldf, int nrhs,
-                             long long P, T *rdl, T *rd, T *rdu, T *rf, int *flags, const T *x0, long long ld0,
-                             T *rmax, T *smax, T *bmax) {
+                             long long P, Span span, T *rdl, T *rd, T *rdu, T *rf, int *flags, const T *x0,
+                             long long ld0, T *rmax, T *smax, T *bmax) {
     constexpr int MI = M - 1;
     extern __shared__ unsigned char smem_raw[];
     T *sa = reinterpret_cast<T *>(smem_raw);
@@ -403,11 +414,15 @@ __device__ void spike_reduce(long long n, const T *dl, const T *d, const T *du, 
     long long j = first_partition() + t;
     long long row0 = first_partition() * M;
     long long my0 = row0 + (long long)t * M;
-    bool owned = t + 1 < (int)blockDim.x && j < P;
+    // A whole level's kernels are compiled without the span (SLICE false): the same code as
+    // before slices existed, no registers spent on it.
+    bool owned = t + 1 < (int)blockDim.x && j < (SLICE ? span.own : P);
+    int prev = SLICE ? span.prev : 0;
+    long long ldp = SLICE ? span.ldp : P;
     // The first column's tiles load with the matrix, not after the factorization.
     int col0, col1;
     my_columns(nrhs, col0, col1);
-    stage_first<T, M>(sa, sb, sc, sf, sx, dl, d, du, f, ldf, col0, nrhs, RES ? x0 : nullptr, ld0, n, row0);
+    stage_first<T, M>(sa, sb, sc, sf, sx, dl, d, du, f, ldf, col0, nrhs, RES ? x0 : nullptr, ld0, n, row0, prev);
     __syncthreads();
     const T *a = sa + t * (M + 1), *b = sb + t * (M + 1), *c = sc + t * (M + 1);
     RegFactor<T, MI> F;
@@ -422,7 +437,7 @@ __device__ void spike_reduce(long long n, const T *dl, const T *d, const T *du, 
     bool next = j + 1 < P;
     __syncthreads();
     if (owned && blockIdx.y == 0) {
-        if (j > 0) rdl[j - 1] = -(as * wb);
+        if (j > 0 || prev) rdl[j - 1] = -(as * wb);
         rd[j] = ds - as * vb - cs * (next ? top_w[t + 1] : T(0));
         if (next) rdu[j] = -(cs * top_v[t + 1]);
     }
@@ -437,7 +452,7 @@ __device__ void spike_reduce(long long n, const T *dl, const T *d, const T *du, 
         T fs = fr[MI];
         if (RES) {
             T before, after;
-            edge_x<T, M>(n, x0, ld0, col, row0, before, after);
+            edge_x<T, M>(n, x0, ld0, col, row0, prev, before, after);
             T rm = T(0), sm = T(0), bm = T(0);
 #pragma unroll
             for (int e = 0; e < M; ++e) {
@@ -459,7 +474,7 @@ __device__ void spike_reduce(long long n, const T *dl, const T *d, const T *du, 
         reg_solve<T, MI>(a, b, c, F, tmp);
         top_y[t] = tmp[0];
         __syncthreads();
-        if (owned) rf[j + col * P] = fs - as * tmp[MI - 1] - cs * (next ? top_y[t + 1] : T(0));
+        if (owned) rf[j + col * ldp] = fs - as * tmp[MI - 1] - cs * (next ? top_y[t + 1] : T(0));
     }
 }
 
@@ -482,10 +497,10 @@ __device__ void spike_reduce(long long n, const T *dl, const T *d, const T *du, 
 // that residual, writing the separator system's right-hand sides to rf_spec (P x nrhs, the
 // same values bit for bit): a refinement step then starts one level down, with no pass of its
 // own over the top level.
-template <typename T, int M, bool UPD, bool SPEC>
+template <typename T, int M, bool UPD, bool SPEC, bool SLICE>
 __device__ void spike_backsub(long long n, const T *dl, const T *d, const T *du, const T *f, long long ldf, T *x,
-                              long long ldx, int nrhs, long long P, const T *XS, int check, T *rmax, T *smax,
-                              T *bmax, int *flags, const T *x0, long long ld0, T *rf_spec) {
+                              long long ldx, int nrhs, long long P, Span span, const T *XS, int check, T *rmax,
+                              T *smax, T *bmax, int *flags, const T *x0, long long ld0, T *rf_spec) {
     constexpr int MI = M - 1;
     extern __shared__ unsigned char smem_raw[];
     T *sa = reinterpret_cast<T *>(smem_raw);
@@ -494,11 +509,13 @@ __device__ void spike_backsub(long long n, const T *dl, const T *d, const T *du,
     int t = threadIdx.x;
     long long j = first_partition() + t;
     long long row0 = first_partition() * M;
-    bool owned = t + 1 < (int)blockDim.x && j < P;
+    bool owned = t + 1 < (int)blockDim.x && j < (SLICE ? span.own : P);
+    int prev = SLICE ? span.prev : 0;
+    long long ldp = SLICE ? span.ldp : P;
     // The first column's tiles load with the matrix, not after the factorization.
     int col0, col1;
     my_columns(nrhs, col0, col1);
-    stage_first<T, M>(sa, sb, sc, sf, sx, dl, d, du, f, ldf, col0, nrhs, UPD ? x0 : nullptr, ld0, n, row0);
+    stage_first<T, M>(sa, sb, sc, sf, sx, dl, d, du, f, ldf, col0, nrhs, UPD ? x0 : nullptr, ld0, n, row0, prev);
     __syncthreads();
     const T *a = sa + t * (M + 1), *b = sb + t * (M + 1), *c = sc + t * (M + 1);
     RegFactor<T, MI> F;
@@ -513,11 +530,11 @@ __device__ void spike_backsub(long long n, const T *dl, const T *d, const T *du,
             __syncthreads();
         }
         T *fr = sf + t * (M + 1);
-        T xl = (j > 0 && j <= P) ? XS[j - 1 + col * P] : T(0);
-        T xr = j < P ? XS[j + col * P] : T(0);
+        T xl = ((j > 0 || prev) && j <= P) ? XS[j - 1 + col * ldp] : T(0);
+        T xr = j < P ? XS[j + col * ldp] : T(0);
         if (UPD) {
             T before, after, scale;
-            edge_x<T, M>(n, x0, ld0, col, row0, before, after);
+            edge_x<T, M>(n, x0, ld0, col, row0, prev, before, after);
 #pragma unroll
             for (int e = 0; e < MI; ++e) tmp[e] = residual_row<T, M>(e, a, b, c, sf, sx, before, after, scale);
         } else {
@@ -531,7 +548,7 @@ __device__ void spike_backsub(long long n, const T *dl, const T *d, const T *du,
         T *out = UPD ? sx + t * (M + 1) : fr;
         if (UPD) {
             // Row my0 - 1 is the previous partition's separator, outside the tile for t = 0.
-            xl = my0 >= 1 && my0 - 1 < n ? x0[my0 - 1 + col * ld0] + xl : T(0);
+            xl = (my0 >= 1 || prev) && my0 - 1 < n ? x0[my0 - 1 + col * ld0] + xl : T(0);
 #pragma unroll
             for (int e = 0; e < MI; ++e) tmp[e] = out[e] + tmp[e];
             xr = out[MI] + xr;
@@ -595,7 +612,7 @@ __device__ void spike_backsub(long long n, const T *dl, const T *d, const T *du,
             top_y[t] = rr[0];
             __syncthreads();
             bool next = j + 1 < P;
-            if (owned) rf_spec[j + col * P] = rs - a[MI] * rr[MI - 1] - c[MI] * (next ? top_y[t + 1] : T(0));
+            if (owned) rf_spec[j + col * ldp] = rs - a[MI] * rr[MI - 1] - c[MI] * (next ? top_y[t + 1] : T(0));
         }
     }
 }
@@ -800,49 +817,54 @@ template <typename T> __device__ void add_into(long long n, int ncols, const T *
         base_solve<T>(n, dl, d, du, f, ldf, nrhs, flags);                                                     \
     }
 
-// The partition kernels, one per partition size M (rows, separator included).
+// The five partition kernels of one partition size: SPAN_PARAM is empty (a whole level's, SLICE
+// false) or `, Span span` (a slice's, names with `tag` = _slice).
+#define WITH_SPAN(...) __VA_ARGS__
+#define STAMP_GTSV_PARTS(T, sfx, M, tag, SLICE, SPAN_PARAM, SPAN_ARG)                                      \
+    extern "C" __global__ void gtsv_reduce##tag##_##sfx##_m##M(long long n, const T *dl, const T *d,          \
+        const T *du, const T *f, long long ldf, int nrhs, long long P SPAN_PARAM, T *rdl, T *rd, T *rdu,    \
+        T *rf, int *flags) {                                                                              \
+        spike_reduce<T, M, false, SLICE>(n, dl, d, du, f, ldf, nrhs, P, SPAN_ARG, rdl, rd, rdu, rf, flags,  \
+                                         nullptr, 0, nullptr, nullptr, nullptr);                          \
+    }                                                                                                     \
+    extern "C" __global__ void gtsv_reduce_res##tag##_##sfx##_m##M(long long n, const T *dl, const T *d,      \
+        const T *du, const T *f, long long ldf, int nrhs, long long P SPAN_PARAM, T *rdl, T *rd, T *rdu,    \
+        T *rf, int *flags, const T *x0, long long ld0, T *rmax, T *smax, T *bmax) {                       \
+        spike_reduce<T, M, true, SLICE>(n, dl, d, du, f, ldf, nrhs, P, SPAN_ARG, rdl, rd, rdu, rf, flags,   \
+                                        x0, ld0, rmax, smax, bmax);                                       \
+    }                                                                                                     \
+    extern "C" __global__ void __launch_bounds__(128, 4) gtsv_backsub##tag##_##sfx##_m##M(long long n,     \
+        const T *dl, const T *d, const T *du, const T *f, long long ldf, T *x, long long ldx, int nrhs,    \
+        long long P SPAN_PARAM, const T *XS, int check, T *rmax, T *smax, T *bmax, int *flags) {          \
+        spike_backsub<T, M, false, false, SLICE>(n, dl, d, du, f, ldf, x, ldx, nrhs, P, SPAN_ARG, XS, check, \
+                                                 rmax, smax, bmax, flags, nullptr, 0, nullptr);           \
+    }                                                                                                     \
+    extern "C" __global__ void __launch_bounds__(128, 4) gtsv_backsub_spec##tag##_##sfx##_m##M(long long n, \
+        const T *dl, const T *d, const T *du, const T *f, long long ldf, T *x, long long ldx, int nrhs,    \
+        long long P SPAN_PARAM, const T *XS, T *rmax, T *smax, T *bmax, int *flags, T *rf_spec) {         \
+        spike_backsub<T, M, false, true, SLICE>(n, dl, d, du, f, ldf, x, ldx, nrhs, P, SPAN_ARG, XS, 1, rmax, \
+                                                smax, bmax, flags, nullptr, 0, rf_spec);                  \
+    }                                                                                                     \
+    extern "C" __global__ void __launch_bounds__(128, 3) gtsv_update##tag##_##sfx##_m##M(long long n,      \
+        const T *dl, const T *d, const T *du, const T *f, long long ldf, T *x, long long ldx, int nrhs,    \
+        long long P SPAN_PARAM, const T *XS, T *rmax, T *smax, T *bmax, int *flags, const T *x0,          \
+        long long ld0) {                                                                                  \
+        spike_backsub<T, M, true, false, SLICE>(n, dl, d, du, f, ldf, x, ldx, nrhs, P, SPAN_ARG, XS, 1, rmax, \
+                                                smax, bmax, flags, x0, ld0, nullptr);                     \
+    }
+
+// The partition kernels, one per partition size M (rows, separator included), for whole
+// levels and (suffix _slice, with a Span) for slices of a streamed top level.
 // gtsv_update holds the most registers (227 for double, m = 8, unbounded: 4 CTAs of 64 per SM);
 // its bound keeps it at 170 or fewer, 6 such CTAs. gtsv_backsub's bound takes it from 142 to
 // 128 registers (8 CTAs of 64, a few bytes spilled): 2-6% faster at n = 2^23 on an H100; the
 // same bound on gtsv_reduce (96 registers) spilled more and was slower.
-#define STAMP_GTSV_M(T, sfx, M)                                                                               \
-    extern "C" __global__ void gtsv_reduce_##sfx##_m##M(long long n, const T *dl, const T *d, const T *du,      \
-                                                        const T *f, long long ldf, int nrhs, long long P,      \
-                                                        T *rdl, T *rd, T *rdu, T *rf, int *flags) {            \
-        spike_reduce<T, M, false>(n, dl, d, du, f, ldf, nrhs, P, rdl, rd, rdu, rf, flags, nullptr, 0, nullptr,  \
-                                  nullptr, nullptr);                                                          \
-    }                                                                                                         \
-    extern "C" __global__ void gtsv_reduce_res_##sfx##_m##M(long long n, const T *dl, const T *d, const T *du,  \
-                                                            const T *f, long long ldf, int nrhs, long long P,  \
-                                                            T *rdl, T *rd, T *rdu, T *rf, int *flags,          \
-                                                            const T *x0, long long ld0, T *rmax, T *smax,      \
-                                                            T *bmax) {                                         \
-        spike_reduce<T, M, true>(n, dl, d, du, f, ldf, nrhs, P, rdl, rd, rdu, rf, flags, x0, ld0, rmax, smax,  \
-                                 bmax);                                                                       \
-    }                                                                                                         \
-    extern "C" __global__ void __launch_bounds__(128, 4) gtsv_backsub_##sfx##_m##M(long long n, const T *dl, const T *d, const T *du,     \
-                                                         const T *f, long long ldf, T *x, long long ldx,       \
-                                                         int nrhs, long long P, const T *XS, int check,        \
-                                                         T *rmax, T *smax, T *bmax, int *flags) {              \
-        spike_backsub<T, M, false, false>(n, dl, d, du, f, ldf, x, ldx, nrhs, P, XS, check, rmax, smax, bmax,  \
-                                          flags, nullptr, 0, nullptr);                                        \
-    }                                                                                                         \
-    extern "C" __global__ void __launch_bounds__(128, 4) gtsv_backsub_spec_##sfx##_m##M(long long n,           \
-        const T *dl, const T *d, const T *du, const T *f, long long ldf, T *x, long long ldx, int nrhs,        \
-        long long P, const T *XS, T *rmax, T *smax, T *bmax, int *flags, T *rf_spec) {                         \
-        spike_backsub<T, M, false, true>(n, dl, d, du, f, ldf, x, ldx, nrhs, P, XS, 1, rmax, smax, bmax, flags, \
-                                         nullptr, 0, rf_spec);                                                \
-    }                                                                                                         \
-    extern "C" __global__ void __launch_bounds__(256, 1) gtsv_tail_##sfx##_m##M(TailSystems systems, int nrhs,     \
-                                                                           T *scratch, int *flags) {           \
-        tail_solve<T, M>(systems, nrhs, scratch, flags);                                                      \
-    }                                                                                                         \
-    extern "C" __global__ void __launch_bounds__(128, 3) gtsv_update_##sfx##_m##M(long long n, const T *dl, const T *d, const T *du,      \
-                                                        const T *f, long long ldf, T *x, long long ldx,        \
-                                                        int nrhs, long long P, const T *XS, T *rmax, T *smax,  \
-                                                        T *bmax, int *flags, const T *x0, long long ld0) {     \
-        spike_backsub<T, M, true, false>(n, dl, d, du, f, ldf, x, ldx, nrhs, P, XS, 1, rmax, smax, bmax, flags, \
-                                         x0, ld0, nullptr);                                                   \
+#define STAMP_GTSV_M(T, sfx, M)                                                                           \
+    STAMP_GTSV_PARTS(T, sfx, M, , false, , Span{})                                                         \
+    STAMP_GTSV_PARTS(T, sfx, M, _slice, true, WITH_SPAN(, Span span), span)                                \
+    extern "C" __global__ void __launch_bounds__(256, 1) gtsv_tail_##sfx##_m##M(TailSystems systems, int nrhs, \
+                                                                           T *scratch, int *flags) {       \
+        tail_solve<T, M>(systems, nrhs, scratch, flags);                                                  \
     }
 
 STAMP_GTSV(float, s)

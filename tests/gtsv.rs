@@ -1473,3 +1473,108 @@ fn chunked_above_the_memory_limit() {
     let mut rng = Rng::new(seed_from_time());
     singular_case_with::<f64>(4 * c + 9, 2 * c + 5, 2, &mut rng, &o);
 }
+
+#[test]
+fn streamed_top_level_matches_in_core() {
+    // Under a memory limit that holds the levels below the top but not the system, the top
+    // level streams through the GPU in slices of `own` partitions. The partitions and their
+    // arithmetic are the in-core solve's, so the answers must agree bit for bit, refinement
+    // included; LAPACK's INFO and a small backward error are checked as everywhere.
+    if backend() != Backend::Gpu || !have_gpu_or_skip() {
+        eprintln!("skipped: streaming is a GPU-path feature (HYLAPACK_DEVICE=gpu)");
+        return;
+    }
+    let seed = seed_from_time();
+    let mut rng = Rng::new(seed);
+    let own = 5000;
+    let limited = |n: usize, nrhs: usize, prec: usize| {
+        let g = GpuOptions::default();
+        let limit = if prec == 8 {
+            hylapack::gtsv::gpu::streamed_bytes::<f64>(n, nrhs, &g, own)
+        } else {
+            hylapack::gtsv::gpu::streamed_bytes::<f32>(n, nrhs, &g, own)
+        };
+        Options {
+            cpu_min_n: 2,
+            gpu: GpuOptions {
+                memory_limit: Some(limit),
+                ..g
+            },
+            ..Options::default()
+        }
+    };
+    let unlimited = Options {
+        cpu_min_n: 2,
+        ..Options::default()
+    };
+    let m = GpuOptions::default().m;
+    // Slice boundaries: several whole slices and a last one of one partition; a last
+    // partition cut short by n; the next slice's first partition itself cut short.
+    let cases = [
+        (3 * own * m + m - 1, 1, 0),
+        (4 * own * m + 5, 2, 3),
+        (2 * own * m + m + 2, 1, 1),
+        (1 << 20, 1, 0),
+    ];
+    let (mut refined, mut slices) = (0, 0);
+    for &(n, nrhs, pad) in &cases {
+        let o = limited(n, nrhs, 8);
+        let got = hylapack::gtsv::gpu::slice_partitions::<f64>(
+            n,
+            nrhs,
+            &o.gpu,
+            o.gpu.memory_limit.unwrap(),
+        );
+        assert_eq!(got, Some(own), "n = {n}: slice partitions");
+        for kind in 0..3 {
+            let a = match kind {
+                0 => matrices::random(n, &mut rng),
+                1 => matrices::diagonally_dominant(n, &mut rng),
+                _ => matrices::table3(4, n, &mut rng),
+            };
+            let ldb = n + pad;
+            let b = rhs(n, ldb, nrhs, &mut rng);
+            let whole = ours::<f64>(&a, &b, ldb, nrhs, &unlimited);
+            let steps = hylapack::gtsv::gpu::last_phases().refine_steps;
+            let st = ours::<f64>(&a, &b, ldb, nrhs, &o);
+            let ph = hylapack::gtsv::gpu::last_phases();
+            let what = format!("n = {n}, nrhs {nrhs}, kind {kind}, seed {seed}");
+            assert_eq!(st.info, whole.info, "{what}: INFO");
+            let solver = |s: &Solved<f64>| s.report.as_ref().unwrap().solver;
+            assert_eq!(
+                solver(&st),
+                solver(&whole),
+                "{what}: {:?}",
+                st.report.as_ref().unwrap().note
+            );
+            if solver(&st) != Solver::Spike {
+                continue;
+            }
+            assert_eq!(
+                ph.chunks,
+                (n + 1).div_ceil(m).div_ceil(own),
+                "{what}: slices"
+            );
+            assert_eq!(ph.refine_steps, steps, "{what}: refinement steps");
+            slices += ph.chunks;
+            refined += (steps > 0) as usize;
+            let differ =
+                st.x.iter()
+                    .zip(&whole.x)
+                    .filter(|(p, q)| p.to_bits() != q.to_bits())
+                    .count();
+            assert_eq!(
+                differ, 0,
+                "{what}: {differ} entries differ from the in-core solve"
+            );
+        }
+    }
+    assert!(refined >= 2, "too few refined systems (seed {seed})");
+    eprintln!("streamed: {slices} slices, {refined} refined systems, all equal to in core");
+    // Against LAPACK (INFO, backward error, padding rows), both precisions, and a singular
+    // system (LAPACK's INFO and B).
+    let n = 3 * own * m + 17;
+    check_sizes::<f64>(&[n], &[1, 2], &limited(n, 2, 8));
+    check_sizes::<f32>(&[n], &[1], &limited(n, 1, 4));
+    singular_case_with::<f64>(n, 2 * own * m - 1, 1, &mut rng, &limited(n, 1, 8));
+}

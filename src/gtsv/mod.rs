@@ -35,7 +35,9 @@
 //! xGTSV's factors (as xGTSV documents) when LAPACK ran (small `n`, NRHS = 0, or a fallback).
 //!
 //! **Entries.** [`gtsv`] takes host arrays (the LAPACK interface; on the GPU, a system above
-//! the memory budget is solved in chunks, see [`gpu::solve_chunked`]); [`gtsv_device`] takes
+//! the memory budget streams its top level through the GPU in slices, the same arithmetic as
+//! in core, see [`gpu::solve_streamed`], or where even its separator system does not fit is
+//! solved in chunks, see [`gpu::solve_chunked`]); [`gtsv_device`] takes
 //! arrays already in GPU memory (its fallback copies them to the host for LAPACK);
 //! [`gtsv_strided_batch`] solves many systems of one size (on the GPU stacked into one
 //! block-diagonal system, each system then judged on its own).

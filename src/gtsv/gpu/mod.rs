@@ -32,9 +32,11 @@ use std::time::Instant;
 
 mod chunked;
 mod plan;
+mod streamed;
 
 pub use chunked::{chunk_rows, solve_chunked};
 use plan::*;
+pub use streamed::{slice_partitions, solve_streamed, streamed_bytes};
 
 /// Tuning of the GPU path.
 #[derive(Clone, Debug)]
@@ -228,7 +230,8 @@ fn check_options(o: &GpuOptions, n: usize, nrhs: usize) -> Result<(), DeviceErro
 /// `Ok(Err)`: SPIKE's answer was rejected (nothing changed); `Ok(Ok)`: `X` is in `b`.
 ///
 /// A system whose device memory ([`bytes_needed`]) is above the budget (or
-/// `o.memory_limit`) is solved in chunks ([`solve_chunked`]).
+/// `o.memory_limit`) streams its top level through the GPU ([`solve_streamed`]) where the
+/// levels below fit, else is solved in chunks ([`solve_chunked`]).
 pub fn solve<T: Lapack>(
     o: &GpuOptions,
     dl: &[T],
@@ -247,6 +250,8 @@ pub fn solve<T: Lapack>(
         .min(gpu.budget.available());
     if bytes_needed::<T>(n, nrhs, o) <= limit {
         solve_whole(o, dl, d, du, b, ldb, nrhs, true)
+    } else if let Some(own) = slice_partitions::<T>(n, nrhs, o, limit) {
+        solve_streamed(o, dl, d, du, b, ldb, nrhs, own)
     } else {
         solve_chunked(o, dl, d, du, b, ldb, nrhs, limit)
     }

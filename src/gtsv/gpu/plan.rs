@@ -6,7 +6,7 @@ use crate::device::memory::Reservation;
 
 /// What the top level's back substitution does besides solving.
 #[derive(Clone, Copy, Debug)]
-enum Top {
+pub(super) enum Top {
     Solve,
     /// Accumulate the residual summaries of every row; with [`GpuOptions::speculate`], the
     /// accurate residual's, and write the top level's separator right-hand sides for a
@@ -39,6 +39,69 @@ struct TailSystems {
 
 // SAFETY: plain integers in the kernel's struct layout (8-byte fields, no padding).
 unsafe impl cudarc::driver::DeviceRepr for TailSystems {}
+
+/// Which of a level kernel's partitions it answers for, as `Span` in `kernels/gtsv.cu`: `own`
+/// partitions from the first, the separator arrays at leading dimension `ldp`, and whether a
+/// row before the first exists (`prev`, a slice of a streamed top level after the first).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Span {
+    own: i64,
+    ldp: i64,
+    prev: i32,
+}
+
+// SAFETY: plain integers in the kernel's struct layout (two 8-byte fields, a 4-byte one, and
+// the same tail padding).
+unsafe impl cudarc::driver::DeviceRepr for Span {}
+
+/// The span of a whole level of `p` partitions, and the count the kernel sees.
+fn whole_span(p: usize) -> (usize, Span) {
+    (
+        p,
+        Span {
+            own: p as i64,
+            ldp: p as i64,
+            prev: 0,
+        },
+    )
+}
+
+/// A slice of the top level's rows as one launch sees it: the rows of partitions `j0 ..
+/// j0 + own` and, when more follow, the next partition's rows (`a.n` counts them all). With
+/// `prev`, DL's address is that of row 0's coupling to the row before, which the slice's
+/// buffers hold at index −1 (as X0's).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TopSlice {
+    pub a: DevMatrix,
+    pub j0: usize,
+    pub own: usize,
+    pub more: bool,
+}
+
+impl TopSlice {
+    fn whole(a: DevMatrix, p: usize) -> Self {
+        TopSlice {
+            a,
+            j0: 0,
+            own: p,
+            more: false,
+        }
+    }
+
+    /// The kernel's partition count and span for a top level of `p` partitions.
+    fn span(&self, p: usize) -> (usize, Span) {
+        let seen = self.own + self.more as usize;
+        (
+            seen,
+            Span {
+                own: self.own as i64,
+                ldp: p as i64,
+                prev: (self.j0 > 0) as i32,
+            },
+        )
+    }
+}
 
 /// One level: its partition count and the separator system it reduces to (the next level's).
 struct Level {
@@ -89,7 +152,7 @@ type WorkLayout = (Vec<(usize, [usize; 4])>, [usize; 6], usize, Option<usize>);
 /// the element after them (one memset clears them, one copy reads them), and the tail
 /// kernel's scratch (4 + 2 nrhs entries per partition of its first level), and the top level's
 /// speculative separator right-hand sides (p × nrhs, with levels).
-fn work_layout(n: usize, nrhs: usize, o: &GpuOptions) -> WorkLayout {
+fn work_layout(n: usize, nrhs: usize, o: &GpuOptions, resident: bool) -> WorkLayout {
     let mut total = 0usize;
     let mut carve = |len: usize| {
         let at = total;
@@ -105,14 +168,22 @@ fn work_layout(n: usize, nrhs: usize, o: &GpuOptions) -> WorkLayout {
         .into_iter()
         .map(|p| (p, [p - 1, p, p - 1, p * nrhs].map(&mut carve)))
         .collect();
-    let rest = [n * nrhs, r, n * nrhs, 6 * nrhs.max(1) + 1, scratch, spec].map(&mut carve);
+    // A streamed top level keeps its X on the host: no n-sized pieces.
+    let x = if resident { n * nrhs } else { 0 };
+    let r = if resident { r } else { 0 };
+    let rest = [x, r, x, 6 * nrhs.max(1) + 1, scratch, spec].map(&mut carve);
     (levels, rest, total, tail)
 }
 
 /// Device bytes of the work buffer of one solve (see [`work_layout`]), not counting the
 /// caller's matrix and right-hand sides.
 pub fn work_bytes<T>(n: usize, nrhs: usize, o: &GpuOptions) -> u64 {
-    (work_layout(n, nrhs, o).2 * sz::<T>()) as u64
+    (work_layout(n, nrhs, o, true).2 * sz::<T>()) as u64
+}
+
+/// [`work_bytes`] for a streamed top level (no n-sized pieces).
+pub fn streamed_work_bytes<T>(n: usize, nrhs: usize, o: &GpuOptions) -> u64 {
+    (work_layout(n, nrhs, o, false).2 * sz::<T>()) as u64
 }
 
 /// The work buffer of the last solve, kept for the next one: `cuMemAllocAsync` hands freed
@@ -191,13 +262,21 @@ impl Drop for Work {
     }
 }
 
+/// The partition kernels of one kind: a whole level's, or (with a [`Span`] argument after P) a
+/// slice's of a streamed top level.
 #[derive(Clone)]
-struct Funcs {
+struct PartFuncs {
     reduce: CudaFunction,
     reduce_res: CudaFunction,
     backsub: CudaFunction,
     backsub_spec: CudaFunction,
     update: CudaFunction,
+}
+
+#[derive(Clone)]
+struct Funcs {
+    whole: PartFuncs,
+    slice: PartFuncs,
     base: CudaFunction,
     tail: CudaFunction,
     residual: CudaFunction,
@@ -224,12 +303,18 @@ impl Funcs {
         let module = gpu.module(&kernels::GTSV)?;
         let f = |name: &str| module.load_function(&format!("gtsv_{name}_{}", T::PREFIX));
         let fm = |name: &str| module.load_function(&format!("gtsv_{name}_{}_m{m}", T::PREFIX));
+        let parts = |tag: &str| -> Result<PartFuncs, DeviceError> {
+            Ok(PartFuncs {
+                reduce: fm(&format!("reduce{tag}"))?,
+                reduce_res: fm(&format!("reduce_res{tag}"))?,
+                backsub: fm(&format!("backsub{tag}"))?,
+                backsub_spec: fm(&format!("backsub_spec{tag}"))?,
+                update: fm(&format!("update{tag}"))?,
+            })
+        };
         Ok(Funcs {
-            reduce: fm("reduce")?,
-            reduce_res: fm("reduce_res")?,
-            backsub: fm("backsub")?,
-            backsub_spec: fm("backsub_spec")?,
-            update: fm("update")?,
+            whole: parts("")?,
+            slice: parts("_slice")?,
             base: f("base")?,
             tail: fm("tail")?,
             residual: f("residual")?,
@@ -306,9 +391,38 @@ impl<T: Real> Plan<T> {
         a: DevMatrix,
         nrhs: usize,
     ) -> Result<Self, DeviceError> {
+        Self::build(gpu, stream, o, a, nrhs, true)
+    }
+
+    /// A plan for a system of `n` rows whose top level is streamed through the GPU in slices
+    /// ([`Self::reduce_top`], [`Self::backsub_top`]): its device state is the levels' only.
+    pub(super) fn new_streamed(
+        gpu: &'static Gpu,
+        stream: Arc<CudaStream>,
+        o: &GpuOptions,
+        n: usize,
+        nrhs: usize,
+    ) -> Result<Self, DeviceError> {
+        let a = DevMatrix {
+            n,
+            dl: 0,
+            d: 0,
+            du: 0,
+        };
+        Self::build(gpu, stream, o, a, nrhs, false)
+    }
+
+    fn build(
+        gpu: &'static Gpu,
+        stream: Arc<CudaStream>,
+        o: &GpuOptions,
+        a: DevMatrix,
+        nrhs: usize,
+        resident: bool,
+    ) -> Result<Self, DeviceError> {
         let funcs = Funcs::get::<T>(gpu, o.m)?;
         let (offsets, [x_at, r_at, x_next_at, sums_at, scratch_at, spec_at], total, tail) =
-            work_layout(a.n, nrhs, o);
+            work_layout(a.n, nrhs, o, resident);
         let work = Work::take(gpu, &stream, total * sz::<T>())?;
         let base = work.base();
         let at = |e: usize| base + (e * sz::<T>()) as u64;
@@ -383,202 +497,296 @@ impl<T: Real> Plan<T> {
         out: DevCols,
         top: Top,
     ) -> Result<(), DeviceError> {
-        let (o, stream, funcs) = (&self.o, &self.stream, &self.funcs);
-        let nrhs_i = ncols as i32;
-        let flags = self.flags;
-        let (rmax, smax, bmax) = self.sums_ptrs();
-        let (old_rmax, old_smax, old_bmax) = self.old_sums_ptrs();
-        // A CTA of `threads` threads owns threads − 1 partitions (the last thread is a halo).
-        // Shared memory: `tiles` staged arrays of (m + 1) × threads and 3 × threads more. A level
-        // whose CTAs would not fill the GPU twice over gets a row of CTAs per right-hand side
-        // (each refactors its partitions: cheap next to a latency-bound loop over the columns).
-        let sms = self.gpu.info.multiprocessors.max(1) as usize;
-        let tile_cfg = |p: usize, tiles: usize| {
-            let ctas = p.div_ceil(o.threads as usize - 1);
-            let rows = if ctas < 2 * sms {
-                ncols.clamp(1, 65535)
-            } else {
-                1
-            };
-            LaunchConfig {
-                grid_dim: (ctas as u32, rows as u32, 1),
-                block_dim: (o.threads, 1, 1),
-                shared_mem_bytes: ((tiles * (o.m + 1) + 3) * o.threads as usize * sz::<T>()) as u32,
-            }
-        };
-        // Level l's system and right-hand sides: the caller's on top, else the reduced ones.
-        let system = |l: usize| -> (DevMatrix, DevCols) {
-            if l == 0 {
-                (self.a, rhs)
-            } else {
-                let up = &self.levels[l - 1];
-                (
-                    up.next,
-                    DevCols {
-                        ptr: up.next_f,
-                        ld: up.p,
-                    },
-                )
-            }
-        };
-
-        // Levels from `tail` down run in the tail kernel, the bottom included.
-        let tail = self.tail;
-        let upper = tail.unwrap_or(self.levels.len());
-        let from_spec = matches!(
-            top,
-            Top::Update {
-                from_spec: true,
-                ..
-            }
-        );
-        // Downward: reduce each level to its separator system.
-        for (l, lev) in self.levels.iter().enumerate().take(upper) {
-            if l == 0 && from_spec {
-                continue;
-            }
-            let (a, f) = system(l);
-            let (n_l, p_l, ldf) = (a.n as i64, lev.p as i64, f.ld as i64);
-            let res = match top {
-                Top::Update { x0, .. } if l == 0 => Some(x0),
-                _ => None,
-            };
-            let func = if res.is_some() {
-                &funcs.reduce_res
-            } else {
-                &funcs.reduce
-            };
-            let mut launch = stream.launch_builder(func);
-            launch
-                .arg(&n_l)
-                .arg(&a.dl)
-                .arg(&a.d)
-                .arg(&a.du)
-                .arg(&f.ptr)
-                .arg(&ldf)
-                .arg(&nrhs_i)
-                .arg(&p_l);
-            launch
-                .arg(&lev.next.dl)
-                .arg(&lev.next.d)
-                .arg(&lev.next.du)
-                .arg(&lev.next_f)
-                .arg(&flags);
-            let (x0, ld0) = res.map_or((0, 0), |x0| (x0.ptr, x0.ld as i64));
-            if res.is_some() {
-                launch
-                    .arg(&x0)
-                    .arg(&ld0)
-                    .arg(&old_rmax)
-                    .arg(&old_smax)
-                    .arg(&old_bmax);
-            }
-            // SAFETY: arguments match gtsv_reduce_{s,d}_m{m} (gtsv_reduce_res_{s,d}_m{m} with
-            // X0 of n rows at ld0); the next system has p rows (p − 1 off-diagonal entries) and
-            // its F is p x nrhs (>= ncols); the system has n rows with F of leading dimension ldf,
-            // and rows < n only are read.
-            let tiles = if res.is_some() { 5 } else { 4 };
-            unsafe { launch.launch(tile_cfg(lev.p, tiles)) }?;
+        if self.levels.is_empty() {
+            return self.launch_bottom_only(ncols, rhs, out);
         }
-        // The bottom: one CTA, in place. Without levels the bottom is the caller's system: its
-        // right-hand sides are first copied to `out`.
-        if let Some(t) = tail {
+        let whole = TopSlice::whole(self.a, self.levels[0].p);
+        match top {
+            Top::Update {
+                from_spec: true, ..
+            } => {}
+            Top::Update { x0, .. } => self.reduce_top(&whole, ncols, rhs, Some(x0))?,
+            _ => self.reduce_top(&whole, ncols, rhs, None)?,
+        }
+        self.solve_below(ncols)?;
+        self.backsub_top(&whole, ncols, rhs, out, top)
+    }
+
+    /// The launch shape of a level kernel over `own` partitions with `tiles` staged arrays.
+    /// A CTA of `threads` threads owns threads − 1 partitions (the last thread is a halo).
+    /// Shared memory: `tiles` staged arrays of (m + 1) × threads and 3 × threads more. A level
+    /// whose CTAs would not fill the GPU twice over gets a row of CTAs per right-hand side
+    /// (each refactors its partitions: cheap next to a latency-bound loop over the columns).
+    fn tile_cfg(&self, own: usize, tiles: usize, ncols: usize) -> LaunchConfig {
+        let o = &self.o;
+        let sms = self.gpu.info.multiprocessors.max(1) as usize;
+        let ctas = own.max(1).div_ceil(o.threads as usize - 1);
+        let rows = if ctas < 2 * sms {
+            ncols.clamp(1, 65535)
+        } else {
+            1
+        };
+        LaunchConfig {
+            grid_dim: (ctas as u32, rows as u32, 1),
+            block_dim: (o.threads, 1, 1),
+            shared_mem_bytes: ((tiles * (o.m + 1) + 3) * o.threads as usize * sz::<T>()) as u32,
+        }
+    }
+
+    /// Level l's system and right-hand sides (l ≥ 1: the level above's separator system).
+    fn level_system(&self, l: usize) -> (DevMatrix, DevCols) {
+        let up = &self.levels[l - 1];
+        (
+            up.next,
+            DevCols {
+                ptr: up.next_f,
+                ld: up.p,
+            },
+        )
+    }
+
+    /// Reduces a slice of the top level (the whole system, or a piece of a streamed one) to
+    /// its rows of the separator system in level 0's buffers. With `x0`, the right-hand sides
+    /// are the residual of `x0` against `rhs` (a refinement step), its summaries into the
+    /// second set.
+    pub(super) fn reduce_top(
+        &self,
+        s: &TopSlice,
+        ncols: usize,
+        rhs: DevCols,
+        x0: Option<DevCols>,
+    ) -> Result<(), DeviceError> {
+        let lev = &self.levels[0];
+        self.reduce_level(s.a, rhs, lev, s.span(lev.p), s.j0, ncols, x0)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn reduce_level(
+        &self,
+        a: DevMatrix,
+        f: DevCols,
+        lev: &Level,
+        (p, span): (usize, Span),
+        j0: usize,
+        ncols: usize,
+        x0: Option<DevCols>,
+    ) -> Result<(), DeviceError> {
+        let sliced = span.own != p as i64 || span.prev != 0;
+        let funcs = if sliced {
+            &self.funcs.slice
+        } else {
+            &self.funcs.whole
+        };
+        let (n_l, p_l, ldf, nrhs_i) = (a.n as i64, p as i64, f.ld as i64, ncols as i32);
+        let at = |ptr: CUdeviceptr| ptr + (j0 * sz::<T>()) as u64;
+        let (rdl, rd, rdu, rf) = (
+            at(lev.next.dl),
+            at(lev.next.d),
+            at(lev.next.du),
+            at(lev.next_f),
+        );
+        let flags = self.flags;
+        let (old_rmax, old_smax, old_bmax) = self.old_sums_ptrs();
+        let func = if x0.is_some() {
+            &funcs.reduce_res
+        } else {
+            &funcs.reduce
+        };
+        let mut launch = self.stream.launch_builder(func);
+        launch
+            .arg(&n_l)
+            .arg(&a.dl)
+            .arg(&a.d)
+            .arg(&a.du)
+            .arg(&f.ptr)
+            .arg(&ldf)
+            .arg(&nrhs_i)
+            .arg(&p_l);
+        if sliced {
+            launch.arg(&span);
+        }
+        launch.arg(&rdl).arg(&rd).arg(&rdu).arg(&rf).arg(&flags);
+        let (x0p, ld0) = x0.map_or((0, 0), |x0| (x0.ptr, x0.ld as i64));
+        if x0.is_some() {
+            launch
+                .arg(&x0p)
+                .arg(&ld0)
+                .arg(&old_rmax)
+                .arg(&old_smax)
+                .arg(&old_bmax);
+        }
+        // SAFETY: arguments match gtsv_reduce_{s,d}_m{m} (gtsv_reduce_res_{s,d}_m{m} with X0 of
+        // n rows at ld0; both with _slice before the precision and the span after P when
+        // sliced); the separator system holds lev.p rows (lev.p − 1 off-diagonal
+        // entries) and its F lev.p x nrhs (>= ncols), of which partitions j0 .. j0 + span.own
+        // are written (j0 − 1 of DL too with span.prev); the system has n rows with F of
+        // leading dimension ldf, rows < n only are read (and row −1 of DL and X0 with
+        // span.prev, which the caller's slice then holds).
+        let tiles = if x0.is_some() { 5 } else { 4 };
+        unsafe { launch.launch(self.tile_cfg(span.own as usize, tiles, ncols)) }?;
+        Ok(())
+    }
+
+    /// The levels below the top: each reduced to its separator system, the bottom solved (by
+    /// the tail kernel from the level it takes), then back substitution up to level 1, which
+    /// leaves the top level's separator solution in level 0's `next_f`.
+    pub(super) fn solve_below(&self, ncols: usize) -> Result<(), DeviceError> {
+        let nrhs_i = ncols as i32;
+        let upper = self.tail.unwrap_or(self.levels.len());
+        for l in 1..upper {
+            let (a, f) = self.level_system(l);
+            let lev = &self.levels[l];
+            self.reduce_level(a, f, lev, whole_span(lev.p), 0, ncols, None)?;
+        }
+        if let Some(t) = self.tail {
             self.launch_tail(t, nrhs_i)?;
         } else {
-            let (a, f) = match self.levels.last() {
-                Some(lev) => (
-                    lev.next,
-                    DevCols {
-                        ptr: lev.next_f,
-                        ld: lev.p,
-                    },
-                ),
-                None => {
-                    if out.ptr != rhs.ptr {
-                        // SAFETY: both hold ncols columns of n rows.
-                        unsafe { copy_cols::<T>(stream, out, rhs, self.a.n, ncols)? };
-                    }
-                    (self.a, out)
-                }
+            let lev = self.levels.last().expect("levels");
+            let f = DevCols {
+                ptr: lev.next_f,
+                ld: lev.p,
             };
-            let (n_b, ldf) = (a.n as i64, f.ld as i64);
-            let cfg = LaunchConfig {
-                grid_dim: (1, 1, 1),
-                block_dim: (128, 1, 1),
-                shared_mem_bytes: (a.n * (5 * sz::<T>() + 1)) as u32,
-            };
-            let mut launch = stream.launch_builder(&funcs.base);
-            launch
-                .arg(&n_b)
-                .arg(&a.dl)
-                .arg(&a.d)
-                .arg(&a.du)
-                .arg(&f.ptr)
-                .arg(&ldf)
-                .arg(&nrhs_i)
-                .arg(&flags);
-            // SAFETY: arguments match gtsv_base_{s,d}; n_b <= base_n rows fit the shared arrays
-            // requested (5 arrays of T and one of bytes).
-            unsafe { launch.launch(cfg) }?;
+            self.launch_base(lev.next, f, nrhs_i)?;
         }
-        // Upward: back substitution; the top level also evaluates the residual check.
-        for l in (0..upper).rev() {
+        for l in (1..upper).rev() {
+            let (a, f) = self.level_system(l);
             let lev = &self.levels[l];
-            let (a, f) = system(l);
-            let x = if l == 0 { out } else { f };
-            let (n_l, p_l, ldf, ldx) = (a.n as i64, lev.p as i64, f.ld as i64, x.ld as i64);
-            let top = if l == 0 { top } else { Top::Solve };
-            // A CTA's halo partition is the next CTA's, which may already have overwritten it
-            // when X is F: the check reads the halo's solution, so it needs X apart from F.
-            assert!(
-                matches!(top, Top::Solve) || x.ptr != f.ptr,
-                "the residual check needs X apart from F"
-            );
-            let check_i = matches!(top, Top::Check) as i32;
-            let spec = matches!(top, Top::Check) && o.speculate;
-            let func = match top {
-                Top::Update { .. } => &funcs.update,
-                Top::Check if spec => &funcs.backsub_spec,
-                _ => &funcs.backsub,
-            };
-            let mut launch = stream.launch_builder(func);
-            launch
-                .arg(&n_l)
-                .arg(&a.dl)
-                .arg(&a.d)
-                .arg(&a.du)
-                .arg(&f.ptr)
-                .arg(&ldf)
-                .arg(&x.ptr)
-                .arg(&ldx)
-                .arg(&nrhs_i)
-                .arg(&p_l)
-                .arg(&lev.next_f);
-            if !matches!(top, Top::Update { .. }) && !spec {
-                launch.arg(&check_i);
-            }
-            launch.arg(&rmax).arg(&smax).arg(&bmax).arg(&flags);
-            let (x0, ld0) = match top {
-                Top::Update { x0, .. } => (x0.ptr, x0.ld as i64),
-                _ => (0, 0),
-            };
-            if matches!(top, Top::Update { .. }) {
-                launch.arg(&x0).arg(&ld0);
-            }
-            if spec {
-                launch.arg(&self.spec);
-            }
-            // SAFETY: arguments match gtsv_backsub_{s,d}_m{m} (gtsv_update_{s,d}_m{m} with
-            // Top::Update, gtsv_backsub_spec_{s,d}_m{m} with a speculating Top::Check, whose
-            // spec buffer holds p x nrhs); XS (the next system's solution) is p x nrhs; X, F
-            // (and X0) hold n rows of ncols columns at their leading dimensions.
-            let tiles = if matches!(top, Top::Update { .. }) {
-                5
-            } else {
-                4
-            };
-            unsafe { launch.launch(tile_cfg(lev.p, tiles)) }?;
+            self.backsub_level(a, f, f, lev, whole_span(lev.p), 0, ncols, Top::Solve)?;
         }
+        Ok(())
+    }
+
+    /// The back substitution of a slice of the top level: its rows of the solution go to
+    /// `out`; `top` says what else it does.
+    pub(super) fn backsub_top(
+        &self,
+        s: &TopSlice,
+        ncols: usize,
+        rhs: DevCols,
+        out: DevCols,
+        top: Top,
+    ) -> Result<(), DeviceError> {
+        let lev = &self.levels[0];
+        self.backsub_level(s.a, rhs, out, lev, s.span(lev.p), s.j0, ncols, top)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn backsub_level(
+        &self,
+        a: DevMatrix,
+        f: DevCols,
+        x: DevCols,
+        lev: &Level,
+        (p, span): (usize, Span),
+        j0: usize,
+        ncols: usize,
+        top: Top,
+    ) -> Result<(), DeviceError> {
+        let sliced = span.own != p as i64 || span.prev != 0;
+        let funcs = if sliced {
+            &self.funcs.slice
+        } else {
+            &self.funcs.whole
+        };
+        let flags = self.flags;
+        let (rmax, smax, bmax) = self.sums_ptrs();
+        let (n_l, p_l, ldf, ldx, nrhs_i) =
+            (a.n as i64, p as i64, f.ld as i64, x.ld as i64, ncols as i32);
+        let at = |ptr: CUdeviceptr| ptr + (j0 * sz::<T>()) as u64;
+        let (xs, spec_at) = (at(lev.next_f), at(self.spec));
+        // A CTA's halo partition is the next CTA's, which may already have overwritten it
+        // when X is F: the check reads the halo's solution, so it needs X apart from F.
+        assert!(
+            matches!(top, Top::Solve) || x.ptr != f.ptr,
+            "the residual check needs X apart from F"
+        );
+        let check_i = matches!(top, Top::Check) as i32;
+        let spec = matches!(top, Top::Check) && self.o.speculate;
+        let func = match top {
+            Top::Update { .. } => &funcs.update,
+            Top::Check if spec => &funcs.backsub_spec,
+            _ => &funcs.backsub,
+        };
+        let mut launch = self.stream.launch_builder(func);
+        launch
+            .arg(&n_l)
+            .arg(&a.dl)
+            .arg(&a.d)
+            .arg(&a.du)
+            .arg(&f.ptr)
+            .arg(&ldf)
+            .arg(&x.ptr)
+            .arg(&ldx)
+            .arg(&nrhs_i)
+            .arg(&p_l);
+        if sliced {
+            launch.arg(&span);
+        }
+        launch.arg(&xs);
+        if !matches!(top, Top::Update { .. }) && !spec {
+            launch.arg(&check_i);
+        }
+        launch.arg(&rmax).arg(&smax).arg(&bmax).arg(&flags);
+        let (x0, ld0) = match top {
+            Top::Update { x0, .. } => (x0.ptr, x0.ld as i64),
+            _ => (0, 0),
+        };
+        if matches!(top, Top::Update { .. }) {
+            launch.arg(&x0).arg(&ld0);
+        }
+        if spec {
+            launch.arg(&spec_at);
+        }
+        // SAFETY: arguments match gtsv_backsub_{s,d}_m{m} (gtsv_update_{s,d}_m{m} with
+        // Top::Update, gtsv_backsub_spec_{s,d}_m{m} with a speculating Top::Check; each with
+        // _slice before the precision and the span after P when sliced), whose spec buffer holds lev.p x nrhs); XS (the separator system's solution) is lev.p x nrhs, read
+        // at partitions j0 − 1 .. j0 + p; X, F (and X0) hold n rows of ncols columns at their
+        // leading dimensions (and row −1 of DL and X0 with span.prev).
+        let tiles = if matches!(top, Top::Update { .. }) {
+            5
+        } else {
+            4
+        };
+        unsafe { launch.launch(self.tile_cfg(span.own as usize, tiles, ncols)) }?;
+        Ok(())
+    }
+
+    /// A system without levels: one CTA solves it in `out` (the right-hand sides are first
+    /// copied there).
+    fn launch_bottom_only(
+        &self,
+        ncols: usize,
+        rhs: DevCols,
+        out: DevCols,
+    ) -> Result<(), DeviceError> {
+        if out.ptr != rhs.ptr {
+            // SAFETY: both hold ncols columns of n rows.
+            unsafe { copy_cols::<T>(&self.stream, out, rhs, self.a.n, ncols)? };
+        }
+        self.launch_base(self.a, out, ncols as i32)
+    }
+
+    /// The bottom: one CTA solves the system `a` for `f` in place.
+    fn launch_base(&self, a: DevMatrix, f: DevCols, nrhs_i: i32) -> Result<(), DeviceError> {
+        let (n_b, ldf) = (a.n as i64, f.ld as i64);
+        let cfg = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (128, 1, 1),
+            shared_mem_bytes: (a.n * (5 * sz::<T>() + 1)) as u32,
+        };
+        let mut launch = self.stream.launch_builder(&self.funcs.base);
+        launch
+            .arg(&n_b)
+            .arg(&a.dl)
+            .arg(&a.d)
+            .arg(&a.du)
+            .arg(&f.ptr)
+            .arg(&ldf)
+            .arg(&nrhs_i)
+            .arg(&self.flags);
+        // SAFETY: arguments match gtsv_base_{s,d}; n_b <= base_n rows fit the shared arrays
+        // requested (5 arrays of T and one of bytes).
+        unsafe { launch.launch(cfg) }?;
         Ok(())
     }
 
@@ -634,8 +842,19 @@ impl<T: Real> Plan<T> {
         }
     }
 
+    /// The top level's partition count (the plan has levels).
+    pub(super) fn top_partitions(&self) -> usize {
+        self.levels[0].p
+    }
+
+    /// The speculating check's separator right-hand sides become level 0's, for a refinement
+    /// step that starts one level down.
+    pub(super) fn take_spec(&mut self) {
+        std::mem::swap(&mut self.levels[0].next_f, &mut self.spec);
+    }
+
     /// Clears the flags and summaries before a kernel accumulates into them.
-    fn clear(&mut self) -> Result<(), DeviceError> {
+    pub(super) fn clear(&mut self) -> Result<(), DeviceError> {
         let cs = self.stream.cu_stream();
         // SAFETY: the summaries and the flags' element after them lie inside this plan's
         // allocation (work_layout); the stream orders the writes.
@@ -644,7 +863,7 @@ impl<T: Real> Plan<T> {
     }
 
     /// Reads the flags and the summaries of `ncols` columns (waits for the stream).
-    fn read_sums(&self, ncols: usize) -> Result<(i32, Vec<Residual<T>>), DeviceError> {
+    pub(super) fn read_sums(&self, ncols: usize) -> Result<(i32, Vec<Residual<T>>), DeviceError> {
         let (flags, sums, _) = self.read_both_sums(ncols)?;
         Ok((flags, sums))
     }
@@ -652,7 +871,7 @@ impl<T: Real> Plan<T> {
     /// [`Self::read_sums`] for both sets of summaries: the check's and the old residual's of a
     /// refinement step ([`Top::Update`]).
     #[allow(clippy::type_complexity)]
-    fn read_both_sums(
+    pub(super) fn read_both_sums(
         &self,
         ncols: usize,
     ) -> Result<(i32, Vec<Residual<T>>, Vec<Residual<T>>), DeviceError> {
@@ -768,9 +987,7 @@ impl<T: Real> Plan<T> {
         // The speculating check left the first step's top-level separator system ready.
         let mut spec_ready = device_check && self.o.speculate;
         while steps < MAX_REFINE_STEPS {
-            let cols: Vec<usize> = (0..nrhs)
-                .filter(|&c| !stalled[c] && wants_refinement(&checks[c]))
-                .collect();
+            let cols = columns_to_refine(&checks, &stalled);
             if cols.is_empty() {
                 break;
             }
@@ -794,8 +1011,7 @@ impl<T: Real> Plan<T> {
                 };
                 let from_spec = std::mem::take(&mut spec_ready);
                 if from_spec {
-                    // Its right-hand sides become level 0's separator system's.
-                    std::mem::swap(&mut self.levels[0].next_f, &mut self.spec);
+                    self.take_spec();
                 }
                 self.clear()?;
                 self.launch(nrhs, rhs, xn, Top::Update { x0: x, from_spec })?;
@@ -804,22 +1020,8 @@ impl<T: Real> Plan<T> {
                 let old = if from_spec { checks.clone() } else { old };
                 (xn, old, new)
             };
-            for &c in &cols {
-                checks[c] = old[c];
-            }
             steps += 1;
-            let better: Vec<usize> = cols
-                .iter()
-                .copied()
-                .filter(|&c| new[c].3 && new[c].0 < checks[c].0)
-                .collect();
-            for &c in &cols {
-                if better.contains(&c) {
-                    checks[c] = new[c];
-                } else {
-                    stalled[c] = true;
-                }
-            }
+            let better = keep_improved(&cols, &mut checks, &old, &new, &mut stalled);
             if better.len() == nrhs {
                 // Every column improved: the candidate becomes the solution.
                 let into = if cand.ptr == self.r {
@@ -847,4 +1049,34 @@ impl<T: Real> Plan<T> {
         });
         Ok(judge(checks))
     }
+}
+
+/// The columns a refinement step corrects: those not stalled whose residual asks for it.
+pub(super) fn columns_to_refine<T: Real>(checks: &[Residual<T>], stalled: &[bool]) -> Vec<usize> {
+    (0..checks.len())
+        .filter(|&c| !stalled[c] && wants_refinement(&checks[c]))
+        .collect()
+}
+
+/// One refinement step's verdict per column of `cols`: its summaries become `old` (the
+/// accurate residual of the solution it started from), then `new` where that is finite and
+/// smaller; the columns that did not improve stall. Returns the improved columns.
+pub(super) fn keep_improved<T: Real>(
+    cols: &[usize],
+    checks: &mut [Residual<T>],
+    old: &[Residual<T>],
+    new: &[Residual<T>],
+    stalled: &mut [bool],
+) -> Vec<usize> {
+    let mut better = Vec::new();
+    for &c in cols {
+        checks[c] = old[c];
+        if new[c].3 && new[c].0 < checks[c].0 {
+            checks[c] = new[c];
+            better.push(c);
+        } else {
+            stalled[c] = true;
+        }
+    }
+    better
 }
