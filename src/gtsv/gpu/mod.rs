@@ -61,7 +61,7 @@ pub struct GpuOptions {
     /// Elements per pinned staging buffer (two are used, alternately).
     pub staging_elems: usize,
     /// Device bytes one call may use, below the budget (`HYLAPACK_GPU_MEMORY_LIMIT` or what is
-    /// free); a system that needs more is solved in chunks ([`solve`]). `None`: the budget.
+    /// free); a system that needs more is streamed or chunked ([`solve`]). `None`: the budget.
     pub memory_limit: Option<u64>,
 }
 
