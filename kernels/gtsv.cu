@@ -853,22 +853,27 @@ template <typename T> __device__ void add_into(long long n, int ncols, const T *
                                                 smax, bmax, flags, x0, ld0, nullptr);                     \
     }
 
-// The partition kernels, one per partition size M (rows, separator included), for whole
-// levels and (suffix _slice, with a Span) for slices of a streamed top level.
+// The partition kernels, one per partition size M (rows, separator included). This source
+// compiles to two modules: "gtsv" (whole levels, the tail and the row kernels) and, with
+// GTSV_SLICES defined, "gtsv_slice" (the _slice variants with a Span), compiled only when a
+// top level is first streamed: NVRTC takes about as long again for them.
 // gtsv_update holds the most registers (227 for double, m = 8, unbounded: 4 CTAs of 64 per SM);
 // its bound keeps it at 170 or fewer, 6 such CTAs. gtsv_backsub's bound takes it from 142 to
 // 128 registers (8 CTAs of 64, a few bytes spilled): 2-6% faster at n = 2^23 on an H100; the
 // same bound on gtsv_reduce (96 registers) spilled more and was slower.
+#ifdef GTSV_SLICES
+#define STAMP_GTSV_M(T, sfx, M) STAMP_GTSV_PARTS(T, sfx, M, _slice, true, WITH_SPAN(, Span span), span)
+#else
 #define STAMP_GTSV_M(T, sfx, M)                                                                           \
     STAMP_GTSV_PARTS(T, sfx, M, , false, , Span{})                                                         \
-    STAMP_GTSV_PARTS(T, sfx, M, _slice, true, WITH_SPAN(, Span span), span)                                \
     extern "C" __global__ void __launch_bounds__(256, 1) gtsv_tail_##sfx##_m##M(TailSystems systems, int nrhs, \
                                                                            T *scratch, int *flags) {       \
         tail_solve<T, M>(systems, nrhs, scratch, flags);                                                  \
     }
-
 STAMP_GTSV(float, s)
 STAMP_GTSV(double, d)
+#endif
+
 STAMP_GTSV_M(float, s, 8)
 STAMP_GTSV_M(float, s, 16)
 STAMP_GTSV_M(float, s, 32)

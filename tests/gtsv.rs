@@ -1479,7 +1479,9 @@ fn streamed_top_level_matches_in_core() {
     // Under a memory limit that holds the levels below the top but not the system, the top
     // level streams through the GPU in slices of `own` partitions. The partitions and their
     // arithmetic are the in-core solve's, so the answers must agree bit for bit, refinement
-    // included; LAPACK's INFO and a small backward error are checked as everywhere.
+    // included (with the speculating check, whose refinement starts one level down, and
+    // without it, where the refinement's top-level reduce runs over the slices too); LAPACK's
+    // INFO and a small backward error are checked as everywhere.
     if backend() != Backend::Gpu || !have_gpu_or_skip() {
         eprintln!("skipped: streaming is a GPU-path feature (HYLAPACK_DEVICE=gpu)");
         return;
@@ -1487,8 +1489,11 @@ fn streamed_top_level_matches_in_core() {
     let seed = seed_from_time();
     let mut rng = Rng::new(seed);
     let own = 5000;
-    let limited = |n: usize, nrhs: usize, prec: usize| {
-        let g = GpuOptions::default();
+    let limited_with = |n: usize, nrhs: usize, prec: usize, speculate: bool| {
+        let g = GpuOptions {
+            speculate,
+            ..GpuOptions::default()
+        };
         let limit = if prec == 8 {
             hylapack::gtsv::gpu::streamed_bytes::<f64>(n, nrhs, &g, own)
         } else {
@@ -1503,8 +1508,13 @@ fn streamed_top_level_matches_in_core() {
             ..Options::default()
         }
     };
-    let unlimited = Options {
+    let limited = |n: usize, nrhs: usize, prec: usize| limited_with(n, nrhs, prec, true);
+    let unlimited = |speculate: bool| Options {
         cpu_min_n: 2,
+        gpu: GpuOptions {
+            speculate,
+            ..GpuOptions::default()
+        },
         ..Options::default()
     };
     let m = GpuOptions::default().m;
@@ -1516,7 +1526,7 @@ fn streamed_top_level_matches_in_core() {
         (2 * own * m + m + 2, 1, 1),
         (1 << 20, 1, 0),
     ];
-    let (mut refined, mut slices) = (0, 0);
+    let (mut refined, mut refined_plain, mut slices) = (0, 0, 0);
     for &(n, nrhs, pad) in &cases {
         let o = limited(n, nrhs, 8);
         let got = hylapack::gtsv::gpu::slice_partitions::<f64>(
@@ -1534,42 +1544,51 @@ fn streamed_top_level_matches_in_core() {
             };
             let ldb = n + pad;
             let b = rhs(n, ldb, nrhs, &mut rng);
-            let whole = ours::<f64>(&a, &b, ldb, nrhs, &unlimited);
-            let steps = hylapack::gtsv::gpu::last_phases().refine_steps;
-            let st = ours::<f64>(&a, &b, ldb, nrhs, &o);
-            let ph = hylapack::gtsv::gpu::last_phases();
-            let what = format!("n = {n}, nrhs {nrhs}, kind {kind}, seed {seed}");
-            assert_eq!(st.info, whole.info, "{what}: INFO");
-            let solver = |s: &Solved<f64>| s.report.as_ref().unwrap().solver;
-            assert_eq!(
-                solver(&st),
-                solver(&whole),
-                "{what}: {:?}",
-                st.report.as_ref().unwrap().note
-            );
-            if solver(&st) != Solver::Spike {
-                continue;
+            for speculate in [true, false] {
+                let whole = ours::<f64>(&a, &b, ldb, nrhs, &unlimited(speculate));
+                let steps = hylapack::gtsv::gpu::last_phases().refine_steps;
+                let st = ours::<f64>(&a, &b, ldb, nrhs, &limited_with(n, nrhs, 8, speculate));
+                let ph = hylapack::gtsv::gpu::last_phases();
+                let what = format!(
+                    "n = {n}, nrhs {nrhs}, kind {kind}, speculate {speculate}, seed {seed}"
+                );
+                assert_eq!(st.info, whole.info, "{what}: INFO");
+                let solver = |s: &Solved<f64>| s.report.as_ref().unwrap().solver;
+                assert_eq!(
+                    solver(&st),
+                    solver(&whole),
+                    "{what}: {:?}",
+                    st.report.as_ref().unwrap().note
+                );
+                if solver(&st) != Solver::Spike {
+                    continue;
+                }
+                assert_eq!(
+                    ph.chunks,
+                    (n + 1).div_ceil(m).div_ceil(own),
+                    "{what}: slices"
+                );
+                assert_eq!(ph.refine_steps, steps, "{what}: refinement steps");
+                slices += ph.chunks;
+                refined += (steps > 0) as usize;
+                refined_plain += (steps > 0 && !speculate) as usize;
+                let differ =
+                    st.x.iter()
+                        .zip(&whole.x)
+                        .filter(|(p, q)| p.to_bits() != q.to_bits())
+                        .count();
+                assert_eq!(
+                    differ, 0,
+                    "{what}: {differ} entries differ from the in-core solve"
+                );
             }
-            assert_eq!(
-                ph.chunks,
-                (n + 1).div_ceil(m).div_ceil(own),
-                "{what}: slices"
-            );
-            assert_eq!(ph.refine_steps, steps, "{what}: refinement steps");
-            slices += ph.chunks;
-            refined += (steps > 0) as usize;
-            let differ =
-                st.x.iter()
-                    .zip(&whole.x)
-                    .filter(|(p, q)| p.to_bits() != q.to_bits())
-                    .count();
-            assert_eq!(
-                differ, 0,
-                "{what}: {differ} entries differ from the in-core solve"
-            );
         }
     }
     assert!(refined >= 2, "too few refined systems (seed {seed})");
+    assert!(
+        refined_plain >= 1,
+        "no refinement without the speculating check (seed {seed})"
+    );
     eprintln!("streamed: {slices} slices, {refined} refined systems, all equal to in core");
     // Against LAPACK (INFO, backward error, padding rows), both precisions, and a singular
     // system (LAPACK's INFO and B).

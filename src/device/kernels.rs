@@ -26,6 +26,16 @@ pub static GTSV: KernelSource = KernelSource {
     source: include_str!("../../kernels/gtsv.cu"),
 };
 
+/// The tridiagonal solver's kernels for slices of a streamed top level (the same source with
+/// `GTSV_SLICES`): a module of their own, compiled only when a solve first streams.
+pub static GTSV_SLICE: KernelSource = KernelSource {
+    name: "gtsv_slice",
+    source: concat!(
+        "#define GTSV_SLICES 1\n",
+        include_str!("../../kernels/gtsv.cu")
+    ),
+};
+
 /// Directed-rounding and interval products, and the verified solver's kernels.
 pub static INTERVAL: KernelSource = KernelSource {
     name: "interval",
@@ -39,7 +49,7 @@ pub static SB2ST: KernelSource = KernelSource {
 };
 
 /// Every kernel family (the compile test walks this list).
-pub static ALL: &[&KernelSource] = &[&STEBZ, &GTSV, &INTERVAL, &SB2ST];
+pub static ALL: &[&KernelSource] = &[&STEBZ, &GTSV, &GTSV_SLICE, &INTERVAL, &SB2ST];
 
 /// NVRTC options for every kernel: IEEE division and square root, no flush-to-zero and no
 /// contraction into FMA, because Sturm counts and directed rounding must match the CPU bit for bit.

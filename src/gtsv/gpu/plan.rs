@@ -273,10 +273,41 @@ struct PartFuncs {
     update: CudaFunction,
 }
 
+impl PartFuncs {
+    fn load<T: Real>(
+        module: &Arc<cudarc::driver::CudaModule>,
+        m: usize,
+        tag: &str,
+    ) -> Result<Self, DeviceError> {
+        let f = |name: &str| module.load_function(&format!("gtsv_{name}{tag}_{}_m{m}", T::PREFIX));
+        Ok(PartFuncs {
+            reduce: f("reduce")?,
+            reduce_res: f("reduce_res")?,
+            backsub: f("backsub")?,
+            backsub_spec: f("backsub_spec")?,
+            update: f("update")?,
+        })
+    }
+
+    /// The slice kernels of each (precision, partition size) loaded so far, from the module
+    /// compiled at the first streamed solve.
+    fn slices<T: Real>(gpu: &Gpu, m: usize) -> Result<Self, DeviceError> {
+        static LOADED: std::sync::Mutex<Vec<((char, usize), PartFuncs)>> =
+            std::sync::Mutex::new(Vec::new());
+        let key = (T::PREFIX, m);
+        let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, f)) = loaded.iter().find(|(k, _)| *k == key) {
+            return Ok(f.clone());
+        }
+        let f = Self::load::<T>(&gpu.module(&kernels::GTSV_SLICE)?, m, "_slice")?;
+        loaded.push((key, f.clone()));
+        Ok(f)
+    }
+}
+
 #[derive(Clone)]
 struct Funcs {
     whole: PartFuncs,
-    slice: PartFuncs,
     base: CudaFunction,
     tail: CudaFunction,
     residual: CudaFunction,
@@ -303,18 +334,8 @@ impl Funcs {
         let module = gpu.module(&kernels::GTSV)?;
         let f = |name: &str| module.load_function(&format!("gtsv_{name}_{}", T::PREFIX));
         let fm = |name: &str| module.load_function(&format!("gtsv_{name}_{}_m{m}", T::PREFIX));
-        let parts = |tag: &str| -> Result<PartFuncs, DeviceError> {
-            Ok(PartFuncs {
-                reduce: fm(&format!("reduce{tag}"))?,
-                reduce_res: fm(&format!("reduce_res{tag}"))?,
-                backsub: fm(&format!("backsub{tag}"))?,
-                backsub_spec: fm(&format!("backsub_spec{tag}"))?,
-                update: fm(&format!("update{tag}"))?,
-            })
-        };
         Ok(Funcs {
-            whole: parts("")?,
-            slice: parts("_slice")?,
+            whole: PartFuncs::load::<T>(&module, m, "")?,
             base: f("base")?,
             tail: fm("tail")?,
             residual: f("residual")?,
@@ -359,6 +380,8 @@ pub(super) struct Plan<T> {
     gpu: &'static Gpu,
     stream: Arc<CudaStream>,
     funcs: Funcs,
+    /// The slice kernels, for a streamed top level only.
+    slice_funcs: Option<PartFuncs>,
     o: GpuOptions,
     a: DevMatrix,
     nrhs: usize,
@@ -421,6 +444,11 @@ impl<T: Real> Plan<T> {
         resident: bool,
     ) -> Result<Self, DeviceError> {
         let funcs = Funcs::get::<T>(gpu, o.m)?;
+        let slice_funcs = if resident {
+            None
+        } else {
+            Some(PartFuncs::slices::<T>(gpu, o.m)?)
+        };
         let (offsets, [x_at, r_at, x_next_at, sums_at, scratch_at, spec_at], total, tail) =
             work_layout(a.n, nrhs, o, resident);
         let work = Work::take(gpu, &stream, total * sz::<T>())?;
@@ -442,6 +470,7 @@ impl<T: Real> Plan<T> {
         Ok(Plan {
             gpu,
             funcs,
+            slice_funcs,
             o: o.clone(),
             a,
             nrhs,
@@ -512,6 +541,17 @@ impl<T: Real> Plan<T> {
         self.backsub_top(&whole, ncols, rhs, out, top)
     }
 
+    /// The partition kernels of a whole level, or of a slice (a streamed plan's).
+    fn part_funcs(&self, sliced: bool) -> &PartFuncs {
+        if sliced {
+            self.slice_funcs
+                .as_ref()
+                .expect("slices run on a streamed plan")
+        } else {
+            &self.funcs.whole
+        }
+    }
+
     /// The launch shape of a level kernel over `own` partitions with `tiles` staged arrays.
     /// A CTA of `threads` threads owns threads − 1 partitions (the last thread is a halo).
     /// Shared memory: `tiles` staged arrays of (m + 1) × threads and 3 × threads more. A level
@@ -572,11 +612,7 @@ impl<T: Real> Plan<T> {
         x0: Option<DevCols>,
     ) -> Result<(), DeviceError> {
         let sliced = span.own != p as i64 || span.prev != 0;
-        let funcs = if sliced {
-            &self.funcs.slice
-        } else {
-            &self.funcs.whole
-        };
+        let funcs = self.part_funcs(sliced);
         let (n_l, p_l, ldf, nrhs_i) = (a.n as i64, p as i64, f.ld as i64, ncols as i32);
         let at = |ptr: CUdeviceptr| ptr + (j0 * sz::<T>()) as u64;
         let (rdl, rd, rdu, rf) = (
@@ -683,11 +719,7 @@ impl<T: Real> Plan<T> {
         top: Top,
     ) -> Result<(), DeviceError> {
         let sliced = span.own != p as i64 || span.prev != 0;
-        let funcs = if sliced {
-            &self.funcs.slice
-        } else {
-            &self.funcs.whole
-        };
+        let funcs = self.part_funcs(sliced);
         let flags = self.flags;
         let (rmax, smax, bmax) = self.sums_ptrs();
         let (n_l, p_l, ldf, ldx, nrhs_i) =
