@@ -12,8 +12,9 @@
 
 use super::*;
 
-/// Fewest top-level partitions per slice: below this the slices' launches and transfers cost
-/// more than the chunked solve's.
+/// Fewest top-level partitions per slice worth streaming (a floor set by judgment, not by
+/// measurement): with fewer, every slice's launches and uploads would be tiny, and the chunked
+/// solve takes over.
 const MIN_SLICE_PARTITIONS: usize = 1 << 12;
 
 /// Device bytes of the slice buffers for slices of `own` partitions (DL, D, DU with one row
