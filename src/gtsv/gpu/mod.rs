@@ -226,6 +226,32 @@ fn check_options(o: &GpuOptions, n: usize, nrhs: usize) -> Result<(), DeviceErro
     Ok(())
 }
 
+/// What one GPU solve holds for its whole call, taken after its options are checked: its
+/// reservation of `bytes` from the budget and a pooled stream, with the context bound to this
+/// thread. (Fields drop in order: the stream goes back to the pool before the reservation ends.)
+struct Call {
+    stream: Arc<CudaStream>,
+    _pooled: device::PooledStream,
+    gpu: &'static Gpu,
+    _memory: crate::device::memory::Reservation<'static>,
+}
+
+impl Call {
+    fn begin(o: &GpuOptions, n: usize, nrhs: usize, bytes: u64) -> Result<Self, DeviceError> {
+        check_options(o, n, nrhs)?;
+        let gpu = device::gpu()?;
+        let memory = gpu.budget.reserve(bytes)?;
+        gpu.ctx.bind_to_thread()?;
+        let pooled = gpu.stream()?;
+        Ok(Call {
+            stream: (*pooled).clone(),
+            _pooled: pooled,
+            gpu,
+            _memory: memory,
+        })
+    }
+}
+
 /// Solves on the GPU for host arrays. `Err`: the GPU could not run it (nothing changed);
 /// `Ok(Err)`: SPIKE's answer was rejected (nothing changed); `Ok(Ok)`: `X` is in `b`.
 ///
@@ -274,12 +300,8 @@ fn solve_whole<T: Real>(
     keep_b: bool,
 ) -> Result<Result<(), Reject>, DeviceError> {
     let n = d.len();
-    check_options(o, n, nrhs)?;
-    let gpu = device::gpu()?;
-    let _memory = gpu.budget.reserve(bytes_needed::<T>(n, nrhs, o))?;
-    gpu.ctx.bind_to_thread()?;
-    let pooled = gpu.stream()?;
-    let stream: Arc<CudaStream> = (*pooled).clone();
+    let call = Call::begin(o, n, nrhs, bytes_needed::<T>(n, nrhs, o))?;
+    let (gpu, stream) = (call.gpu, call.stream.clone());
     let t0 = Instant::now();
     let mut staging = Staging::<T>::new(gpu, o.staging_elems.max(1024))?;
     // SAFETY (allocations): every element is written by an upload before it is read.
@@ -371,12 +393,8 @@ pub fn solve_device<T: Real>(
     nrhs: usize,
     after: Option<cudarc::driver::sys::CUstream>,
 ) -> Result<Result<(), Reject>, DeviceError> {
-    check_options(o, a.n, nrhs)?;
-    let gpu = device::gpu()?;
-    let _memory = gpu.budget.reserve(work_bytes::<T>(a.n, nrhs, o))?;
-    gpu.ctx.bind_to_thread()?;
-    let pooled = gpu.stream()?;
-    let stream: Arc<CudaStream> = (*pooled).clone();
+    let call = Call::begin(o, a.n, nrhs, work_bytes::<T>(a.n, nrhs, o))?;
+    let (gpu, stream) = (call.gpu, call.stream.clone());
     if let Some(s) = after {
         // SAFETY: the caller's stream, live for the call (the C entry's contract).
         unsafe { device::wait_for_stream(&stream, s)? };

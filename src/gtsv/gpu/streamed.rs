@@ -69,12 +69,8 @@ pub fn solve_streamed<T: Real>(
     own: usize,
 ) -> Result<Result<(), Reject>, DeviceError> {
     let n = d.len();
-    check_options(o, n, nrhs)?;
-    let gpu = device::gpu()?;
-    let _memory = gpu.budget.reserve(streamed_bytes::<T>(n, nrhs, o, own))?;
-    gpu.ctx.bind_to_thread()?;
-    let pooled = gpu.stream()?;
-    let stream: Arc<CudaStream> = (*pooled).clone();
+    let call = Call::begin(o, n, nrhs, streamed_bytes::<T>(n, nrhs, o, own))?;
+    let (gpu, stream) = (call.gpu, call.stream.clone());
     let t0 = Instant::now();
     let mut plan = Plan::<T>::new_streamed(gpu, stream.clone(), o, n, nrhs)?;
     let p = plan.top_partitions();
