@@ -56,7 +56,8 @@ pub struct SbrTuning {
     /// `HYLAPACK_SBR_PANEL`: how the resident mode factors its panels.
     pub panel: SbrPanel,
     /// `HYLAPACK_SBR_LOOKAHEAD` (default 1): the resident mode factors the next panel on a
-    /// second stream while the rest of the trailing matrix is updated.
+    /// second stream while the rest of the trailing matrix is updated; the streaming mode
+    /// factors it during the SYR2K pass and forms the next step's SYMM in that pass too.
     pub lookahead: bool,
     /// `HYLAPACK_SBR_DIRECT` (default 1): the streaming mode page-locks the user's matrix for
     /// the call and moves block columns by DMA, without staging copies.

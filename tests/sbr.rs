@@ -513,7 +513,7 @@ fn dsyev_matches_lapack_n2500() {
 fn syev_wide_band_suite<T: Real + Dense + CublasReal>() {
     let seed = seed();
     let mut rng = Rng::new(seed);
-    let n = 1200;
+    let n = 1500;
     let elem = std::mem::size_of::<T>();
     let kd = sbr::syev::bandwidth(n);
     let budget = 2 * sbr::streaming_budget(n, 4 * kd, 0, elem);

@@ -11,18 +11,22 @@
 //!    [`panel_on_executor`]), so the panel never travels; with look-ahead (the default) the
 //!    next panel is factored on a second lane (a stream of the highest priority) while the
 //!    rest of the trailing matrix is updated (see [`resident_steps`]). Streaming: the panel
-//!    goes up, is factored on the executor by sub-panels of 64 columns (each as the resident
-//!    panels, see [`blocked_panel`]; a wide band's panel on the host's xGEQRT3 took 0.7 s of
-//!    each 1 s step at n = 32768, kd = 1024), and comes back; `V` and `Z` stay.
+//!    is factored on the executor by sub-panels of 64 columns (each as the resident panels,
+//!    see [`blocked_panel`]; a wide band's panel on the host's xGEQRT3 took 0.7 s of each 1 s
+//!    step at n = 32768, kd = 1024) and comes back to the host; `V` and `Z` stay. With
+//!    look-ahead it is factored where the last step's update pass left it, during that pass.
 //! 2. Two-sided update of the trailing `A₂ = L[s.., s..]` as in the paper's (8)–(11), with
 //!    LAPACK's signs: `X = A₂ Z` (SYMM), `X −= ½ V (Zᵀ X)`, `A₂ −= V Xᵀ + X Vᵀ` (SYR2K).
 //!
 //! The host matrix is the only full copy. An [`Executor`] (the CPU's BLAS, or cuBLAS) holds
 //! `V`, `Z`, `X` and either the whole lower triangle ("resident", when the budget allows) or a
 //! ring of three block columns of the trailing matrix that stream through it ("streaming"):
-//! for each step one pass uploads the block columns for the SYMM, a second uploads, updates and
-//! downloads them for the SYR2K, the next upload and the previous download overlapping the
-//! current block's arithmetic. The block width comes from the executor's byte budget.
+//! each step's pass uploads, updates (SYR2K) and downloads them, the next upload and the
+//! previous download overlapping the current block's arithmetic, and with look-ahead (the
+//! default, see [`syr2k_pass`]) factors the next panel and forms the next step's SYMM on the
+//! way, so that the trailing matrix travels once each way per step. Without it (the first
+//! step, a resumed pass, blocks no wider than kd) the SYMM takes a pass of its own, an upload.
+//! The block width comes from the executor's byte budget.
 //!
 //! Streaming block columns move straight between the user's matrix and the executor
 //! (`Executor::map_host`: the GPU page-locks the matrix for the call and moves them by DMA at
@@ -49,7 +53,9 @@
 //! `V`, `X` of the step are kept on the host, so a failure resumes on the CPU executor where it
 //! stopped. A write-back that fails after part of its column may have reached the host (a copy
 //! that dies half way) leaves a column that the resumption would update twice: that call stops
-//! with an error, as a torn final download does.
+//! with an error, as a torn final download does. A pass that takes the next step along keeps
+//! that step's panel, `Z` and partial `X` off the host matrix (its band columns and τ are
+//! written early, and again by a resumption, which redoes that step whole).
 
 mod cholqr;
 pub mod cpu;
@@ -426,9 +432,10 @@ pub enum Mode {
 pub fn plan(n: usize, kd: usize, elem: usize, budget: u64) -> Result<Mode, ExecError> {
     let fixed = streaming_budget(n, kd, 0, elem);
     let whole = (n * n * elem) as u64;
-    // With the band's staging buffer for band-only runs (`band_from_device`).
+    // With the band's staging buffer for band-only runs (`band_from_device`); less the
+    // streaming mode's next `X`.
     let resident_extra =
-        ((3 * n * kd + (3 + 2 * cholqr::scratch_len(1)) * kd * kd + n + (kd + 1) * (n + kd + 1))
+        ((2 * n * kd + (3 + 2 * cholqr::scratch_len(1)) * kd * kd + n + (kd + 1) * (n + kd + 1))
             * elem) as u64;
     if fixed + resident_extra + whole <= budget {
         return Ok(Mode::Resident);
@@ -450,10 +457,11 @@ pub fn plan(n: usize, kd: usize, elem: usize, budget: u64) -> Result<Mode, ExecE
 }
 
 /// The bytes a streaming run with block columns of `nb` columns holds on its executor: `V`,
-/// `Z`, `X` (n x kd each, `X` also holding the panel while it is factored), two kd x kd
-/// matrices, τ, the sub-panels' buffers and the ring of three block columns.
+/// `Z`, `X` and the next step's `X` (n x kd each; `X` also holds the panel while it is factored
+/// between passes, the next `X` its `V` while it is factored in a pass), two kd x kd matrices,
+/// τ, the sub-panels' buffers and the ring of three block columns.
 pub fn streaming_budget(n: usize, kd: usize, nb: usize, elem: usize) -> u64 {
-    ((3 * n * kd + 2 * kd * kd + kd + sub_panels_len(n, kd) + 3 * n * nb) * elem) as u64
+    ((4 * n * kd + 2 * kd * kd + kd + sub_panels_len(n, kd) + 3 * n * nb) * elem) as u64
 }
 
 /// Where a run stands, kept on the host so that another executor can take over.
@@ -862,13 +870,15 @@ fn run<T: Real + Dense, E: Executor<T>>(
             // that their pages are in place, and mapped beside the matrix. They live here, in
             // `spare` (between steps and during a step's panel and SYMM pass) or in
             // `progress.pending`, all of which outlive `unmap_host`.
-            let (mut x, mut p, mut diagonal) = (
+            // A second panel buffer holds the next step's panel while a pass factors it.
+            let (mut x, mut p, mut p_next, mut diagonal) = (
+                Vec::with_capacity(n * kd),
                 Vec::with_capacity(n * kd),
                 Vec::with_capacity(n * kd),
                 Vec::with_capacity(nb * nb),
             );
             if job.direct {
-                for b in [&mut x, &mut p, &mut diagonal] {
+                for b in [&mut x, &mut p, &mut p_next, &mut diagonal] {
                     // SAFETY: the buffers are not reallocated (they stay within their
                     // capacity) and outlive the run, which ends with `unmap_host`.
                     unsafe { exec.map_host(b.as_mut_ptr(), b.capacity()) };
@@ -877,6 +887,7 @@ fn run<T: Real + Dense, E: Executor<T>>(
             let mut spare: Option<(Vec<T>, Vec<T>)> = None;
             host_ph.end(exec, 1).ok();
             let ran = (|| -> Result<(), ExecError> {
+                let mut x_next = exec.alloc(panel_len)?;
                 let ring_len = n * nb;
                 let mut ring = Ring {
                     slots: [
@@ -894,6 +905,9 @@ fn run<T: Real + Dense, E: Executor<T>>(
                 let on_executor = panel_mode() != SbrPanel::Host && exec.can_factor();
                 let mut sub = SubPanels::new(exec, n.saturating_sub(kd + progress.i), kd)?;
                 let mut taubuf = exec.alloc(kd)?;
+                // The last pass factored this step's panel (in `p_next`, Z in `zbuf`) and
+                // formed its A₂ Z (in `x_next`), see `syr2k_pass`.
+                let mut ahead = false;
                 while progress.i + kd < n {
                     let i = progress.i;
                     let (h, s) = (n - i, i + kd);
@@ -906,8 +920,14 @@ fn run<T: Real + Dense, E: Executor<T>>(
                         let (x, p) = spare.get_or_insert_with(|| {
                             (std::mem::take(&mut x), std::mem::take(&mut p))
                         });
-                        p.resize(h * kd, T::ZERO);
-                        if on_executor && pn > kd {
+                        if ahead {
+                            std::mem::swap(p, &mut p_next);
+                            std::mem::swap(&mut xbuf, &mut x_next);
+                            upload_v(exec, job, &mut vbuf, p, h, pn, pk)?;
+                            ph.end(exec, 0)?;
+                            ph.end(exec, 1)?;
+                        } else if on_executor && pn > kd {
+                            p.resize(h * kd, T::ZERO);
                             // The diagonal block: the rows below come back factored.
                             for c in 0..kd {
                                 job.host.gather(i, kd, i + c, 0, &mut p[c * h..c * h + kd]);
@@ -924,14 +944,17 @@ fn run<T: Real + Dense, E: Executor<T>>(
                             let how = panel_through_executor(exec, job, i, p, h, bufs)?;
                             progress.count(how);
                         } else {
+                            p.resize(h * kd, T::ZERO);
                             job.host.gather(i, h, i, 0, p);
                             let (v, t) = factor_panel(job, i, p, h);
                             upload_panel(exec, &mut vbuf, &mut tbuf, &mut zbuf, &v, &t, pn, pk)?;
                         }
-                        ph.end(exec, 0)?;
-                        let cols = block_columns(pn, nb);
-                        symm_pass(exec, job, &cols, &mut ring, &zbuf, &mut xbuf, s, pk)?;
-                        ph.end(exec, 1)?;
+                        if !ahead {
+                            ph.end(exec, 0)?;
+                            let cols = symm_columns(pn, nb, kd);
+                            symm_pass(exec, job, &cols, &mut ring, &zbuf, &mut xbuf, s, pk)?;
+                            ph.end(exec, 1)?;
+                        }
                         finish_x(exec, pn, pk, &vbuf, &zbuf, &mut xbuf, &mut sbuf)?;
                         x.resize(pn * pk, T::ZERO);
                         if job.direct {
@@ -951,7 +974,19 @@ fn run<T: Real + Dense, E: Executor<T>>(
                         });
                         ph.end(exec, 2)?;
                     }
-                    let done = syr2k_pass(
+                    // The next step's panel and SYMM ride along where its panel is the first
+                    // kd columns of this pass's first block column and is factored on the
+                    // executor (as `panel_through_executor` would, pn − kd > kd).
+                    let fresh = progress.pending.as_ref().is_some_and(|p| p.done == 0);
+                    let fuse = lookahead() && on_executor && nb > kd && pn > 2 * kd && fresh;
+                    let next = fuse.then_some(NextStep {
+                        z: &mut zbuf,
+                        x: &mut x_next,
+                        tau: &mut taubuf,
+                        sub: &mut sub,
+                        panel: &mut p_next,
+                    });
+                    let (done, how) = syr2k_pass(
                         exec,
                         job,
                         progress,
@@ -961,10 +996,13 @@ fn run<T: Real + Dense, E: Executor<T>>(
                         &xbuf,
                         s,
                         &mut diagonal,
+                        next,
                     )?;
                     spare = Some((done.x, done.panel));
                     // The step is on the host: count it before anything else can fail.
                     progress.i += kd;
+                    progress.count(how);
+                    ahead = fuse;
                     ph.end(exec, 3)?;
                 }
                 ph.report(n, kd, &describe(mode));
@@ -1050,21 +1088,40 @@ fn panel_through_executor<T: Real + Dense, E: Executor<T>>(
     }
     let panel = op_mut(&mut *bufs.p, 0, pn);
     let how = blocked_panel(exec, panel, pn, kd, bufs.tau, 0, bufs.v, bufs.z, bufs.sub)?;
+    panel_home(exec, job, bufs.p, bufs.tau, i, p, h, kd)?;
+    Ok(how)
+}
+
+/// Step `i`'s panel factored on the executor, rows `from..h` of its kd columns in `buf`
+/// (leading dimension h − from), into the host's `p` (h x kd, leading dimension h), τ into
+/// `tau[i..]` from `taubuf`; then as [`finish_panel`] leaves it.
+#[allow(clippy::too_many_arguments)]
+fn panel_home<T: Real + Dense, E: Executor<T>>(
+    exec: &mut E,
+    job: &mut Job<T>,
+    buf: &E::Buf,
+    taubuf: &E::Buf,
+    i: usize,
+    p: &mut [T],
+    h: usize,
+    from: usize,
+) -> Result<(), ExecError> {
+    let (kd, rows) = (job.kd, h - from);
     if job.direct {
-        // SAFETY: rows kd.. of the kd columns of `p` (h x kd), which is ours alone.
-        let rows_kd = p[kd..].as_mut_ptr();
-        unsafe { exec.download_direct(bufs.p, 0, pn, pn, kd, rows_kd, h) }?;
+        // SAFETY: rows from.. of the kd columns of `p` (h x kd), which is ours alone.
+        let to = p[from..].as_mut_ptr();
+        unsafe { exec.download_direct(buf, 0, rows, rows, kd, to, h) }?;
     } else {
-        exec.download_block(bufs.p, 0, pn, pn, kd, &mut |start, piece| {
-            copy_columns(&mut p[kd + start / pn * h..], h, piece, pn)
+        exec.download_block(buf, 0, rows, rows, kd, &mut |start, piece| {
+            copy_columns(&mut p[from + start / rows * h..], h, piece, rows)
         })?;
     }
     let tau = &mut job.tau[i..i + kd];
-    exec.download(bufs.tau, 0, kd, &mut |start, piece| {
+    exec.download(taubuf, 0, kd, &mut |start, piece| {
         tau[start..start + piece.len()].copy_from_slice(piece)
     })?;
     finish_panel(job, i, p, h);
-    Ok(how)
+    Ok(())
 }
 
 /// How the resident mode factors its panels: by CholeskyQR2 on the executor (the default),
@@ -1700,6 +1757,53 @@ fn download_column<T: Real, E: Executor<T>>(
     Ok(())
 }
 
+/// The block columns of a SYMM pass over a trailing matrix of order `pn`: those of the last
+/// step's SYR2K pass (`block_columns` of pn + kd) less the kd columns of this step's panel, so
+/// that a pass that took the SYMM along ([`syr2k_pass`]) and one that did not (after a
+/// resumption) sum in the same order.
+fn symm_columns(pn: usize, nb: usize, kd: usize) -> Vec<(usize, usize)> {
+    if nb <= kd {
+        return block_columns(pn, nb);
+    }
+    let first = (nb - kd).min(pn);
+    let mut cols = vec![(0, first)];
+    cols.extend(
+        block_columns(pn - first, nb)
+            .into_iter()
+            .map(|(c, w)| (first + c, w)),
+    );
+    cols
+}
+
+/// Block column `(c, w)` of `A₂` (order pn) in `d` (its rows c.., the first at `off`, leading
+/// dimension `ld`) applied to `X = A₂ Z`: `X[c..c+w] += A₂[c.., c..c+w]ᵀ Z[c..]`,
+/// `X[c+w..] += A₂[c+w.., c..c+w] Z[c..c+w]`. The first block column spans every row of X, so
+/// it sets X instead of adding to it.
+#[allow(clippy::too_many_arguments)]
+fn symm_block<T: Real, E: Executor<T>>(
+    exec: &mut E,
+    (d, off, ld): (&E::Buf, usize, usize),
+    (c, w): (usize, usize),
+    pn: usize,
+    pk: usize,
+    zbuf: &E::Buf,
+    xbuf: &mut E::Buf,
+) -> Result<(), ExecError> {
+    let h = pn - c;
+    let beta = if c == 0 { T::ZERO } else { T::ONE };
+    let (z, x) = (op(zbuf, c, pn), op_mut(xbuf, c, pn));
+    exec.symm(w, pk, T::ONE, op(d, off, ld), z, beta, x)?;
+    if h > w {
+        let below = op(d, off + w, ld);
+        let (z, x) = (op(zbuf, c + w, pn), op_mut(xbuf, c, pn));
+        exec.gemm(true, false, w, pk, h - w, T::ONE, below, z, T::ONE, x)?;
+        let below = op(d, off + w, ld);
+        let (z, x) = (op(zbuf, c, pn), op_mut(xbuf, c + w, pn));
+        exec.gemm(false, false, h - w, pk, w, T::ONE, below, z, beta, x)?;
+    }
+    Ok(())
+}
+
 /// `X = A₂ Z`, one block column of `A₂` at a time (the next one uploading meanwhile).
 #[allow(clippy::too_many_arguments)]
 fn symm_pass<T: Real + Dense, E: Executor<T>>(
@@ -1712,8 +1816,7 @@ fn symm_pass<T: Real + Dense, E: Executor<T>>(
     s: usize,
     pk: usize,
 ) -> Result<(), ExecError> {
-    let n = job.n;
-    let pn = n - s;
+    let pn = job.n - s;
     upload_column(
         exec,
         job,
@@ -1727,45 +1830,8 @@ fn symm_pass<T: Real + Dense, E: Executor<T>>(
             let slot = &mut ring.slots[(q + 1) % 3];
             upload_column(exec, job, s, cols[q + 1], slot, turn_buf(&mut ring.turn, 0))?;
         }
-        let h = pn - c;
-        let d = &ring.slots[q % 3];
-        // The first block column spans every row of X, so it sets X instead of adding to it.
-        let beta = if q == 0 { T::ZERO } else { T::ONE };
-        exec.symm(
-            w,
-            pk,
-            T::ONE,
-            op(d, 0, h),
-            op(zbuf, c, pn),
-            beta,
-            op_mut(xbuf, c, pn),
-        )?;
-        if h > w {
-            exec.gemm(
-                true,
-                false,
-                w,
-                pk,
-                h - w,
-                T::ONE,
-                op(d, w, h),
-                op(zbuf, c + w, pn),
-                T::ONE,
-                op_mut(xbuf, c, pn),
-            )?;
-            exec.gemm(
-                false,
-                false,
-                h - w,
-                pk,
-                w,
-                T::ONE,
-                op(d, w, h),
-                op(zbuf, c, pn),
-                beta,
-                op_mut(xbuf, c + w, pn),
-            )?;
-        }
+        let d = (&ring.slots[q % 3], 0, pn - c);
+        symm_block(exec, d, (c, w), pn, pk, zbuf, xbuf)?;
     }
     if job.direct {
         // The direct uploads read the host matrix until they are done.
@@ -1774,9 +1840,84 @@ fn symm_pass<T: Real + Dense, E: Executor<T>>(
     Ok(())
 }
 
+/// What a SYR2K pass needs to take the next step along (see [`syr2k_pass`]).
+struct NextStep<'a, B, T> {
+    /// `Z` of the next panel.
+    z: &'a mut B,
+    /// The next step's `A₂ Z`; its `V` while the panel is factored.
+    x: &'a mut B,
+    tau: &'a mut B,
+    sub: &'a mut SubPanels<B>,
+    /// The next panel on the host, as [`Pending::panel`] holds it.
+    panel: &'a mut Vec<T>,
+}
+
+/// The next step's panel, the first kd columns of the block column in `slot` (rows s.. of
+/// columns s..s + kd, leading dimension pn), factored in place on lane 1 once the host holds
+/// the column as this pass left it: it ends on the host as `panel_through_executor` leaves
+/// it, `Z` in `next.z`. Returns the sub-panel counts.
+fn factor_ahead<T: Real + Dense, E: Executor<T>>(
+    exec: &mut E,
+    job: &mut Job<T>,
+    s: usize,
+    slot: &mut E::Buf,
+    next: &mut NextStep<E::Buf, T>,
+) -> Result<[usize; 2], ExecError> {
+    let (n, kd) = (job.n, job.kd);
+    let pn = n - s;
+    exec.lane(1)?;
+    let panel = op_mut(slot, kd, pn);
+    let how = blocked_panel(
+        exec,
+        panel,
+        pn - kd,
+        kd,
+        next.tau,
+        0,
+        next.x,
+        next.z,
+        next.sub,
+    );
+    exec.lane(0)?;
+    let how = how?;
+    let p = &mut *next.panel;
+    p.resize(pn * kd, T::ZERO);
+    panel_home(exec, job, slot, next.tau, s, p, pn, 0)?;
+    Ok(how)
+}
+
+/// `V` (pn x pk) of the finished panel `p` (leading dimension `h`) into `vbuf`.
+fn upload_v<T: Real, E: Executor<T>>(
+    exec: &mut E,
+    job: &Job<T>,
+    vbuf: &mut E::Buf,
+    p: &[T],
+    h: usize,
+    pn: usize,
+    pk: usize,
+) -> Result<(), ExecError> {
+    let kd = job.kd;
+    if job.direct {
+        // SAFETY: `p` is mapped (one of the run's panel buffers) and is not written before the
+        // step's SYR2K pass ends, which waits for the upload.
+        return unsafe { exec.upload_direct(vbuf, 0, pn, pn, pk, p[kd..].as_ptr(), h) };
+    }
+    let v = panel_v(p, h, kd, pn, pk);
+    exec.upload(vbuf, 0, pn * pk, &mut |start, out| {
+        out.copy_from_slice(&v[start..start + out.len()])
+    })
+}
+
 /// `A₂ −= V Xᵀ + X Vᵀ` block column by block column: upload the next, update this one, write
 /// back the previous one, in blocks of `nb` columns. Resumes after `progress.pending.done`
 /// columns; returns the finished step's `Pending`, whose host buffers the next step reuses.
+///
+/// With `next` (a pass from its first column, nb > kd, and a next step whose panel is taller
+/// than wide) the pass takes the next step along, so that the trailing matrix travels once per
+/// step: once the first block column is back on the host, its first kd columns (the next
+/// panel) are factored on lane 1 while the second block column is updated, and every block
+/// column then adds its part of the next step's `X = A₂ Z` ([`symm_block`], in the block
+/// columns of [`symm_columns`]) before its buffer is reused. Returns the sub-panel counts too.
 #[allow(clippy::too_many_arguments)]
 fn syr2k_pass<T: Real + Dense, E: Executor<T>>(
     exec: &mut E,
@@ -1788,8 +1929,9 @@ fn syr2k_pass<T: Real + Dense, E: Executor<T>>(
     xbuf: &E::Buf,
     s: usize,
     diagonal: &mut Vec<T>,
-) -> Result<Pending<T>, ExecError> {
-    let n = job.n;
+    mut next: Option<NextStep<E::Buf, T>>,
+) -> Result<(Pending<T>, [usize; 2]), ExecError> {
+    let (n, kd) = (job.n, job.kd);
     let pn = n - s;
     let (done, pk) = {
         let p = progress.pending.as_ref().expect("a pass in progress");
@@ -1799,6 +1941,24 @@ fn syr2k_pass<T: Real + Dense, E: Executor<T>>(
         .into_iter()
         .map(|(c, w)| (done + c, w))
         .collect();
+    let mut how = [0, 0];
+    // Block columns whose part of the next X is queued.
+    let mut added = 0;
+    // The next step's SYMM: block columns `..=last` of this pass, the first less the panel.
+    let mut add = |exec: &mut E, ring: &Ring<E::Buf>, next: &mut NextStep<E::Buf, T>, last| {
+        while added <= last {
+            let (c, w) = cols[added];
+            let (d, off, ld) = (&ring.slots[added % 3], 0, pn - c);
+            let (d, col) = if c == 0 {
+                ((d, off + kd + kd * ld, ld), (0, w - kd))
+            } else {
+                ((d, off, ld), (c - kd, w))
+            };
+            symm_block(exec, d, col, pn - kd, kd, next.z, next.x)?;
+            added += 1;
+        }
+        Ok::<(), ExecError>(())
+    };
     let slot = &mut ring.slots[0];
     upload_column(exec, job, s, cols[0], slot, turn_buf(&mut ring.turn, 0))?;
     for q in 0..cols.len() {
@@ -1862,6 +2022,12 @@ fn syr2k_pass<T: Real + Dense, E: Executor<T>>(
                 &mut progress.written_back,
             )?;
             progress.pending.as_mut().expect("in progress").done = c;
+            if let Some(next) = &mut next {
+                if q == 1 {
+                    how = factor_ahead(exec, job, s, &mut ring.slots[0], next)?;
+                }
+                add(exec, ring, next, q)?;
+            }
         }
     }
     if job.direct {
@@ -1881,11 +2047,17 @@ fn syr2k_pass<T: Real + Dense, E: Executor<T>>(
         diagonal,
         &mut progress.written_back,
     )?;
+    if let Some(next) = &mut next {
+        if last == 0 {
+            how = factor_ahead(exec, job, s, &mut ring.slots[0], next)?;
+            add(exec, ring, next, 0)?;
+        }
+    }
     let pending = progress.pending.take().expect("in progress");
     let i = progress.i;
     job.host.scatter(i, n - i, i, 0, &pending.panel);
     progress.banded = i + pending.pk;
-    Ok(pending)
+    Ok((pending, how))
 }
 
 /// The arguments of one reduction.

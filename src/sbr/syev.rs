@@ -32,29 +32,29 @@ pub fn bandwidth(n: usize) -> usize {
 }
 
 /// The bandwidth when the matrix streams through the executor (out of core) and no wide first
-/// band fits ([`wide_bandwidth`]): each step moves the trailing matrix over the bus three
-/// times, so the traffic falls as 1/kd and a wider band pays.
+/// band fits ([`wide_bandwidth`]): each step moves the trailing matrix over the bus (two or
+/// three times), so the traffic falls as 1/kd and a wider band pays.
 pub fn bandwidth_streaming(n: usize) -> usize {
     let kd = if n < 4096 { 32 } else { 64 };
     kd.min(n.saturating_sub(1)).max(1)
 }
 
 /// The widest first band of the out-of-core path, or None: the dense matrix streams through
-/// the executor to `kw` off-diagonals (its traffic over the bus falls as 1/kw: three passes
-/// over the trailing matrix per kw columns), then [`super::sbrdb`] narrows the band to `kd`
-/// in the executor's memory. `kw` is the widest of 2048, 1024, …, 4kd that leaves at least
-/// half the budget to the streaming block columns (so they are at least kw wide), whose
-/// narrowing fits, and that is at most n/4. Narrower first bands do not pay for the
-/// narrowing's steps: on an H100 at n = 4096 (a quarter of the matrix on the GPU), 64 → 32
-/// took 1.2 s where streaming at kd = 64 took 0.6 s in all.
+/// the executor to `kw` off-diagonals (its traffic over the bus falls as 1/kw: the trailing
+/// matrix travels up and down once per kw columns), then [`super::sbrdb`] narrows the band
+/// to `kd` in the executor's memory. `kw` is the widest of 2048, 1024, …, 4kd whose streaming
+/// block columns can be wider than kw (so that each step's pass takes the next panel and
+/// SYMM along, see `syr2k_pass`), whose narrowing fits, and that is at most n/4. Narrower
+/// first bands do not pay for the narrowing's steps: on an H100 at n = 4096 (a quarter of
+/// the matrix on the GPU), 64 → 32 took 1.2 s where streaming at kd = 64 took 0.6 s in all.
 pub fn wide_bandwidth(n: usize, kd: usize, elem: usize, budget: u64) -> Option<usize> {
     (0..6)
         .map(|p| 2048 >> p)
         .filter(|&kw| kw >= 4 * kd && kw <= n / 4)
         .find(|&kw| {
-            let streaming = super::streaming_budget(n, kw, 0, elem);
+            let streaming = super::streaming_budget(n, kw, kw + 1, elem);
             let narrowing = (super::sbrdb::footprint(n, kw, kd) * elem) as u64;
-            2 * streaming <= budget && narrowing <= budget
+            streaming <= budget && narrowing <= budget
         })
 }
 
