@@ -45,10 +45,11 @@ fn budget_for<T>(n: usize, kd: usize, nb: usize) -> u64 {
 }
 
 /// The paths every reduction test runs: LAPACK itself (checks the checker), the blocked
-/// algorithm streaming block columns of 1, 7 and 64 columns and resident, and the GPU when asked.
+/// algorithm streaming block columns of 1, 7, 64 and 150 columns (several tiles of the write-back's
+/// diagonal block) and resident, and the GPU when asked.
 fn paths<T>(n: usize, kd: usize) -> Vec<Path> {
     let mut p = vec![Path::Lapack];
-    for nb in [1, 7, 64] {
+    for nb in [1, 7, 64, 150] {
         let budget = budget_for::<T>(n, kd, nb);
         // Resident wins once the whole matrix fits in the three block columns' room.
         if n > 3 * nb {

@@ -6,7 +6,7 @@
 //! download overlap the current block's arithmetic. Every device buffer is reserved from the memory
 //! budget first; cross-stream order comes from cudarc's per-buffer read/write events.
 
-use super::{ExecError, Executor, Op, OpMut};
+use super::{DirectBlock, ExecError, Executor, Op, OpMut};
 use crate::device::linalg::{Linalg, PooledLinalg};
 use crate::device::memory::{copy_2d, Pinned, Registered, Reservation, Side};
 use crate::device::{self, DeviceError, Gpu, PooledStream};
@@ -954,6 +954,45 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
         }
         // The copy was queued: a failure from here on may come after part of it landed.
         let torn = |e: cudarc::driver::DriverError| ExecError::Torn(e.into());
+        stream.synchronize().map_err(torn)?;
+        self.gpu.ctx.check_err().map_err(torn)
+    }
+
+    /// Queues every block's copy on the download stream, then waits once.
+    unsafe fn download_direct_blocks(
+        &mut self,
+        src: &GpuBuf<T>,
+        blocks: &[DirectBlock<T>],
+    ) -> Result<(), ExecError> {
+        let stream: &CudaStream = &self.d2h;
+        let torn = |e: cudarc::driver::DriverError| ExecError::Torn(e.into());
+        {
+            // Waits for queued writes to `src`.
+            let (base, _read) = src.slice.device_ptr(stream);
+            for (k, b) in blocks.iter().enumerate() {
+                if b.rows == 0 || b.cols == 0 {
+                    continue;
+                }
+                assert!(
+                    b.off + (b.cols - 1) * b.ld + b.rows <= src.slice.len(),
+                    "download past the buffer's end"
+                );
+                let (from, to) = (
+                    Side::Device(at::<T>(base, b.off), b.ld),
+                    Side::Host(b.dst.cast(), b.lda),
+                );
+                // SAFETY: the source lies inside `src` (asserted); the caller guarantees each
+                // host block is valid and untouched during the call, which waits below.
+                let queued = unsafe { copy_2d::<T>(from, to, b.rows, b.cols, stream) };
+                queued.map_err(|e| {
+                    if k == 0 {
+                        ExecError::Device(e)
+                    } else {
+                        ExecError::Torn(e)
+                    }
+                })?;
+            }
+        }
         stream.synchronize().map_err(torn)?;
         self.gpu.ctx.check_err().map_err(torn)
     }

@@ -138,6 +138,17 @@ pub struct SyrdbReport {
     pub transfer_secs: Option<f64>,
 }
 
+/// One block of [`Executor::download_direct_blocks`]: `rows` x `cols` of the source at `off`
+/// (leading dimension `ld`) into host memory at `dst` (leading dimension `lda`).
+pub struct DirectBlock<T> {
+    pub off: usize,
+    pub ld: usize,
+    pub rows: usize,
+    pub cols: usize,
+    pub dst: *mut T,
+    pub lda: usize,
+}
+
 /// Why an executor stopped. Device errors lead to the CPU fallback.
 #[derive(Debug)]
 pub enum ExecError {
@@ -317,6 +328,28 @@ pub trait Executor<T: Real> {
         _lda: usize,
     ) -> Result<(), ExecError> {
         unreachable!("download_direct without map_host")
+    }
+    /// The blocks of `src` into host memory as [`Executor::download_direct`] would, one after
+    /// the other, waiting once at the end. An error after any block may have been written is
+    /// [`ExecError::Torn`].
+    ///
+    /// # Safety
+    /// As `download_direct`'s, for every block.
+    unsafe fn download_direct_blocks(
+        &mut self,
+        src: &Self::Buf,
+        blocks: &[DirectBlock<T>],
+    ) -> Result<(), ExecError> {
+        for (k, b) in blocks.iter().enumerate() {
+            // SAFETY: forwarded contract.
+            let done =
+                unsafe { self.download_direct(src, b.off, b.ld, b.rows, b.cols, b.dst, b.lda) };
+            done.map_err(|e| match e {
+                ExecError::Device(d) if k > 0 => ExecError::Torn(d),
+                e => e,
+            })?;
+        }
+        Ok(())
     }
     /// C := alpha op(A) op(B) + beta C, C m x n; `ta`/`tb`: transpose A/B.
     fn gemm(
@@ -875,7 +908,7 @@ fn run<T: Real + Dense, E: Executor<T>>(
                 Vec::with_capacity(n * kd),
                 Vec::with_capacity(n * kd),
                 Vec::with_capacity(n * kd),
-                Vec::with_capacity(nb * nb),
+                Vec::with_capacity(DIAG_TILE.min(nb) * nb),
             );
             if job.direct {
                 for b in [&mut x, &mut p, &mut p_next, &mut diagonal] {
@@ -1704,15 +1737,22 @@ fn upload_column<T: Real, E: Executor<T>>(
     })
 }
 
+/// Columns of the tiles along a block column's diagonal block that come back through a host
+/// buffer (see [`download_column`]); 3 in the unit tests, so that their small blocks have
+/// several.
+const DIAG_TILE: usize = if cfg!(test) { 3 } else { 64 };
+
 /// Writes block column `(c, w)` of the trailing matrix starting at `s` back from `buf`
-/// (ld `pn − c`), entries on and below the diagonal only: where the host matrix is mapped, the
-/// rows below the diagonal block straight (through `turn` to be transposed where it is stored
-/// upper), the diagonal block through `diagonal` (its other triangle is not ours to write),
-/// copied in last, so that a failure reported before the rows below land leaves the column as it
-/// was, for the resumption to redo. Where a failure may have left part of the column on the host
-/// (a staged download that had handed over a piece, an [`ExecError::Torn`] direct transfer),
-/// `landing` is set: neither the resumption (it would update that part twice) nor LAPACK (the
-/// input is gone) can finish that call, which stops with an error (see [`with_fallback`]).
+/// (ld `pn − c`), entries on and below the diagonal only. Where the host matrix is mapped, the
+/// tiles of [`DIAG_TILE`] columns along the diagonal block (their other triangle is not ours to
+/// write) come down into `diagonal` first; then everything below them goes straight into the
+/// host matrix in one batch (for an upper-stored matrix, through `turn`, transposed, as the
+/// rows of `A` left of each tile and below the block), and the tiles are copied in last. So a
+/// failure reported before the batch leaves the column as it was, for the resumption to redo.
+/// Where a failure may have left part of the column on the host (a staged download that had
+/// handed over a piece, an [`ExecError::Torn`] batch), `landing` is set: neither the
+/// resumption (it would update that part twice) nor LAPACK (the input is gone) can finish that
+/// call, which stops with an error (see [`with_fallback`]).
 #[allow(clippy::too_many_arguments)]
 fn download_column<T: Real, E: Executor<T>>(
     exec: &mut E,
@@ -1734,26 +1774,98 @@ fn download_column<T: Real, E: Executor<T>>(
         *landing = false;
         return Ok(());
     }
-    diagonal.resize(w * w, T::ZERO);
-    // SAFETY: `diagonal` holds w² entries and is ours alone.
-    unsafe { exec.download_direct(buf, 0, h, w, w, diagonal.as_mut_ptr(), w) }?;
-    if h > w {
-        let (dst, lda) = (host.ptr(s + c + w, s + c), host.lda);
-        // SAFETY (both): rows below the diagonal block, inside the mapped matrix; nothing else
-        // touches them during the call.
-        let rows_below = match turn {
-            None => unsafe { exec.download_direct(buf, w, h, h - w, w, dst, lda) },
-            Some(t) => {
-                exec.transpose(h - w, w, op(buf, w, h), op_mut(t, 0, w))?;
-                unsafe { exec.download_direct(t, 0, w, w, h - w, dst, lda) }
-            }
-        };
-        if let Err(e) = rows_below {
-            *landing = matches!(e, ExecError::Torn(_));
-            return Err(e);
-        }
+    let b = DIAG_TILE.min(w);
+    let tiles = block_columns(w, b);
+    // Tile (t, bt) at entry t·b of `diagonal`, leading dimension bt.
+    diagonal.resize(b * w, T::ZERO);
+    let at = diagonal.as_mut_ptr();
+    let to_buffer: Vec<DirectBlock<T>> = tiles
+        .iter()
+        .map(|&(t, bt)| DirectBlock {
+            off: t + t * h,
+            ld: h,
+            rows: bt,
+            cols: bt,
+            // (in bounds: t·b + bt² ≤ w·b)
+            dst: at.wrapping_add(t * b),
+            lda: bt,
+        })
+        .collect();
+    // SAFETY: the tiles lie in `diagonal`, which is ours alone. Nothing of A is written.
+    match unsafe { exec.download_direct_blocks(buf, &to_buffer) } {
+        Err(ExecError::Torn(e)) => return Err(ExecError::Device(e)),
+        r => r?,
     }
-    host.scatter(s + c, w, s + c, 0, &diagonal[..w * w]);
+    let lda = host.lda;
+    let below: Vec<DirectBlock<T>> = match turn {
+        None => tiles
+            .iter()
+            .filter(|&&(t, bt)| t + bt < h)
+            .map(|&(t, bt)| DirectBlock {
+                off: t + bt + t * h,
+                ld: h,
+                rows: h - t - bt,
+                cols: bt,
+                dst: host.ptr(s + c + t + bt, s + c + t),
+                lda,
+            })
+            .collect(),
+        Some(tb) => {
+            // The column as A's block row (w x h): L(i, j) at j + i·w.
+            exec.transpose(h, w, op(buf, 0, h), op_mut(tb, 0, w))?;
+            let mut blocks: Vec<DirectBlock<T>> = tiles
+                .iter()
+                .filter(|&&(t, _)| t > 0)
+                .map(|&(t, bt)| DirectBlock {
+                    off: t * w,
+                    ld: w,
+                    rows: t,
+                    cols: bt,
+                    dst: host.ptr(s + c + t, s + c),
+                    lda,
+                })
+                .collect();
+            if h > w {
+                blocks.push(DirectBlock {
+                    off: w * w,
+                    ld: w,
+                    rows: w,
+                    cols: h - w,
+                    dst: host.ptr(s + c + w, s + c),
+                    lda,
+                });
+            }
+            return finish_column(exec, job, s, c, tb, &blocks, &tiles, diagonal, landing);
+        }
+    };
+    finish_column(exec, job, s, c, buf, &below, &tiles, diagonal, landing)
+}
+
+/// The end of [`download_column`]: the batch `below` from `src` into the host matrix, then
+/// the tiles from `diagonal`, their entries on and below the diagonal only.
+#[allow(clippy::too_many_arguments)]
+fn finish_column<T: Real, E: Executor<T>>(
+    exec: &mut E,
+    job: &mut Job<T>,
+    s: usize,
+    c: usize,
+    src: &E::Buf,
+    below: &[DirectBlock<T>],
+    tiles: &[(usize, usize)],
+    diagonal: &[T],
+    landing: &mut bool,
+) -> Result<(), ExecError> {
+    // SAFETY: the blocks lie in the mapped host matrix, strictly below the tiles of this block
+    // column's diagonal block; nothing else touches them during the call.
+    if let Err(e) = unsafe { exec.download_direct_blocks(src, below) } {
+        *landing = matches!(e, ExecError::Torn(_));
+        return Err(e);
+    }
+    let b = tiles[0].1;
+    for &(t, bt) in tiles {
+        let tile = &diagonal[t * b..t * b + bt * bt];
+        job.host.scatter(s + c + t, bt, s + c + t, 0, tile);
+    }
     Ok(())
 }
 
@@ -2491,6 +2603,24 @@ mod tests {
             self.tick()?;
             // SAFETY: forwarded contract.
             unsafe { self.cpu.download_direct(src, off, ld, rows, cols, dst, lda) }
+        }
+        /// One operation, as the GPU's batch (queued, then one wait): a failure before it
+        /// writes nothing; a tearing one delivers the first half of the blocks first.
+        unsafe fn download_direct_blocks(
+            &mut self,
+            src: &Vec<f64>,
+            blocks: &[DirectBlock<f64>],
+        ) -> Result<(), ExecError> {
+            if self.left == 0 && self.tear {
+                let half = &blocks[..blocks.len() / 2];
+                // SAFETY: forwarded contract.
+                unsafe { self.cpu.download_direct_blocks(src, half) }?;
+                let e = DeviceError::Driver("injected after half the blocks".into());
+                return Err(ExecError::Torn(e));
+            }
+            self.tick()?;
+            // SAFETY: forwarded contract.
+            unsafe { self.cpu.download_direct_blocks(src, blocks) }
         }
         fn sync(&mut self) -> Result<(), ExecError> {
             self.tick()?;
