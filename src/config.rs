@@ -112,6 +112,10 @@ pub struct Config {
     pub gpu_memory_limit: Option<u64>,
     pub min_n: MinN,
     pub digemm_method: DigemmMethod,
+    /// `HYLAPACK_GTSV_REFINE` (default 2): the most steps of iterative refinement a gtsv call
+    /// takes towards LAPACK's residual; 0 keeps SPIKE's first answer wherever it passes the
+    /// backward-error acceptance test.
+    pub gtsv_refine: usize,
     pub sbr: SbrTuning,
     /// Where compiled kernels are cached.
     pub cache_dir: PathBuf,
@@ -222,6 +226,14 @@ pub fn load(env: impl Fn(&str) -> Option<String>) -> Config {
             "auto, infsup or midrad",
         )
         .unwrap_or(DigemmMethod::Auto);
+    let gtsv_refine = s
+        .lookup(
+            "HYLAPACK_GTSV_REFINE",
+            "gtsv_refine",
+            |v| v.parse::<usize>().ok().filter(|&k| k <= 2),
+            "0, 1 or 2",
+        )
+        .unwrap_or(2);
     let sbr = SbrTuning {
         profile: s
             .lookup("HYLAPACK_SBR_PROFILE", "sbr.profile", parse_bool, "0 or 1")
@@ -266,6 +278,7 @@ pub fn load(env: impl Fn(&str) -> Option<String>) -> Config {
         gpu_memory_limit,
         min_n,
         digemm_method,
+        gtsv_refine,
         sbr,
         cache_dir,
         warnings,
@@ -382,6 +395,7 @@ mod tests {
         assert_eq!(c.log, LogLevel::Off);
         assert_eq!(c.gpu_memory_limit, None);
         assert_eq!(c.min_n, MinN::default());
+        assert_eq!(c.gtsv_refine, 2);
         assert_eq!(c.cache_dir, PathBuf::from("/home/u/.cache/hylapack"));
         assert!(c.warnings.is_empty());
     }
@@ -392,11 +406,14 @@ mod tests {
             ("HYLAPACK_DEVICE", "tpu"),
             ("HYLAPACK_GPU_MEMORY_LIMIT", "lots"),
             ("HYLAPACK_LOG", "loud"),
+            ("HYLAPACK_GTSV_REFINE", "3"),
         ]);
         assert_eq!(c.device, DeviceMode::Auto);
         assert_eq!(c.gpu_memory_limit, None);
         assert_eq!(c.log, LogLevel::Off);
-        assert_eq!(c.warnings.len(), 3, "{:?}", c.warnings);
+        assert_eq!(c.gtsv_refine, 2);
+        assert_eq!(c.warnings.len(), 4, "{:?}", c.warnings);
+        assert_eq!(load_from(&[("HYLAPACK_GTSV_REFINE", "0")]).gtsv_refine, 0);
     }
 
     #[test]

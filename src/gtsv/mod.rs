@@ -625,8 +625,13 @@ pub const REFINE_TOL_EPS: f64 = 0.5;
 /// See [`REFINE_TOL_EPS`].
 pub const REFINE_B_EPS: f64 = 16.0;
 
-/// At most this many steps of iterative refinement per call.
-pub const MAX_REFINE_STEPS: usize = 2;
+/// At most this many steps of iterative refinement per call: 2 unless `HYLAPACK_GTSV_REFINE`
+/// says fewer. On random systems of order 2^22-2^24 SPIKE's first answer had relative residuals
+/// 2-7 times LAPACK's (1.3-2.8 times cuSPARSE gtsv2's); the step that brings them to LAPACK's
+/// level costs about 40% of a device-pointer solve (docs/bench/2026-11-22-h100-gtsv-7.txt).
+pub fn refine_steps() -> usize {
+    crate::config::get().gtsv_refine
+}
 
 /// Whether a column's residual summary asks for a refinement step (finite and above both
 /// levels of [`REFINE_TOL_EPS`]; a non-finite answer is rejected, not refined).
@@ -740,7 +745,7 @@ pub fn residual_cols<T: Real>(
 }
 
 /// Iterative refinement in working precision, shared by the CPU and GPU drivers: while some
-/// column of `x` (leading dimension `ldx`) [`wants_refinement`], at most [`MAX_REFINE_STEPS`]
+/// column of `x` (leading dimension `ldx`) [`wants_refinement`], at most [`refine_steps`]
 /// times: compute `r = f − A x` for those columns, solve `A δ = r` with the factorization SPIKE
 /// already has (`correct(r, k)`: `r` holds `k` packed columns of leading dimension `n` on entry
 /// and `δ` on return; `Ok(false)` if it could not solve), and replace a column by `x + δ` only
@@ -762,7 +767,7 @@ pub(crate) fn refine<T: Real, E>(
     let n = d.len();
     let mut stalled = vec![false; checks.len()];
     let mut steps = 0;
-    for _ in 0..MAX_REFINE_STEPS {
+    for _ in 0..refine_steps() {
         let cols: Vec<usize> = (0..checks.len())
             .filter(|&c| !stalled[c] && wants_refinement(&checks[c]))
             .collect();

@@ -16,8 +16,9 @@
 //! stays intact until the answer is accepted. Iterative refinement, when the check finds a
 //! residual above LAPACK's level, also runs on the GPU (`Plan::run`).
 
-use super::MAX_REFINE_STEPS;
-use super::{judge, refine, residual_cols, split_rows, wants_refinement, Reject, Residual};
+use super::{
+    judge, refine, refine_steps, residual_cols, split_rows, wants_refinement, Reject, Residual,
+};
 use crate::device::memory::{par_copy, Pinned};
 use crate::device::{self, kernels, DeviceError, Gpu};
 use crate::lapack::Lapack;

@@ -984,7 +984,7 @@ impl<T: Real> Plan<T> {
     /// accepted, `Ok(Err)` when it is rejected.
     ///
     /// When some column's residual is above LAPACK's level ([`super::wants_refinement`]), up to
-    /// [`MAX_REFINE_STEPS`] steps of iterative refinement run here, as [`super::refine`] does on
+    /// [`refine_steps`] steps of iterative refinement run here, as [`super::refine`] does on
     /// the host: `r = f − A x` accurately, `A δ = r` by the same pipeline, and `x + δ` kept for
     /// a column only where it lowers that column's residual.
     ///
@@ -1018,7 +1018,7 @@ impl<T: Real> Plan<T> {
         let mut steps = 0;
         // The speculating check left the first step's top-level separator system ready.
         let mut spec_ready = device_check && self.o.speculate;
-        while steps < MAX_REFINE_STEPS {
+        while steps < refine_steps() {
             let cols = columns_to_refine(&checks, &stalled);
             if cols.is_empty() {
                 break;

@@ -154,7 +154,7 @@ pub fn solve_streamed<T: Real>(
     let mut steps = 0;
     let mut spec_ready = o.speculate;
     let mut cand: Vec<T> = Vec::new();
-    while steps < MAX_REFINE_STEPS {
+    while steps < refine_steps() {
         let cols = columns_to_refine(&checks, &stalled);
         if cols.is_empty() {
             break;
