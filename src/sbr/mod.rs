@@ -899,11 +899,11 @@ fn run<T: Real + Dense, E: Executor<T>>(
             }
             // Timing only: a failing wait shows again in the run below, which unmaps.
             host_ph.end(exec, 0).ok();
-            // The host buffers of the steps (X, the panel, a diagonal block), allocated once so
-            // that their pages are in place, and mapped beside the matrix. They live here, in
-            // `spare` (between steps and during a step's panel and SYMM pass) or in
-            // `progress.pending`, all of which outlive `unmap_host`.
-            // A second panel buffer holds the next step's panel while a pass factors it.
+            // The host buffers of the steps (X, two panels, the diagonal block's tiles),
+            // allocated once so that their pages are in place, and mapped beside the matrix.
+            // They live here, in `spare` (between steps and during a step's panel and SYMM
+            // pass) or in `progress.pending`, all of which outlive `unmap_host`; `p_next` holds
+            // the next step's panel while a pass factors it.
             let (mut x, mut p, mut p_next, mut diagonal) = (
                 Vec::with_capacity(n * kd),
                 Vec::with_capacity(n * kd),
