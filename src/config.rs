@@ -56,9 +56,12 @@ pub struct SbrTuning {
     /// `HYLAPACK_SBR_PANEL`: how the resident mode factors its panels.
     pub panel: SbrPanel,
     /// `HYLAPACK_SBR_LOOKAHEAD` (default 1): the resident mode factors the next panel on a
-    /// second stream while the rest of the trailing matrix is updated; the streaming mode
-    /// factors it during the SYR2K pass and forms the next step's SYMM in that pass too.
+    /// second stream while the rest of the trailing matrix is updated.
     pub lookahead: bool,
+    /// `HYLAPACK_SBR_STREAM_AHEAD` (default 0): the streaming mode's SYR2K pass factors the
+    /// next panel and forms the next step's SYMM too (one pass per step). Off until its fix
+    /// for a race that corrupted results at n = 100000 on the GPU is verified there.
+    pub stream_ahead: bool,
     /// `HYLAPACK_SBR_DIRECT` (default 1): the streaming mode page-locks the user's matrix for
     /// the call and moves block columns by DMA, without staging copies.
     pub direct: bool,
@@ -262,6 +265,14 @@ pub fn load(env: impl Fn(&str) -> Option<String>) -> Config {
         direct: s
             .lookup("HYLAPACK_SBR_DIRECT", "sbr.direct", parse_bool, "0 or 1")
             .unwrap_or(true),
+        stream_ahead: s
+            .lookup(
+                "HYLAPACK_SBR_STREAM_AHEAD",
+                "sbr.stream_ahead",
+                parse_bool,
+                "0 or 1",
+            )
+            .unwrap_or(false),
     };
     let cache_dir = s
         .lookup(

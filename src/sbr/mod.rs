@@ -14,19 +14,21 @@
 //!    is factored on the executor by sub-panels of 64 columns (each as the resident panels,
 //!    see [`blocked_panel`]; a wide band's panel on the host's xGEQRT3 took 0.7 s of each 1 s
 //!    step at n = 32768, kd = 1024) and comes back to the host; `V` and `Z` stay. With
-//!    look-ahead it is factored where the last step's update pass left it, during that pass.
+//!    `HYLAPACK_SBR_STREAM_AHEAD=1` it is factored where the last step's update pass left it,
+//!    during that pass.
 //! 2. Two-sided update of the trailing `A₂ = L[s.., s..]` as in the paper's (8)–(11), with
 //!    LAPACK's signs: `X = A₂ Z` (SYMM), `X −= ½ V (Zᵀ X)`, `A₂ −= V Xᵀ + X Vᵀ` (SYR2K).
 //!
 //! The host matrix is the only full copy. An [`Executor`] (the CPU's BLAS, or cuBLAS) holds
 //! `V`, `Z`, `X` and either the whole lower triangle ("resident", when the budget allows) or a
 //! ring of three block columns of the trailing matrix that stream through it ("streaming"):
-//! each step's pass uploads, updates (SYR2K) and downloads them, the next upload and the
-//! previous download overlapping the current block's arithmetic, and with look-ahead (the
-//! default, see [`syr2k_pass`]) factors the next panel and forms the next step's SYMM on the
-//! way, so that the trailing matrix travels once each way per step. Without it (the first
-//! step, a resumed pass, blocks no wider than kd) the SYMM takes a pass of its own, an upload.
-//! The block width comes from the executor's byte budget.
+//! each step's SYMM takes a pass that uploads them, and its SYR2K a pass that uploads, updates
+//! and downloads them, the next upload and the previous download overlapping the current
+//! block's arithmetic. With `HYLAPACK_SBR_STREAM_AHEAD=1` (see [`syr2k_pass`]; off by default
+//! until its race fix is verified on the GPU at n = 100000) the SYR2K pass also factors the
+//! next panel and forms the next step's SYMM, so that the trailing matrix travels once each
+//! way per step (not for the first step, a resumed pass, or blocks no wider than kd). The
+//! block width comes from the executor's byte budget.
 //!
 //! Streaming block columns move straight between the user's matrix and the executor
 //! (`Executor::map_host`: the GPU page-locks the matrix for the call and moves them by DMA at
@@ -548,6 +550,8 @@ struct Job<'h, 'a, T> {
     tau: &'h mut [T],
     /// Only AB is wanted (see [`syrdb_band`]).
     band_only: bool,
+    /// See [`Problem::stream_ahead`].
+    stream_ahead: bool,
     /// The executor has mapped the host matrix (`Executor::map_host`): streaming block columns
     /// move straight between it and the executor.
     direct: bool,
@@ -1011,7 +1015,7 @@ fn run<T: Real + Dense, E: Executor<T>>(
                     // kd columns of this pass's first block column and is factored on the
                     // executor (as `panel_through_executor` would, pn − kd > kd).
                     let fresh = progress.pending.as_ref().is_some_and(|p| p.done == 0);
-                    let fuse = lookahead() && on_executor && nb > kd && pn > 2 * kd && fresh;
+                    let fuse = job.stream_ahead && on_executor && nb > kd && pn > 2 * kd && fresh;
                     let next = fuse.then_some(NextStep {
                         z: &mut zbuf,
                         x: &mut x_next,
@@ -2029,7 +2033,11 @@ fn upload_v<T: Real, E: Executor<T>>(
 /// step: once the first block column is back on the host, its first kd columns (the next
 /// panel) are factored on lane 1 while the second block column is updated, and every block
 /// column then adds its part of the next step's `X = A₂ Z` ([`symm_block`], in the block
-/// columns of [`symm_columns`]) before its buffer is reused. Returns the sub-panel counts too.
+/// columns of [`symm_columns`]) before its buffer is reused. That part is queued after the
+/// column's write-back: an executor buffer keeps the event of its last read only, so the
+/// upload that reuses it waits for the last one queued. (Queued before it, the SYMM's read on
+/// lane 0 was forgotten behind the write-back's, and at n = 100000 the next upload overwrote
+/// columns the SYMM had yet to read.) Returns the sub-panel counts too.
 #[allow(clippy::too_many_arguments)]
 fn syr2k_pass<T: Real + Dense, E: Executor<T>>(
     exec: &mut E,
@@ -2071,6 +2079,10 @@ fn syr2k_pass<T: Real + Dense, E: Executor<T>>(
         }
         Ok::<(), ExecError>(())
     };
+    if cols.is_empty() {
+        // Resumed after its last column was written back.
+        return Ok((finish_pass(job, progress), how));
+    }
     let slot = &mut ring.slots[0];
     upload_column(exec, job, s, cols[0], slot, turn_buf(&mut ring.turn, 0))?;
     for q in 0..cols.len() {
@@ -2138,7 +2150,9 @@ fn syr2k_pass<T: Real + Dense, E: Executor<T>>(
                 if q == 1 {
                     how = factor_ahead(exec, job, s, &mut ring.slots[0], next)?;
                 }
-                add(exec, ring, next, q)?;
+                // After the write-back: a buffer keeps only its last read's event, and the
+                // upload that reuses it must wait for this read on lane 0 (see below).
+                add(exec, ring, next, q - 1)?;
             }
         }
     }
@@ -2159,17 +2173,25 @@ fn syr2k_pass<T: Real + Dense, E: Executor<T>>(
         diagonal,
         &mut progress.written_back,
     )?;
+    // Every column is home: a failure from here on must not have one redone.
+    progress.pending.as_mut().expect("in progress").done = pn;
     if let Some(next) = &mut next {
         if last == 0 {
             how = factor_ahead(exec, job, s, &mut ring.slots[0], next)?;
-            add(exec, ring, next, 0)?;
         }
+        add(exec, ring, next, last)?;
     }
+    Ok((finish_pass(job, progress), how))
+}
+
+/// The end of a SYR2K pass whose columns are all written back: the factored panel into the
+/// host matrix, its band columns counted. Returns the step's `Pending`.
+fn finish_pass<T: Real>(job: &mut Job<T>, progress: &mut Progress<T>) -> Pending<T> {
     let pending = progress.pending.take().expect("in progress");
     let i = progress.i;
-    job.host.scatter(i, n - i, i, 0, &pending.panel);
+    job.host.scatter(i, job.n - i, i, 0, &pending.panel);
     progress.banded = i + pending.pk;
-    Ok((pending, how))
+    pending
 }
 
 /// The arguments of one reduction.
@@ -2183,6 +2205,9 @@ struct Problem<'a, T> {
     ldab: usize,
     tau: &'a mut [T],
     band_only: bool,
+    /// Streaming passes take the next step along (`HYLAPACK_SBR_STREAM_AHEAD`, see
+    /// [`syr2k_pass`]).
+    stream_ahead: bool,
 }
 
 impl<'a, T: Real + Dense> Problem<'a, T> {
@@ -2208,6 +2233,7 @@ impl<'a, T: Real + Dense> Problem<'a, T> {
             ldab,
             tau,
             band_only: false,
+            stream_ahead: crate::config::get().sbr.stream_ahead,
         }
     }
 
@@ -2342,6 +2368,7 @@ fn with_fallback<T: Real + Dense, E: Executor<T>>(
         ldab,
         tau: &mut *p.tau,
         band_only: p.band_only,
+        stream_ahead: p.stream_ahead,
         direct: false,
     };
     let mut report = SyrdbReport {
@@ -2767,8 +2794,10 @@ mod tests {
             .unwrap_or_default()
     }
 
+    /// A reduction on `exec` (LAPACK's where None), streaming passes taking the next step
+    /// along (`stream_ahead`): these tests exercise both kinds of pass.
     fn reduce(a0: &[f64], uplo: u8, n: usize, kd: usize, exec: Option<(Flaky, Mode)>) -> Outputs {
-        reduce_with(a0, uplo, n, kd, exec, false)
+        reduce_with(a0, uplo, n, kd, exec, false, true)
     }
 
     fn reduce_with(
@@ -2778,10 +2807,12 @@ mod tests {
         kd: usize,
         exec: Option<(Flaky, Mode)>,
         band_only: bool,
+        stream_ahead: bool,
     ) -> Outputs {
         let (mut a, mut ab, mut tau) = (a0.to_vec(), vec![0.0; (kd + 1) * n], vec![0.0; n - kd]);
         let mut p = Problem::new(uplo, n, kd, &mut a, n, &mut ab, kd + 1, &mut tau);
         p.band_only = band_only;
+        p.stream_ahead = stream_ahead;
         let report = match exec {
             Some((mut flaky, mode)) => with_fallback(&mut flaky, Backend::Gpu, mode, p),
             None => {
@@ -2857,6 +2888,31 @@ mod tests {
         }
     }
 
+    /// Streaming passes that take the next step along (its panel factored in the pass, its SYMM
+    /// formed block column by block column) give the same bits as passes that do not, through
+    /// staged and direct transfers, both triangles.
+    #[test]
+    fn passes_taking_the_next_step_along_change_nothing() {
+        let (n, kd) = (60, 5);
+        let (a0, seed) = random_input(n);
+        for uplo in [b'L', b'U'] {
+            for refuse_map in [false, true] {
+                let run = |ahead| {
+                    let exec = Some((
+                        Flaky::new(usize::MAX, refuse_map, false),
+                        Mode::Streaming { nb: 7 },
+                    ));
+                    reduce_with(&a0, uplo, n, kd, exec, false, ahead)
+                };
+                let (with, without) = (run(true), run(false));
+                let what = format!("uplo={} refuse_map={refuse_map} seed {seed}", uplo as char);
+                assert!(with.0 == without.0, "A differs: {what}");
+                assert!(with.1 == without.1, "AB differs: {what}");
+                assert!(with.2 == without.2, "TAU differs: {what}");
+            }
+        }
+    }
+
     /// A streaming run whose executor could not map the host matrix, stopped at any operation,
     /// resumes on a CPU executor that can, and so cuts the rest of the interrupted pass into
     /// blocks of another width (3/5 for an upper-stored matrix): the result agrees with an
@@ -2903,7 +2959,7 @@ mod tests {
         let whole = |left| Some((Flaky::new(left, false, true), Mode::Resident));
         for uplo in [b'L', b'U'] {
             let full = reduce(&a0, uplo, n, kd, whole(usize::MAX));
-            let band = reduce_with(&a0, uplo, n, kd, whole(usize::MAX), true);
+            let band = reduce_with(&a0, uplo, n, kd, whole(usize::MAX), true, true);
             let what = format!("uplo={} seed {seed}", uplo as char);
             assert_eq!(band.3.backend, Backend::Gpu, "{what}");
             assert!(band.1 == full.1, "AB differs: {what}");
@@ -2911,7 +2967,7 @@ mod tests {
             let lapack = reduce(&a0, uplo, n, kd, None);
             let mut stopped = 0;
             for left in (0..1000).step_by(7) {
-                let got = reduce_with(&a0, uplo, n, kd, whole(left), true);
+                let got = reduce_with(&a0, uplo, n, kd, whole(left), true, true);
                 if got.3.backend == Backend::Gpu {
                     assert!(got.1 == full.1, "AB differs: {what} left={left}");
                 } else {

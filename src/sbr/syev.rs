@@ -43,8 +43,8 @@ pub fn bandwidth_streaming(n: usize) -> usize {
 /// the executor to `kw` off-diagonals (its traffic over the bus falls as 1/kw: the trailing
 /// matrix travels up and down once per kw columns), then [`super::sbrdb`] narrows the band
 /// to `kd` in the executor's memory. `kw` is the widest of 2048, 1024, …, 4kd whose streaming
-/// block columns can be wider than kw (so that each step's pass takes the next panel and
-/// SYMM along, see `syr2k_pass`), whose narrowing fits, and that is at most n/4. Narrower
+/// block columns can be wider than kw (as a pass that takes the next panel and SYMM along
+/// needs, see `syr2k_pass`), whose narrowing fits, and that is at most n/4. Narrower
 /// first bands do not pay for the narrowing's steps: on an H100 at n = 4096 (a quarter of
 /// the matrix on the GPU), 64 → 32 took 1.2 s where streaming at kd = 64 took 0.6 s in all.
 pub fn wide_bandwidth(n: usize, kd: usize, elem: usize, budget: u64) -> Option<usize> {
