@@ -2151,7 +2151,7 @@ fn syr2k_pass<T: Real + Dense, E: Executor<T>>(
                     how = factor_ahead(exec, job, s, &mut ring.slots[0], next)?;
                 }
                 // After the write-back: a buffer keeps only its last read's event, and the
-                // upload that reuses it must wait for this read on lane 0 (see below).
+                // upload that reuses it must wait for this read on lane 0 (see above).
                 add(exec, ring, next, q - 1)?;
             }
         }
