@@ -420,6 +420,9 @@ pub struct GpuExecutor<T> {
     /// Host memory page-locked for direct transfers (`map_host`): the user's matrix and the
     /// host buffers of the steps.
     mapped: Vec<Registered>,
+    /// Unit tests only: the operands of the dummy products that `stall_lane_0` queues.
+    #[cfg(test)]
+    stall: Option<CudaSlice<T>>,
 }
 
 impl<T> GpuExecutor<T> {
@@ -513,6 +516,8 @@ impl<T: CublasReal> GpuExecutor<T> {
             next_up: 0,
             down: Vec::new(),
             mapped: Vec::new(),
+            #[cfg(test)]
+            stall: None,
         })
     }
 
@@ -705,6 +710,56 @@ impl<T: CublasReal> GpuExecutor<T> {
 /// address, stream); see `GpuExecutor::staged_upload` and `staged_download`.
 type StagedCopy<'a, T> = dyn FnMut(&mut Pinned<T>, usize, usize, CUdeviceptr, &CudaStream) -> Result<(), DeviceError>
     + 'a;
+
+#[cfg(test)]
+impl<T: CublasReal> GpuExecutor<T> {
+    /// Order of the dummy products of [`GpuExecutor::stall_lane_0`].
+    const STALL_ORDER: usize = 2048;
+
+    /// Holds lane 0 back as the copies outran it at n = 100000: from now on every SYMM on
+    /// lane 0 is queued behind a few dummy products of order 2048 (a millisecond or more), so
+    /// that a buffer refilled before a read on lane 0 is done shows in the result.
+    pub(crate) fn stall_lane_0(&mut self) -> Result<(), ExecError> {
+        let n = Self::STALL_ORDER;
+        let scratch = self.la.stream.alloc_zeros::<T>(2 * n * n);
+        self.stall = Some(scratch.map_err(driver_err)?);
+        Ok(())
+    }
+
+    fn stall(&mut self) -> Result<(), ExecError> {
+        let (Some(scratch), 0) = (&mut self.stall, self.lane) else {
+            return Ok(());
+        };
+        let n = Self::STALL_ORDER;
+        let stream: &CudaStream = &self.la.stream;
+        let handle = *self.la.blas.handle();
+        let (p, _w) = scratch.device_ptr_mut(stream);
+        for _ in 0..4 {
+            // SAFETY: both operands lie inside the scratch buffer (2 n² elements).
+            unsafe {
+                T::gemm(
+                    handle,
+                    trans(false),
+                    trans(false),
+                    dim(n),
+                    dim(n),
+                    dim(n),
+                    &T::ONE,
+                    p as *const T,
+                    dim(n),
+                    p as *const T,
+                    dim(n),
+                    &T::ZERO,
+                    at::<T>(p, n * n) as *mut T,
+                    dim(n),
+                )
+            }
+            .result()
+            .map_err(blas_err)?;
+        }
+        Ok(())
+    }
+}
 
 fn solver_ok(s: cs::cusolverStatus_t, what: &str) -> Result<(), ExecError> {
     if s == cs::cusolverStatus_t::CUSOLVER_STATUS_SUCCESS {
@@ -1055,6 +1110,8 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
         if m == 0 || n == 0 {
             return Ok(());
         }
+        #[cfg(test)]
+        self.stall()?;
         let handle = self.handle();
         let stream: &CudaStream = &self.cur().stream;
         let (pa, _ra) = a.buf.slice.device_ptr(stream);

@@ -2913,6 +2913,48 @@ mod tests {
         }
     }
 
+    /// On the GPU, with lane 0 held back before every SYMM (as the copies outran it at
+    /// n = 100000, see `GpuExecutor::stall_lane_0`), streaming passes that take the next step
+    /// along agree with plain passes to rounding: no buffer is refilled before lane 0 has read
+    /// it (a refilled one gives errors of the order of ‖A‖). Both triangles, direct transfers.
+    #[test]
+    fn gpu_passes_wait_for_a_slow_lane_0() {
+        if let Err(e) = crate::device::gpu() {
+            let required = crate::config::get().require_gpu;
+            assert!(!required, "HYLAPACK_REQUIRE_GPU=1 but no GPU: {e}");
+            return;
+        }
+        let (n, kd, nb) = (900, 24, 100);
+        let (a0, seed) = random_input(n);
+        let norm = a0.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let tol = 1e3 * n as f64 * f64::EPSILON * norm;
+        for uplo in [b'L', b'U'] {
+            let run = |ahead: bool| {
+                let mut exec = gpu::GpuExecutor::<f64>::new(None).expect("a GPU executor");
+                if ahead {
+                    exec.stall_lane_0().expect("stall buffers");
+                }
+                let (mut a, mut ab) = (a0.clone(), vec![0.0; (kd + 1) * n]);
+                let mut tau = vec![0.0; n - kd];
+                let mut p = Problem::new(uplo, n, kd, &mut a, n, &mut ab, kd + 1, &mut tau);
+                p.stream_ahead = ahead;
+                let report = with_fallback(&mut exec, Backend::Gpu, Mode::Streaming { nb }, p);
+                assert_eq!(report.backend, Backend::Gpu, "{:?}", report.note);
+                (a, ab, tau)
+            };
+            let (with, without) = (run(true), run(false));
+            let far = |x: &[f64], y: &[f64]| {
+                x.iter()
+                    .zip(y)
+                    .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()))
+            };
+            let what = format!("uplo={} seed {seed}", uplo as char);
+            assert!(far(&with.1, &without.1) <= tol, "AB differs: {what}");
+            assert!(far(&with.0, &without.0) <= tol, "A differs: {what}");
+            assert!(far(&with.2, &without.2) <= tol, "TAU differs: {what}");
+        }
+    }
+
     /// A streaming run whose executor could not map the host matrix, stopped at any operation,
     /// resumes on a CPU executor that can, and so cuts the rest of the interrupted pass into
     /// blocks of another width (3/5 for an upper-stored matrix): the result agrees with an
