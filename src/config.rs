@@ -58,9 +58,8 @@ pub struct SbrTuning {
     /// `HYLAPACK_SBR_LOOKAHEAD` (default 1): the resident mode factors the next panel on a
     /// second stream while the rest of the trailing matrix is updated.
     pub lookahead: bool,
-    /// `HYLAPACK_SBR_STREAM_AHEAD` (default 0): the streaming mode's SYR2K pass factors the
-    /// next panel and forms the next step's SYMM too (one pass per step). Off until its fix
-    /// for a race that corrupted results at n = 100000 on the GPU is verified there.
+    /// `HYLAPACK_SBR_STREAM_AHEAD` (default 1): the streaming mode's SYR2K pass factors the
+    /// next panel and forms the next step's SYMM too (one pass per step instead of two).
     pub stream_ahead: bool,
     /// `HYLAPACK_SBR_DIRECT` (default 1): the streaming mode page-locks the user's matrix for
     /// the call and moves block columns by DMA, without staging copies.
@@ -272,7 +271,7 @@ pub fn load(env: impl Fn(&str) -> Option<String>) -> Config {
                 parse_bool,
                 "0 or 1",
             )
-            .unwrap_or(false),
+            .unwrap_or(true),
     };
     let cache_dir = s
         .lookup(

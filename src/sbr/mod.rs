@@ -13,8 +13,8 @@
 //!    rest of the trailing matrix is updated (see [`resident_steps`]). Streaming: the panel
 //!    is factored on the executor by sub-panels of 64 columns (each as the resident panels,
 //!    see [`blocked_panel`]; a wide band's panel on the host's xGEQRT3 took 0.7 s of each 1 s
-//!    step at n = 32768, kd = 1024) and comes back to the host; `V` and `Z` stay. With
-//!    `HYLAPACK_SBR_STREAM_AHEAD=1` it is factored where the last step's update pass left it,
+//!    step at n = 32768, kd = 1024) and comes back to the host; `V` and `Z` stay. Unless
+//!    `HYLAPACK_SBR_STREAM_AHEAD=0` it is factored where the last step's update pass left it,
 //!    during that pass.
 //! 2. Two-sided update of the trailing `A₂ = L[s.., s..]` as in the paper's (8)–(11), with
 //!    LAPACK's signs: `X = A₂ Z` (SYMM), `X −= ½ V (Zᵀ X)`, `A₂ −= V Xᵀ + X Vᵀ` (SYR2K).
@@ -24,10 +24,10 @@
 //! ring of three block columns of the trailing matrix that stream through it ("streaming"):
 //! each step's SYMM takes a pass that uploads them, and its SYR2K a pass that uploads, updates
 //! and downloads them, the next upload and the previous download overlapping the current
-//! block's arithmetic. With `HYLAPACK_SBR_STREAM_AHEAD=1` (see [`syr2k_pass`]; off by default
-//! until its race fix is verified on the GPU at n = 100000) the SYR2K pass also factors the
-//! next panel and forms the next step's SYMM, so that the trailing matrix travels once each
-//! way per step (not for the first step, a resumed pass, or blocks no wider than kd). The
+//! block's arithmetic. The SYR2K pass also factors the next panel and forms the next step's
+//! SYMM (see [`syr2k_pass`]; `HYLAPACK_SBR_STREAM_AHEAD=0` turns this off), so that the
+//! trailing matrix travels once each way per step (not for the first step, a resumed pass, or
+//! blocks no wider than kd). The
 //! block width comes from the executor's byte budget.
 //!
 //! Streaming block columns move straight between the user's matrix and the executor
