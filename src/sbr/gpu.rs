@@ -3,7 +3,8 @@
 //! where it is installed) on one stream (a second one for the look-ahead), uploads and
 //! downloads on two more, through pinned staging buffers or straight from host memory it
 //! page-locked (`map_host`), so that the next block column's upload and the previous one's
-//! download overlap the current block's arithmetic. Every device buffer is reserved from the memory
+//! download overlap the current block's arithmetic (an upper-stored block row's transposition
+//! goes with its transfer, on the copy stream, by handles of its own). Every device buffer is reserved from the memory
 //! budget first; cross-stream order comes from cudarc's per-buffer read/write events.
 
 use super::{DirectBlock, ExecError, Executor, Op, OpMut};
@@ -16,9 +17,11 @@ use cudarc::cublas::sys::{
     self as cb, cublasFillMode_t, cublasHandle_t, cublasOperation_t, cublasSideMode_t,
     cublasStatus_t,
 };
+use cudarc::cublas::CudaBlas;
 use cudarc::cusolver::sys as cs;
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use std::sync::Arc;
 
 /// Elements per pinned staging buffer (32 MiB in double precision): large enough to keep a
 /// copy engine busy, small enough that the staging pool keeps them between calls.
@@ -411,6 +414,9 @@ pub struct GpuExecutor<T> {
     la1: Option<PooledLinalg>,
     /// The lane operations go to (0: `la`, 1: `la1`).
     lane: usize,
+    /// cuBLAS handles on `h2d` and `d2h`, for `transpose_in_transfer` (made when first asked
+    /// for: only an upper-stored matrix streamed by DMA needs them).
+    copy_blas: Option<[CudaBlas; 2]>,
     h2d: PooledStream,
     d2h: PooledStream,
     budget: u64,
@@ -456,6 +462,38 @@ impl<T> Drop for GpuExecutor<T> {
     fn drop(&mut self) {
         self.release_host();
     }
+}
+
+/// C (m x n) := op(A) by cuBLAS GEAM with `handle` on `stream`, `ta`: A transposed (n x m).
+fn geam_on<T: CublasReal>(
+    handle: cublasHandle_t,
+    stream: &CudaStream,
+    ta: bool,
+    m: usize,
+    n: usize,
+    a: Op<GpuBuf<T>>,
+    c: OpMut<GpuBuf<T>>,
+) -> Result<(), ExecError> {
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    let (pa, _ra) = a.buf.slice.device_ptr(stream);
+    let (pc, _wc) = c.buf.slice.device_ptr_mut(stream);
+    // SAFETY: as in gemm (`handle` is bound to `stream`).
+    unsafe {
+        T::geam_copy(
+            handle,
+            ta,
+            dim(m),
+            dim(n),
+            at::<T>(pa, a.off) as *const T,
+            dim(a.ld),
+            at::<T>(pc, c.off) as *mut T,
+            dim(c.ld),
+        )
+    }
+    .result()
+    .map_err(blas_err)
 }
 
 fn blas_err(e: cudarc::cublas::result::CublasError) -> ExecError {
@@ -509,6 +547,7 @@ impl<T: CublasReal> GpuExecutor<T> {
             la,
             la1: None,
             lane: 0,
+            copy_blas: None,
             h2d,
             d2h,
             budget: budget(limit).unwrap_or(0),
@@ -601,7 +640,7 @@ impl<T: CublasReal> GpuExecutor<T> {
         Ok(())
     }
 
-    /// C (m x n) := op(A) by cuBLAS GEAM, `ta`: A transposed (n x m).
+    /// C (m x n) := op(A) by cuBLAS GEAM on the current lane, `ta`: A transposed (n x m).
     fn geam(
         &mut self,
         ta: bool,
@@ -610,28 +649,25 @@ impl<T: CublasReal> GpuExecutor<T> {
         a: Op<GpuBuf<T>>,
         c: OpMut<GpuBuf<T>>,
     ) -> Result<(), ExecError> {
-        if m == 0 || n == 0 {
-            return Ok(());
+        geam_on(self.handle(), &self.cur().stream, ta, m, n, a, c)
+    }
+
+    /// The streams and handles of `transpose_in_transfer` (up: the upload stream).
+    fn copy_lane(&mut self, up: bool) -> Result<(cublasHandle_t, &CudaStream), ExecError> {
+        if self.copy_blas.is_none() {
+            let make = |s: &PooledStream| {
+                CudaBlas::new(Arc::clone(s)).map_err(|e| {
+                    ExecError::Device(DeviceError::Driver(format!("cublasCreate: {e:?}")))
+                })
+            };
+            self.copy_blas = Some([make(&self.h2d)?, make(&self.d2h)?]);
         }
-        let handle = self.handle();
-        let stream: &CudaStream = &self.cur().stream;
-        let (pa, _ra) = a.buf.slice.device_ptr(stream);
-        let (pc, _wc) = c.buf.slice.device_ptr_mut(stream);
-        // SAFETY: as in gemm.
-        unsafe {
-            T::geam_copy(
-                handle,
-                ta,
-                dim(m),
-                dim(n),
-                at::<T>(pa, a.off) as *const T,
-                dim(a.ld),
-                at::<T>(pc, c.off) as *mut T,
-                dim(c.ld),
-            )
-        }
-        .result()
-        .map_err(blas_err)
+        let blas = self.copy_blas.as_ref().expect("made above");
+        Ok(if up {
+            (*blas[0].handle(), &self.h2d)
+        } else {
+            (*blas[1].handle(), &self.d2h)
+        })
     }
 
     /// The host-to-device staging loop of `upload` and `upload_block`: `total` elements are
@@ -1265,6 +1301,18 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
         c: OpMut<GpuBuf<T>>,
     ) -> Result<(), ExecError> {
         self.geam(true, n, m, a, c)
+    }
+
+    fn transpose_in_transfer(
+        &mut self,
+        up: bool,
+        m: usize,
+        n: usize,
+        a: Op<GpuBuf<T>>,
+        c: OpMut<GpuBuf<T>>,
+    ) -> Result<(), ExecError> {
+        let (handle, stream) = self.copy_lane(up)?;
+        geam_on(handle, stream, true, n, m, a, c)
     }
 
     fn can_factor(&self) -> bool {

@@ -415,6 +415,20 @@ pub trait Executor<T: Real> {
         a: Op<Self::Buf>,
         c: OpMut<Self::Buf>,
     ) -> Result<(), ExecError>;
+    /// `transpose`, queued behind the uploads (`up`) or the downloads rather than on a lane:
+    /// an upper-stored block row turned into a block column right after its upload, or back
+    /// right before its write-back, waits for no arithmetic but that which wrote its source.
+    fn transpose_in_transfer(
+        &mut self,
+        up: bool,
+        m: usize,
+        n: usize,
+        a: Op<Self::Buf>,
+        c: OpMut<Self::Buf>,
+    ) -> Result<(), ExecError> {
+        let _ = up;
+        self.transpose(m, n, a, c)
+    }
     /// Waits until all queued work is done (phase timing only).
     fn sync(&mut self) -> Result<(), ExecError>;
     /// Whether `geqrf` can run here (the resident mode factors its panels on the host if not).
@@ -1731,7 +1745,7 @@ fn upload_column<T: Real, E: Executor<T>>(
             Some(t) => {
                 // A's rows s + c.. + w of columns s + c.., w x h.
                 unsafe { exec.upload_direct(t, 0, w, w, h, src, lda)? };
-                exec.transpose(w, h, op(t, 0, w), op_mut(buf, 0, h))
+                exec.transpose_in_transfer(true, w, h, op(t, 0, w), op_mut(buf, 0, h))
             }
         };
     }
@@ -1816,7 +1830,7 @@ fn download_column<T: Real, E: Executor<T>>(
             .collect(),
         Some(tb) => {
             // The column as A's block row (w x h): L(i, j) at j + i·w.
-            exec.transpose(h, w, op(buf, 0, h), op_mut(tb, 0, w))?;
+            exec.transpose_in_transfer(false, h, w, op(buf, 0, h), op_mut(tb, 0, w))?;
             let mut blocks: Vec<DirectBlock<T>> = tiles
                 .iter()
                 .filter(|&&(t, _)| t > 0)
