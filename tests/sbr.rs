@@ -623,23 +623,20 @@ fn syevx_suite<T: Real + Dense + CublasReal>() {
                         continue;
                     }
                     let (vl, vu, abstol) = (T::from_f64(vl), T::from_f64(vu), T::from_f64(abstol));
-                    let mut a = one_triangle(&full, n, uplo == b'U');
-                    let mut w_ref = vec![T::ZERO; n];
-                    let r = sbr::syev::syevx(
-                        range,
-                        uplo,
-                        n,
-                        &mut a,
-                        n.max(1),
-                        vl,
-                        vu,
-                        il,
-                        iu,
-                        abstol,
-                        &mut w_ref,
-                        Path::Lapack,
-                    );
-                    assert_eq!(r.info, 0);
+                    // The reference is xSYEV's spectrum, selected as RANGE asks: the system
+                    // LAPACK's xSYEVX itself picked eigenvalues from the wrong one of two
+                    // clusters 0.45 apart in f32 (seed 6526195402481357862, clustered, n = 250,
+                    // RANGE = 'I', IL = 163), where xSYEV, DSYEV on the same matrix and every
+                    // path here agreed.
+                    let want: Vec<f64> = match range {
+                        b'V' => lam
+                            .iter()
+                            .copied()
+                            .filter(|&x| x > vl.to_f64() && x <= vu.to_f64())
+                            .collect(),
+                        b'I' => lam[il as usize - 1..iu as usize].to_vec(),
+                        _ => lam.clone(),
+                    };
                     for path in driver_paths::<T>(n) {
                         let what = format!(
                             "{}syevx {} n={n} uplo={} range={} vl={vl} vu={vu} il={il} iu={iu} abstol={abstol} {path:?} seed={seed}",
@@ -664,19 +661,9 @@ fn syevx_suite<T: Real + Dense + CublasReal>() {
                             &mut w,
                             path,
                         );
-                        let by_syev = lam
-                            .iter()
-                            .filter(|&&x| range != b'V' || (x > vl.to_f64() && x <= vu.to_f64()))
-                            .count();
-                        assert_eq!(
-                            (got.info, got.m),
-                            (0, r.m),
-                            "{what} (xSYEV finds {by_syev} in range)"
-                        );
-                        let m = r.m as usize;
-                        let x: Vec<f64> = w[..m].iter().map(|v| v.to_f64()).collect();
-                        let y: Vec<f64> = w_ref[..m].iter().map(|v| v.to_f64()).collect();
-                        let err = max_diff(&x, &y);
+                        assert_eq!((got.info, got.m as usize), (0, want.len()), "{what}");
+                        let x: Vec<f64> = w[..want.len()].iter().map(|v| v.to_f64()).collect();
+                        let err = max_diff(&x, &want);
                         let tol = ntol + abstol.to_f64();
                         assert!(err <= tol, "{what}: off by {err:e} > {tol:e}");
                     }
