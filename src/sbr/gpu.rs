@@ -656,9 +656,15 @@ impl<T: CublasReal> GpuExecutor<T> {
     fn copy_lane(&mut self, up: bool) -> Result<(cublasHandle_t, &CudaStream), ExecError> {
         if self.copy_blas.is_none() {
             let make = |s: &PooledStream| {
-                CudaBlas::new(Arc::clone(s)).map_err(|e| {
+                let blas = CudaBlas::new(Arc::clone(s)).map_err(|e| {
                     ExecError::Device(DeviceError::Driver(format!("cublasCreate: {e:?}")))
-                })
+                })?;
+                // GEAM needs no workspace, and CUBLAS_MARGIN counts the lanes' handles only.
+                // SAFETY: a handle of ours; no workspace is a documented setting.
+                unsafe { cb::cublasSetWorkspace_v2(*blas.handle(), std::ptr::null_mut(), 0) }
+                    .result()
+                    .map_err(blas_err)?;
+                Ok::<_, ExecError>(blas)
             };
             self.copy_blas = Some([make(&self.h2d)?, make(&self.d2h)?]);
         }
