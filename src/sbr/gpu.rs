@@ -4,8 +4,10 @@
 //! downloads on two more, through pinned staging buffers or straight from host memory it
 //! page-locked (`map_host`), so that the next block column's upload and the previous one's
 //! download overlap the current block's arithmetic (an upper-stored block row's transposition
-//! goes with its transfer, on the copy stream, by handles of its own). Every device buffer is reserved from the memory
-//! budget first; cross-stream order comes from cudarc's per-buffer read/write events.
+//! goes with its transfer, on the copy stream, by handles of its own). Every device buffer is
+//! reserved from the memory budget first; cross-stream order comes from cudarc's per-buffer
+//! read/write events, which keep one read per buffer: a buffer read on two streams must have
+//! the read that its next writer has to wait for queued last.
 
 use super::{DirectBlock, ExecError, Executor, Op, OpMut};
 use crate::device::linalg::{Linalg, PooledLinalg};

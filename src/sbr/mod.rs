@@ -27,8 +27,7 @@
 //! block's arithmetic. The SYR2K pass also factors the next panel and forms the next step's
 //! SYMM (see [`syr2k_pass`]; `HYLAPACK_SBR_STREAM_AHEAD=0` turns this off), so that the
 //! trailing matrix travels once each way per step (not for the first step, a resumed pass, or
-//! blocks no wider than kd). The
-//! block width comes from the executor's byte budget.
+//! blocks no wider than kd). The block width comes from the executor's byte budget.
 //!
 //! Streaming block columns move straight between the user's matrix and the executor
 //! (`Executor::map_host`: the GPU page-locks the matrix for the call and moves them by DMA at
