@@ -10,6 +10,7 @@ pub mod config;
 pub mod device;
 pub mod dispatch;
 pub mod gtsv;
+pub mod host;
 pub mod interval;
 pub mod lapack;
 pub mod real;

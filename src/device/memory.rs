@@ -155,8 +155,7 @@ mod plain {
 pub fn copy_threads(bytes: usize) -> usize {
     const PER_THREAD: usize = 1 << 20;
     const MOST: usize = 8;
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |t| t.get()));
+    let cores = crate::host::threads();
     (bytes / PER_THREAD).clamp(1, cores.min(MOST))
 }
 

@@ -258,11 +258,7 @@ pub fn solve<T: Lapack>(
 ) -> Result<(), Reject> {
     let n = d.len();
     let threads = threads
-        .unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|t| t.get())
-                .unwrap_or(1)
-        })
+        .unwrap_or_else(|| crate::host::threads())
         .clamp(1, n.div_ceil(2).max(1));
     let lay = Layout::new(n, blocks.unwrap_or(4 * threads).max(1));
     let nblocks = lay.q + 1;

@@ -451,10 +451,7 @@ pub fn gtsv_strided_batch<T: Lapack>(
         }
     }
     // LAPACK on each system, systems spread over threads.
-    let threads = std::thread::available_parallelism()
-        .map(|t| t.get())
-        .unwrap_or(1)
-        .min(count.div_ceil(4).max(1));
+    let threads = crate::host::threads().min(count.div_ceil(4).max(1));
     let per = count.div_ceil(threads).max(1);
     let mut jobs: Vec<_> = dls
         .drain(..)

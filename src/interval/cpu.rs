@@ -9,9 +9,7 @@ use crate::lapack::Dense;
 
 /// Threads for `work` multiply–adds: one per ~4M, at most the cores.
 fn threads_for(work: f64) -> usize {
-    let cores = std::thread::available_parallelism()
-        .map(|t| t.get())
-        .unwrap_or(1);
+    let cores = crate::host::threads();
     cores.min((work / 4.0e6) as usize).max(1)
 }
 

@@ -298,9 +298,7 @@ pub fn enclose_rows(
 
 /// Runs `f` on blocks of the rows `0..n` on the host's threads and concatenates the results.
 fn par_rows<T: Send>(n: usize, f: impl Fn(std::ops::Range<usize>) -> Vec<T> + Sync) -> Vec<T> {
-    let cores = std::thread::available_parallelism()
-        .map(|t| t.get())
-        .unwrap_or(1);
+    let cores = crate::host::threads();
     // About 64K matrix entries per block is where a thread pays for itself.
     let threads = cores.min((n * n) >> 16).max(1);
     let per = n.div_ceil(threads).max(1);

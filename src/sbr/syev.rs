@@ -182,7 +182,7 @@ fn max_abs<T: Real>(
             rows(j).fold(m, |m, i| larger(m, a[i + j * lda].abs()))
         })
     };
-    let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+    let threads = crate::host::threads();
     if threads == 1 || n * n < 1 << 20 {
         return columns(0, 1);
     }

@@ -48,9 +48,7 @@ pub struct CpuCounter<'a, T> {
 impl<'a, T: Real> CpuCounter<'a, T> {
     /// A counter using every available core.
     pub fn new(problem: &SturmProblem<'a, T>) -> Self {
-        let threads = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1);
+        let threads = crate::host::threads();
         Self::with_threads(problem, threads)
     }
 

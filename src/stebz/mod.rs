@@ -712,7 +712,7 @@ fn multisection<T: Real>(
     rtol: T,
     out: &mut Output<'_, T>,
 ) -> bool {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = crate::host::threads();
     let mut ncnvrg = false;
     let mut xs: Vec<T> = Vec::new();
     let mut blocks: Vec<u32> = Vec::new();

@@ -45,9 +45,7 @@ pub fn solve_chunked<T: Lapack>(
         needed: bytes_needed::<T>(2, nrhs + 2, o),
         available: limit,
     })?;
-    let threads = std::thread::available_parallelism()
-        .map(|t| t.get())
-        .unwrap_or(1);
+    let threads = crate::host::threads();
     let chunks = (n - 1) / (c + 1) + 1;
     let mut x = vec![T::ZERO; n * nrhs];
     let t0 = Instant::now();

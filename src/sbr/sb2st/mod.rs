@@ -98,7 +98,7 @@ pub fn tridiagonalize_grouped<T: Real>(
     let (mut w, ld, b) = workspace(uplo, n, kd, ab, ldab);
     if needs_chase(n, kd) {
         let threads = if threads == 0 {
-            std::thread::available_parallelism().map_or(1, |t| t.get())
+            crate::host::threads()
         } else {
             threads
         };
