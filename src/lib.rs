@@ -2,9 +2,6 @@
 //! CPU (or the system LAPACK) everywhere else. See DESIGN.md in the project's shared folder
 //! for the layers; this crate builds `libhylapack.so`, `libhylapack.a` and the Rust library.
 
-// Links the system OpenBLAS, which provides BLAS and LAPACK.
-extern crate openblas_src;
-
 pub mod api;
 pub mod config;
 pub mod device;

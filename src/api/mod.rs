@@ -22,20 +22,17 @@ pub const HYLAPACK_INFO_INTERNAL_ERROR: c_int = -1000;
 /// GPU failed (the reason is logged). Distinct from every LAPACK INFO value.
 pub const HYLAPACK_INFO_NO_GPU: c_int = -1001;
 
-extern "C" {
-    // LAPACK's error reporter. The definition comes from the system LAPACK, unless the program
-    // defines its own, which then wins at link time as with LAPACK itself.
-    fn xerbla_(srname: *const c_char, info: *const c_int, srname_len: usize);
-}
-
 /// Reports the illegal argument `-info` of `routine` (an upper-case name) through `xerbla_`.
 pub(crate) fn report_illegal_argument(routine: &str, info: c_int) {
     let arg = -info;
     // Some xerbla_ implementations (OpenBLAS's) print the name with %s, so it must also be
     // NUL-terminated although its length is passed.
     let name = std::ffi::CString::new(routine).unwrap_or_default();
-    // SAFETY: xerbla_ reads `srname_len` bytes of the NUL-terminated name and the integer.
-    unsafe { xerbla_(name.as_ptr(), &arg, routine.len()) };
+    match crate::lapack::symbols::xerbla() {
+        // SAFETY: xerbla_ reads `srname_len` bytes of the NUL-terminated name and the integer.
+        Some(xerbla) => unsafe { xerbla(name.as_ptr(), &arg, routine.len()) },
+        None => eprintln!(" ** On entry to {routine} parameter number {arg} had an illegal value"),
+    }
 }
 
 /// Prints what a caught panic said, so a bug is visible even though the host program goes on.

@@ -2,12 +2,20 @@
 
 use hylapack::config::{self, DeviceMode};
 use hylapack::device::{self, kernels};
+use hylapack::lapack::symbols;
 use std::ffi::{c_char, CStr};
 
-extern "C" {
-    // OpenBLAS describes its build (version, threading, core) in one string.
-    fn openblas_get_config() -> *const c_char;
-    fn openblas_get_num_threads() -> i32;
+/// OpenBLAS's description of its build (version, threading, core), if the LAPACK in use is
+/// OpenBLAS.
+fn openblas_config() -> Option<String> {
+    let address = symbols::resolve(c"openblas_get_config")?;
+    // SAFETY: OpenBLAS's openblas_get_config takes nothing and returns a static C string.
+    let f: unsafe extern "C" fn() -> *const c_char = unsafe { std::mem::transmute(address) };
+    Some(
+        unsafe { CStr::from_ptr(f()) }
+            .to_string_lossy()
+            .into_owned(),
+    )
 }
 
 fn yes(found: bool) -> &'static str {
@@ -21,18 +29,13 @@ fn yes(found: bool) -> &'static str {
 pub fn run() -> i32 {
     let cfg = config::get();
     println!("hylapack {}", env!("CARGO_PKG_VERSION"));
-    // SAFETY: OpenBLAS returns a static NUL-terminated string and a plain integer.
-    let (blas, threads) = unsafe {
-        (
-            CStr::from_ptr(openblas_get_config())
-                .to_string_lossy()
-                .into_owned(),
-            openblas_get_num_threads(),
-        )
-    };
+    let lapack = symbols::library_of(c"dgemm_").unwrap_or_else(|| "not found".into());
     println!(
-        "CPU LAPACK/BLAS:   {blas} ({threads} threads); host threads: {}",
-        std::thread::available_parallelism().map_or(1, |n| n.get())
+        "CPU LAPACK/BLAS:   {lapack}{}; host threads: {}",
+        openblas_config()
+            .map(|c| format!(" ({c})"))
+            .unwrap_or_default(),
+        hylapack::host::threads()
     );
     let libs = device::libraries();
     println!(

@@ -1,13 +1,35 @@
-//! The system LAPACK (OpenBLAS here), reached through lapack-sys: the CPU fallback and the
-//! reference the tests compare against.
-//!
-//! lapack-sys declares Fortran routines without the hidden CHARACTER length arguments that
-//! gfortran appends, so routines taking CHARACTER arguments are declared here with them.
+//! The system LAPACK and BLAS: the CPU fallback and the reference the tests compare against.
+//! They are found at run time ([`symbols`]); routines taking CHARACTER arguments are declared
+//! with the hidden length arguments gfortran appends.
+
+pub mod symbols;
 
 use crate::real::Real;
 use std::os::raw::{c_char, c_int};
 
-extern "C" {
+symbols::system_routines! {
+    fn dsterf_(n: *const c_int, d: *mut f64, e: *mut f64, info: *mut c_int);
+    fn ssterf_(n: *const c_int, d: *mut f32, e: *mut f32, info: *mut c_int);
+    fn dgtsv_(
+        n: *const c_int,
+        nrhs: *const c_int,
+        dl: *mut f64,
+        d: *mut f64,
+        du: *mut f64,
+        b: *mut f64,
+        ldb: *const c_int,
+        info: *mut c_int,
+    );
+    fn sgtsv_(
+        n: *const c_int,
+        nrhs: *const c_int,
+        dl: *mut f32,
+        d: *mut f32,
+        du: *mut f32,
+        b: *mut f32,
+        ldb: *const c_int,
+        info: *mut c_int,
+    );
     fn dstebz_(
         range: *const c_char,
         order: *const c_char,
@@ -316,27 +338,15 @@ macro_rules! impl_lapack {
     };
 }
 
-impl_lapack!(
-    f64,
-    dstebz_,
-    lapack_sys::dsterf_,
-    dstemr_,
-    lapack_sys::dgtsv_
-);
-impl_lapack!(
-    f32,
-    sstebz_,
-    lapack_sys::ssterf_,
-    sstemr_,
-    lapack_sys::sgtsv_
-);
+impl_lapack!(f64, dstebz_, dsterf_, dstemr_, dgtsv_);
+impl_lapack!(f32, sstebz_, ssterf_, sstemr_, sgtsv_);
 
 // BLAS 3 and the dense symmetric LAPACK routines of the band-reduction family, declared here
-// with the hidden CHARACTER lengths (lapack-sys has no BLAS and omits the lengths).
+// with the hidden CHARACTER lengths.
 macro_rules! dense_externs {
     ($t:ty, $gemm:ident, $symm:ident, $syr2k:ident, $geqrf:ident, $larft:ident,
      $sy2sb:ident, $sb2st:ident, $syev:ident, $syevx:ident, $syevd:ident, $geqrt3:ident) => {
-        extern "C" {
+        symbols::system_routines! {
             fn $geqrt3(
                 m: *const c_int,
                 n: *const c_int,
@@ -1163,7 +1173,7 @@ pub enum TriangularOp {
 }
 
 /// xTRSM's and xTRMM's common argument list (with the hidden CHARACTER lengths).
-type TriangularBlas3<T> = unsafe extern "C" fn(
+type TriangularBlas3<T> = unsafe fn(
     *const c_char,
     *const c_char,
     *const c_char,
@@ -1225,7 +1235,7 @@ fn triangular_blas3<T>(
 
 macro_rules! impl_triangular {
     ($t:ty, $potrf:ident, $trsm:ident, $trmm:ident) => {
-        extern "C" {
+        symbols::system_routines! {
             fn $potrf(
                 uplo: *const c_char,
                 n: *const c_int,
@@ -1312,7 +1322,7 @@ macro_rules! impl_triangular {
 impl_triangular!(f64, dpotrf_, dtrsm_, dtrmm_);
 impl_triangular!(f32, spotrf_, strsm_, strmm_);
 // LAPACK's LU (double precision) for the interval family's approximate inverse.
-extern "C" {
+symbols::system_routines! {
     fn dgetrf_(
         m: *const c_int,
         n: *const c_int,
