@@ -1,0 +1,641 @@
+//! The dense symmetric eigenvalue drivers xSYEV, xSYEV_2STAGE, xSYEVD, xSYEVX and xSYEVR with
+//! JOBZ = 'N': the band-reduction path where the route says so, else forwarded.
+//!
+//! Before running, a call passes LAPACK's checks of its own driver, in LAPACK's order,
+//! workspace sizes included; a call that fails one is forwarded so that LAPACK reports it.
+//! Afterwards WORK(1) (and IWORK(1)) hold what LAPACK leaves there, the optimal sizes, which a
+//! workspace query to the program's LAPACK supplies. N ≤ 1 is forwarded (LAPACK's answer is
+//! trivial, and its minimal workspace for N = 1 differs between LAPACK versions).
+
+use crate::{forward, route, run_logged, set_info, Inside, Route, FROM_INSIDE, ILLEGAL, NULL_ARG};
+use hylapack::api::fortran_char;
+use hylapack::dispatch::{Backend, Family};
+use hylapack::lapack::{span, Dense};
+use hylapack::real::Real;
+use hylapack::sbr::gpu::CublasReal;
+use hylapack::sbr::syev::{self, EigReport};
+use hylapack::sbr::Path;
+use std::ffi::{c_char, c_int};
+
+/// The driver an intercepted name is, for its workspace rule.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Driver {
+    Syev,
+    Syev2stage,
+    Syevd,
+    Syevx,
+    Syevr,
+}
+
+impl Driver {
+    /// LAPACK's least LWORK and LIWORK for JOBZ = 'N' and N ≥ 2; `queried_work` is WORK(1) of a
+    /// workspace query, which xSYEV_2STAGE's minimum depends on (through ILAENV2STAGE).
+    fn least_workspace(self, n: i64, queried_work: i64) -> (i64, i64) {
+        match self {
+            Driver::Syev => (3 * n - 1, 0),
+            Driver::Syev2stage => (queried_work, 0),
+            Driver::Syevd => (2 * n + 1, 1),
+            Driver::Syevx => (8 * n, 0),
+            Driver::Syevr => (26 * n, 10 * n),
+        }
+    }
+}
+
+/// The caller's workspace: WORK and LWORK, and IWORK and LIWORK where the driver has them.
+#[derive(Clone, Copy)]
+struct Workspace<T> {
+    work: *mut T,
+    lwork: c_int,
+    iwork: *mut c_int,
+    liwork: Option<c_int>,
+}
+
+impl<T: Real> Workspace<T> {
+    /// `Err(why)` for a NULL length or a workspace query (LAPACK answers queries).
+    unsafe fn read(
+        work: *mut T,
+        lwork: *const c_int,
+        iwork: *mut c_int,
+        liwork: Option<*const c_int>,
+    ) -> Result<Self, &'static str> {
+        let lwork = *lwork.as_ref().ok_or(NULL_ARG)?;
+        let liwork = match liwork {
+            Some(p) => Some(*p.as_ref().ok_or(NULL_ARG)?),
+            None => None,
+        };
+        if lwork == -1 || liwork == Some(-1) {
+            return Err("a workspace query");
+        }
+        Ok(Workspace {
+            work,
+            lwork,
+            iwork,
+            liwork,
+        })
+    }
+
+    /// Checks the sizes against `driver`'s least ones, given the optimal sizes a query gave.
+    fn enough(&self, driver: Driver, n: usize, optimal: (T, c_int)) -> Result<(), &'static str> {
+        let (least_work, least_iwork) = driver.least_workspace(n as i64, optimal.0.to_f64() as i64);
+        let short = i64::from(self.lwork) < least_work
+            || self.liwork.is_some_and(|l| i64::from(l) < least_iwork);
+        if short {
+            Err(ILLEGAL)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Leaves the optimal sizes in WORK(1) and IWORK(1), as LAPACK does on return.
+    unsafe fn store_optimal(&self, optimal: (T, c_int)) {
+        if !self.work.is_null() {
+            *self.work = optimal.0;
+        }
+        if self.liwork.is_some() && !self.iwork.is_null() {
+            *self.iwork = optimal.1;
+        }
+    }
+}
+
+/// The band-reduction path for `backend`.
+fn path_for(backend: Backend) -> Path {
+    match backend {
+        Backend::Gpu => Path::Gpu { budget: None },
+        Backend::Cpu => Path::CpuBlocked { budget: u64::MAX },
+    }
+}
+
+/// Runs an eigenvalue driver, logged under the name the program called; returns (INFO, M).
+fn run_driver(routine: &str, n: usize, f: impl FnOnce() -> EigReport) -> (c_int, c_int) {
+    let outcome = |r: &EigReport| {
+        let note = r.reduction.as_ref().and_then(|x| x.note.clone());
+        (r.info, r.backend(), note)
+    };
+    match run_logged(routine, n, f, outcome) {
+        Ok(r) => (r.info, r.m),
+        Err(info) => (info, 0),
+    }
+}
+
+/// The scalars of an xSYEV-shaped call that hylapack runs, or why it is forwarded.
+struct AllValues {
+    uplo: u8,
+    n: usize,
+    lda: usize,
+}
+
+/// The checks of xSYEV, xSYEV_2STAGE and xSYEVD up to the workspace, and the route.
+unsafe fn all_values_route(
+    jobz: *const c_char,
+    uplo: *const c_char,
+    n: *const c_int,
+    lda: *const c_int,
+    a_and_w: bool,
+) -> Result<(AllValues, Backend), String> {
+    let (Some(&n), Some(&lda)) = (n.as_ref(), lda.as_ref()) else {
+        return Err(NULL_ARG.into());
+    };
+    let (jobz, uplo) = (fortran_char(jobz), fortran_char(uplo));
+    if !jobz.eq_ignore_ascii_case(&b'N') {
+        return Err("JOBZ = 'V' (eigenvectors are LAPACK's)".into());
+    }
+    if syev::syev_check(jobz, uplo, n, lda, -1) != 0 || !a_and_w {
+        return Err(ILLEGAL.into());
+    }
+    if n <= 1 {
+        return Err("N <= 1".into());
+    }
+    let (n, lda) = (n as usize, lda as usize);
+    match route(Family::Syrdb, n) {
+        Route::Here(backend) => Ok((AllValues { uplo, n, lda }, backend)),
+        Route::Forward(why) => Err(why),
+    }
+}
+
+/// Runs xSYEV / xSYEV_2STAGE / xSYEVD with JOBZ = 'N' here if it should; `query` asks the
+/// program's LAPACK for the optimal (WORK(1), IWORK(1)). Returns INFO, or why it is forwarded.
+#[allow(clippy::too_many_arguments)]
+unsafe fn all_values<T: Real + Dense + CublasReal>(
+    routine: &str,
+    driver: Driver,
+    (jobz, uplo, n, lda): (*const c_char, *const c_char, *const c_int, *const c_int),
+    a: *mut T,
+    w: *mut T,
+    workspace: Result<Workspace<T>, &'static str>,
+    query: impl FnOnce() -> Option<(T, c_int)>,
+) -> Result<c_int, String> {
+    let (call, backend) = all_values_route(jobz, uplo, n, lda, !a.is_null() && !w.is_null())?;
+    let workspace = workspace?;
+    let optimal = query().ok_or("the workspace query failed")?;
+    workspace.enough(driver, call.n, optimal)?;
+    let a = std::slice::from_raw_parts_mut(a, span(call.n, call.n, call.lda));
+    let w = std::slice::from_raw_parts_mut(w, call.n);
+    let (info, _) = run_driver(routine, call.n, || {
+        syev::syev::<T>(call.uplo, call.n, a, call.lda, w, path_for(backend))
+    });
+    workspace.store_optimal(optimal);
+    Ok(info)
+}
+
+/// The scalar arguments of xSYEVX and xSYEVR.
+struct Selected<T> {
+    jobz: *const c_char,
+    range: *const c_char,
+    uplo: *const c_char,
+    n: *const c_int,
+    lda: *const c_int,
+    vl: *const T,
+    vu: *const T,
+    il: *const c_int,
+    iu: *const c_int,
+    abstol: *const T,
+    ldz: *const c_int,
+}
+
+/// Runs xSYEVX / xSYEVR with JOBZ = 'N' here if it should (as [`all_values`]); stores M.
+unsafe fn selected_values<T: Real + Dense + CublasReal>(
+    routine: &str,
+    driver: Driver,
+    s: &Selected<T>,
+    a: *mut T,
+    m: *mut c_int,
+    w: *mut T,
+    workspace: Result<Workspace<T>, &'static str>,
+    query: impl FnOnce() -> Option<(T, c_int)>,
+) -> Result<c_int, String> {
+    let (jobz, range, uplo) = (
+        fortran_char(s.jobz),
+        fortran_char(s.range),
+        fortran_char(s.uplo),
+    );
+    let needs_v = range.eq_ignore_ascii_case(&b'V');
+    let needs_i = range.eq_ignore_ascii_case(&b'I');
+    let scalars = (s.n.as_ref(), s.lda.as_ref(), s.ldz.as_ref());
+    let (Some(&n), Some(&lda), Some(&ldz)) = scalars else {
+        return Err(NULL_ARG.into());
+    };
+    let abstol = *s.abstol.as_ref().ok_or(NULL_ARG)?;
+    let (vl, vu) = match (s.vl.as_ref(), s.vu.as_ref()) {
+        (Some(l), Some(u)) => (*l, *u),
+        _ if !needs_v => (T::ZERO, T::ZERO),
+        _ => return Err(NULL_ARG.into()),
+    };
+    let (il, iu) = match (s.il.as_ref(), s.iu.as_ref()) {
+        (Some(l), Some(u)) => (*l, *u),
+        _ if !needs_i => (0, 0),
+        _ => return Err(NULL_ARG.into()),
+    };
+    if !jobz.eq_ignore_ascii_case(&b'N') {
+        return Err("JOBZ = 'V' (eigenvectors are LAPACK's)".into());
+    }
+    if syev::syevx_check(jobz, range, uplo, n, lda, vl, vu, il, iu, ldz, -1) != 0 {
+        return Err(ILLEGAL.into());
+    }
+    if a.is_null() || w.is_null() || m.is_null() {
+        return Err(NULL_ARG.into());
+    }
+    if n <= 1 {
+        return Err("N <= 1".into());
+    }
+    let (n, lda) = (n as usize, lda as usize);
+    let backend = match route(Family::Syrdb, n) {
+        Route::Here(backend) => backend,
+        Route::Forward(why) => return Err(why),
+    };
+    let workspace = workspace?;
+    let optimal = query().ok_or("the workspace query failed")?;
+    workspace.enough(driver, n, optimal)?;
+    let a = std::slice::from_raw_parts_mut(a, span(n, n, lda));
+    let w = std::slice::from_raw_parts_mut(w, n);
+    let (info, found) = run_driver(routine, n, || {
+        syev::syevx::<T>(
+            range,
+            uplo,
+            n,
+            a,
+            lda,
+            vl,
+            vu,
+            il,
+            iu,
+            abstol,
+            w,
+            path_for(backend),
+        )
+    });
+    *m = found;
+    workspace.store_optimal(optimal);
+    Ok(info)
+}
+
+type SyevFn<T> = unsafe extern "C" fn(
+    *const c_char,
+    *const c_char,
+    *const c_int,
+    *mut T,
+    *const c_int,
+    *mut T,
+    *mut T,
+    *const c_int,
+    *mut c_int,
+    usize,
+    usize,
+);
+type SyevdFn<T> = unsafe extern "C" fn(
+    *const c_char,
+    *const c_char,
+    *const c_int,
+    *mut T,
+    *const c_int,
+    *mut T,
+    *mut T,
+    *const c_int,
+    *mut c_int,
+    *const c_int,
+    *mut c_int,
+    usize,
+    usize,
+);
+type SyevxFn<T> = unsafe extern "C" fn(
+    *const c_char,
+    *const c_char,
+    *const c_char,
+    *const c_int,
+    *mut T,
+    *const c_int,
+    *const T,
+    *const T,
+    *const c_int,
+    *const c_int,
+    *const T,
+    *mut c_int,
+    *mut T,
+    *mut T,
+    *const c_int,
+    *mut T,
+    *const c_int,
+    *mut c_int,
+    *mut c_int,
+    *mut c_int,
+    usize,
+    usize,
+    usize,
+);
+type SyevrFn<T> = unsafe extern "C" fn(
+    *const c_char,
+    *const c_char,
+    *const c_char,
+    *const c_int,
+    *mut T,
+    *const c_int,
+    *const T,
+    *const T,
+    *const c_int,
+    *const c_int,
+    *const T,
+    *mut c_int,
+    *mut T,
+    *mut T,
+    *const c_int,
+    *mut c_int,
+    *mut T,
+    *const c_int,
+    *mut c_int,
+    *const c_int,
+    *mut c_int,
+    usize,
+    usize,
+    usize,
+);
+
+/// Calls the program's LAPACK routine `f` as a workspace query (LWORK = LIWORK = −1) and
+/// returns what it left in (WORK(1), IWORK(1)), or `None` if it failed or is missing.
+fn optimal_workspace<T: Real>(
+    f: Option<usize>,
+    call: impl FnOnce(usize, *mut T, *mut c_int, *mut c_int),
+) -> Option<(T, c_int)> {
+    let (mut work, mut iwork, mut info) = (T::ZERO, 0, 0);
+    call(f?, &mut work, &mut iwork, &mut info);
+    (info == 0).then_some((work, iwork))
+}
+
+/// The next definition of `name` (NUL-terminated), found once per call site.
+macro_rules! next_definition {
+    ($name:ident) => {{
+        static NEXT: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+        *NEXT.get_or_init(|| crate::forward_target(concat!(stringify!($name), "\0").as_bytes()))
+    }};
+}
+
+macro_rules! interpose_syev {
+    ($name:ident, $t:ty, $routine:literal, $driver:expr) => {
+        /// LAPACK's xSYEV (or xSYEV_2STAGE), interposed: JOBZ = 'N' on the band-reduction
+        /// path where the route says so, else forwarded.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            jobz: *const c_char,
+            uplo: *const c_char,
+            n: *const c_int,
+            a: *mut $t,
+            lda: *const c_int,
+            w: *mut $t,
+            work: *mut $t,
+            lwork: *const c_int,
+            info: *mut c_int,
+            jobz_len: usize,
+            uplo_len: usize,
+        ) {
+            let why = match Inside::enter() {
+                None => FROM_INSIDE.to_string(),
+                Some(_inside) => {
+                    let query = || {
+                        optimal_workspace::<$t>(next_definition!($name), |f, wk, _, inf| {
+                            let f: SyevFn<$t> = std::mem::transmute(f);
+                            f(jobz, uplo, n, a, lda, w, wk, &-1, inf, 1, 1)
+                        })
+                    };
+                    let workspace = Workspace::read(work, lwork, std::ptr::null_mut(), None);
+                    let scalars = (jobz, uplo, n, lda);
+                    match all_values::<$t>($routine, $driver, scalars, a, w, workspace, query) {
+                        Ok(r) => return set_info(info, r),
+                        Err(why) => why,
+                    }
+                }
+            };
+            forward!(
+                $name,
+                SyevFn<$t>,
+                $routine,
+                n,
+                &why,
+                info,
+                (jobz, uplo, n, a, lda, w, work, lwork, info, jobz_len, uplo_len)
+            )
+        }
+    };
+}
+
+interpose_syev!(dsyev_, f64, "DSYEV", Driver::Syev);
+interpose_syev!(ssyev_, f32, "SSYEV", Driver::Syev);
+interpose_syev!(dsyev_2stage_, f64, "DSYEV_2STAGE", Driver::Syev2stage);
+interpose_syev!(ssyev_2stage_, f32, "SSYEV_2STAGE", Driver::Syev2stage);
+
+macro_rules! interpose_syevd {
+    ($name:ident, $t:ty, $routine:literal) => {
+        /// LAPACK's xSYEVD, interposed: JOBZ = 'N' on the band-reduction path where the route
+        /// says so, else forwarded.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            jobz: *const c_char,
+            uplo: *const c_char,
+            n: *const c_int,
+            a: *mut $t,
+            lda: *const c_int,
+            w: *mut $t,
+            work: *mut $t,
+            lwork: *const c_int,
+            iwork: *mut c_int,
+            liwork: *const c_int,
+            info: *mut c_int,
+            jobz_len: usize,
+            uplo_len: usize,
+        ) {
+            let why = match Inside::enter() {
+                None => FROM_INSIDE.to_string(),
+                Some(_inside) => {
+                    let query = || {
+                        optimal_workspace::<$t>(next_definition!($name), |f, wk, iwk, inf| {
+                            let f: SyevdFn<$t> = std::mem::transmute(f);
+                            f(jobz, uplo, n, a, lda, w, wk, &-1, iwk, &-1, inf, 1, 1)
+                        })
+                    };
+                    let workspace = Workspace::read(work, lwork, iwork, Some(liwork));
+                    let scalars = (jobz, uplo, n, lda);
+                    let driver = Driver::Syevd;
+                    match all_values::<$t>($routine, driver, scalars, a, w, workspace, query) {
+                        Ok(r) => return set_info(info, r),
+                        Err(why) => why,
+                    }
+                }
+            };
+            forward!(
+                $name,
+                SyevdFn<$t>,
+                $routine,
+                n,
+                &why,
+                info,
+                (jobz, uplo, n, a, lda, w, work, lwork, iwork, liwork, info, jobz_len, uplo_len)
+            )
+        }
+    };
+}
+
+interpose_syevd!(dsyevd_, f64, "DSYEVD");
+interpose_syevd!(ssyevd_, f32, "SSYEVD");
+
+macro_rules! interpose_syevx {
+    ($name:ident, $t:ty, $routine:literal) => {
+        /// LAPACK's xSYEVX, interposed: JOBZ = 'N' on the band-reduction path (then
+        /// bisection) where the route says so, else forwarded.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            jobz: *const c_char,
+            range: *const c_char,
+            uplo: *const c_char,
+            n: *const c_int,
+            a: *mut $t,
+            lda: *const c_int,
+            vl: *const $t,
+            vu: *const $t,
+            il: *const c_int,
+            iu: *const c_int,
+            abstol: *const $t,
+            m: *mut c_int,
+            w: *mut $t,
+            z: *mut $t,
+            ldz: *const c_int,
+            work: *mut $t,
+            lwork: *const c_int,
+            iwork: *mut c_int,
+            ifail: *mut c_int,
+            info: *mut c_int,
+            jobz_len: usize,
+            range_len: usize,
+            uplo_len: usize,
+        ) {
+            let why = match Inside::enter() {
+                None => FROM_INSIDE.to_string(),
+                Some(_inside) => {
+                    let query = || {
+                        optimal_workspace::<$t>(next_definition!($name), |f, wk, _, inf| {
+                            let f: SyevxFn<$t> = std::mem::transmute(f);
+                            f(
+                                jobz, range, uplo, n, a, lda, vl, vu, il, iu, abstol, m, w, z, ldz,
+                                wk, &-1, iwork, ifail, inf, 1, 1, 1,
+                            )
+                        })
+                    };
+                    let workspace = Workspace::read(work, lwork, std::ptr::null_mut(), None);
+                    let s = Selected {
+                        jobz,
+                        range,
+                        uplo,
+                        n,
+                        lda,
+                        vl,
+                        vu,
+                        il,
+                        iu,
+                        abstol,
+                        ldz,
+                    };
+                    let driver = Driver::Syevx;
+                    match selected_values::<$t>($routine, driver, &s, a, m, w, workspace, query) {
+                        Ok(r) => return set_info(info, r),
+                        Err(why) => why,
+                    }
+                }
+            };
+            forward!(
+                $name,
+                SyevxFn<$t>,
+                $routine,
+                n,
+                &why,
+                info,
+                (
+                    jobz, range, uplo, n, a, lda, vl, vu, il, iu, abstol, m, w, z, ldz, work,
+                    lwork, iwork, ifail, info, jobz_len, range_len, uplo_len
+                )
+            )
+        }
+    };
+}
+
+interpose_syevx!(dsyevx_, f64, "DSYEVX");
+interpose_syevx!(ssyevx_, f32, "SSYEVX");
+
+macro_rules! interpose_syevr {
+    ($name:ident, $t:ty, $routine:literal) => {
+        /// LAPACK's xSYEVR, interposed: JOBZ = 'N' on the band-reduction path (then bisection
+        /// or xSTERF) where the route says so, else forwarded. ISUPPZ is not referenced for
+        /// JOBZ = 'N'.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            jobz: *const c_char,
+            range: *const c_char,
+            uplo: *const c_char,
+            n: *const c_int,
+            a: *mut $t,
+            lda: *const c_int,
+            vl: *const $t,
+            vu: *const $t,
+            il: *const c_int,
+            iu: *const c_int,
+            abstol: *const $t,
+            m: *mut c_int,
+            w: *mut $t,
+            z: *mut $t,
+            ldz: *const c_int,
+            isuppz: *mut c_int,
+            work: *mut $t,
+            lwork: *const c_int,
+            iwork: *mut c_int,
+            liwork: *const c_int,
+            info: *mut c_int,
+            jobz_len: usize,
+            range_len: usize,
+            uplo_len: usize,
+        ) {
+            let why = match Inside::enter() {
+                None => FROM_INSIDE.to_string(),
+                Some(_inside) => {
+                    let query = || {
+                        optimal_workspace::<$t>(next_definition!($name), |f, wk, iwk, inf| {
+                            let f: SyevrFn<$t> = std::mem::transmute(f);
+                            f(
+                                jobz, range, uplo, n, a, lda, vl, vu, il, iu, abstol, m, w, z, ldz,
+                                isuppz, wk, &-1, iwk, &-1, inf, 1, 1, 1,
+                            )
+                        })
+                    };
+                    let workspace = Workspace::read(work, lwork, iwork, Some(liwork));
+                    let s = Selected {
+                        jobz,
+                        range,
+                        uplo,
+                        n,
+                        lda,
+                        vl,
+                        vu,
+                        il,
+                        iu,
+                        abstol,
+                        ldz,
+                    };
+                    let driver = Driver::Syevr;
+                    match selected_values::<$t>($routine, driver, &s, a, m, w, workspace, query) {
+                        Ok(r) => return set_info(info, r),
+                        Err(why) => why,
+                    }
+                }
+            };
+            forward!(
+                $name,
+                SyevrFn<$t>,
+                $routine,
+                n,
+                &why,
+                info,
+                (
+                    jobz, range, uplo, n, a, lda, vl, vu, il, iu, abstol, m, w, z, ldz, isuppz,
+                    work, lwork, iwork, liwork, info, jobz_len, range_len, uplo_len
+                )
+            )
+        }
+    };
+}
+
+interpose_syevr!(dsyevr_, f64, "DSYEVR");
+interpose_syevr!(ssyevr_, f32, "SSYEVR");
