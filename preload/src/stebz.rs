@@ -1,8 +1,27 @@
-//! xSTEBZ: always hylapack's multisection path (it returns LAPACK's outputs), except for
-//! illegal arguments and calls from inside hylapack, which are forwarded.
+//! xSTEBZ: hylapack's multisection path (it returns LAPACK's outputs) from order
+//! [`OWN_FROM_N`] up, and at every order with `HYLAPACK_PRELOAD=own`; forwarded otherwise, and
+//! for illegal arguments and calls from inside hylapack.
 
-use crate::{forward, set_info, Inside, FROM_INSIDE, ILLEGAL};
+use crate::{forward, mode, set_info, Inside, Mode, FROM_INSIDE, ILLEGAL};
+use hylapack::dispatch::{self, Backend, Family};
 use std::ffi::{c_char, c_int};
+
+/// Below this order xSTEBZ is forwarded in `auto` mode: the multisection's fixed start-up
+/// (buffers for 63 points per interval) cost 12–58 µs per call at n = 2–8 on the CPU, where
+/// LAPACK takes 0.6–12 µs; at n = 32 it took 76 µs against LAPACK's 201 µs (`hylapack bench
+/// overhead`, 2-core host, 2026-11-26).
+const OWN_FROM_N: c_int = 16;
+
+/// Why a call of order `n` is forwarded in `auto` mode, if it is (never when the dispatch
+/// sends it to the GPU).
+unsafe fn too_small(n: *const c_int) -> Option<&'static str> {
+    let small = mode() == Mode::Auto
+        && n.as_ref().is_some_and(|&n| {
+            (0..OWN_FROM_N).contains(&n)
+                && dispatch::decide(Family::Stebz, n as usize).backend == Backend::Cpu
+        });
+    small.then_some("below the order where hylapack's multisection pays on the CPU")
+}
 
 type StebzFn<T> = unsafe extern "C" fn(
     *const c_char,
@@ -55,6 +74,7 @@ macro_rules! interpose_stebz {
         ) {
             let why = match Inside::enter() {
                 None => FROM_INSIDE,
+                Some(_) if too_small(n).is_some() => too_small(n).unwrap_or_default(),
                 Some(_inside) => {
                     let ran = hylapack::api::stebz::interposed::<$t>(
                         $routine, range, order, n, vl, vu, il, iu, abstol, d, e, m, nsplit, w,

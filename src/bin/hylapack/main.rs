@@ -4,6 +4,7 @@
 mod bench;
 mod bench_gtsv;
 mod bench_interval;
+mod bench_overhead;
 mod bench_syev;
 mod demo;
 mod info;
