@@ -406,7 +406,9 @@ void sstebz_gpu_(const char *range,
 // band → tridiagonal by bulge chasing on the GPU (on the host's threads if the GPU fails), all
 // eigenvalues by bisection on the GPU (DSTERF if bisection fails or the matrix was scaled into
 // range); below the size threshold or without a GPU, the system LAPACK's DSYEV. Eigenvalues
-// agree with DSYEV's to a small multiple of n ε ‖A‖.
+// agree with DSYEV's to a small multiple of n ε ‖A‖. A matrix with NaN or ±Inf in its `uplo`
+// triangle runs the system LAPACK's DSYEV, so that INFO (which LAPACK returns as 0 or > 0
+// depending on where the NaN spreads) and W are LAPACK's.
 //
 // Returns INFO: 0 on success; −i if the i-th argument (LAPACK numbering) had an illegal value
 // or was NULL; > 0 as above; −1000 for an internal error (printed on stderr).
@@ -433,9 +435,11 @@ void dsyev_ooc_(const char *jobz,
 // default). On return `*m` eigenvalues are in `w[0..*m]`, ascending.
 //
 // LAPACK DSYEVX's contract for JOBZ = 'N' (`z` and `ifail` are not referenced and may be
-// NULL; `ldz` >= 1): the `uplo` triangle of `a` is destroyed; INFO = N + i when bisection
-// (DSTEBZ) returned INFO = i. JOBZ = 'V' (eigenvectors) is not implemented: it returns
-// INFO = −1 through `xerbla_`. The path: dense → band and band → tridiagonal as for
+// NULL; `ldz` >= 1): the `uplo` triangle of `a` is destroyed; INFO = i when bisection
+// (DSTEBZ) returned INFO = i, as LAPACK passes it through (−i reported through `xerbla_`
+// as DSTEBZ's, e.g. −5 when the scaling makes VL = VU). A matrix with NaN or ±Inf runs the
+// system LAPACK's DSYEVX, so that M, W and INFO are LAPACK's. JOBZ = 'V' (eigenvectors) is
+// not implemented: it returns INFO = −1 through `xerbla_`. The path: dense → band and band → tridiagonal as for
 // `dsyev_ooc`, then all eigenvalues as there (RANGE = 'A' or all of 'I', `abstol` <= 0) or
 // bisection (`dstebz_gpu`'s code); small problems or no GPU: the system LAPACK's DSYEVX.
 //

@@ -45,11 +45,13 @@ unsafe fn syev_run(
     w: *mut f64,
     work: Option<(*mut f64, c_int)>,
 ) -> c_int {
-    let lwork = work.map_or(c_int::MAX, |(_, l)| l);
+    // The C convention has no workspace argument, so no LWORK can be too small: it checks as
+    // a query would (LWORK = −1), without being one.
+    let lwork = work.map_or(-1, |(_, l)| l);
     let mut info = drivers::syev_check(jobz, uplo, n, lda, lwork);
     let len = n.max(0) as usize;
     if info == 0 {
-        let query = lwork == -1;
+        let query = work.is_some_and(|(_, l)| l == -1);
         let a_len = span(len, len, lda as usize);
         let missing = [
             (!query && a_len > 0 && a.is_null(), -4),
@@ -98,11 +100,12 @@ unsafe fn syevx_run(
     ldz: c_int,
     work: Option<(*mut f64, c_int)>,
 ) -> c_int {
-    let lwork = work.map_or(c_int::MAX, |(_, l)| l);
+    // As in `syev_run`: no workspace argument, no LWORK check.
+    let lwork = work.map_or(-1, |(_, l)| l);
     let mut info = drivers::syevx_check(jobz, range, uplo, n, lda, vl, vu, il, iu, ldz, lwork);
     let len = n.max(0) as usize;
     if info == 0 {
-        let query = lwork == -1;
+        let query = work.is_some_and(|(_, l)| l == -1);
         let a_len = span(len, len, lda as usize);
         let missing = [
             (!query && a_len > 0 && a.is_null(), -5),
@@ -138,6 +141,9 @@ unsafe fn syevx_run(
                 path,
             );
             *m = report.m;
+            if let Some(stebz_info) = report.stebz_illegal {
+                report_illegal_argument("DSTEBZ", stebz_info);
+            }
             log_call(routine, len, &report, why_not_gpu, started);
             return report.info;
         }
@@ -157,7 +163,9 @@ unsafe fn syevx_run(
 /// band → tridiagonal by bulge chasing on the GPU (on the host's threads if the GPU fails), all
 /// eigenvalues by bisection on the GPU (DSTERF if bisection fails or the matrix was scaled into
 /// range); below the size threshold or without a GPU, the system LAPACK's DSYEV. Eigenvalues
-/// agree with DSYEV's to a small multiple of n ε ‖A‖.
+/// agree with DSYEV's to a small multiple of n ε ‖A‖. A matrix with NaN or ±Inf in its `uplo`
+/// triangle runs the system LAPACK's DSYEV, so that INFO (which LAPACK returns as 0 or > 0
+/// depending on where the NaN spreads) and W are LAPACK's.
 ///
 /// Returns INFO: 0 on success; −i if the i-th argument (LAPACK numbering) had an illegal value
 /// or was NULL; > 0 as above; −1000 for an internal error (printed on stderr).
@@ -216,9 +224,11 @@ pub unsafe extern "C" fn dsyev_ooc_(
 /// default). On return `*m` eigenvalues are in `w[0..*m]`, ascending.
 ///
 /// LAPACK DSYEVX's contract for JOBZ = 'N' (`z` and `ifail` are not referenced and may be
-/// NULL; `ldz` >= 1): the `uplo` triangle of `a` is destroyed; INFO = N + i when bisection
-/// (DSTEBZ) returned INFO = i. JOBZ = 'V' (eigenvectors) is not implemented: it returns
-/// INFO = −1 through `xerbla_`. The path: dense → band and band → tridiagonal as for
+/// NULL; `ldz` >= 1): the `uplo` triangle of `a` is destroyed; INFO = i when bisection
+/// (DSTEBZ) returned INFO = i, as LAPACK passes it through (−i reported through `xerbla_`
+/// as DSTEBZ's, e.g. −5 when the scaling makes VL = VU). A matrix with NaN or ±Inf runs the
+/// system LAPACK's DSYEVX, so that M, W and INFO are LAPACK's. JOBZ = 'V' (eigenvectors) is
+/// not implemented: it returns INFO = −1 through `xerbla_`. The path: dense → band and band → tridiagonal as for
 /// `dsyev_ooc`, then all eigenvalues as there (RANGE = 'A' or all of 'I', `abstol` <= 0) or
 /// bisection (`dstebz_gpu`'s code); small problems or no GPU: the system LAPACK's DSYEVX.
 ///

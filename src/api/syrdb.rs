@@ -38,12 +38,13 @@ unsafe fn run<T: Real + Dense + CublasReal>(
     tau: *mut T,
     work: Option<(*mut T, c_int)>,
 ) -> c_int {
-    // The C convention has no workspace: any LWORK would do, so it checks as the largest.
-    let lwork = work.map_or(c_int::MAX, |(_, l)| l);
+    // The C convention has no workspace argument, so no LWORK can be too small: it checks as
+    // a query would (LWORK = −1), without being one.
+    let lwork = work.map_or(-1, |(_, l)| l);
     let mut info = sbr::check_args(uplo, n, kd, lda, ldab, lwork);
     let (len, kd_u) = (n.max(0) as usize, kd.max(0) as usize);
     if info == 0 {
-        let query = lwork == -1;
+        let query = work.is_some_and(|(_, l)| l == -1);
         let a_len = span(len, len, lda as usize);
         let ab_len = span(kd_u + 1, len, ldab as usize);
         let tau_len = len.saturating_sub(kd_u);

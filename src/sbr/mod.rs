@@ -79,17 +79,23 @@ use std::time::Instant;
 /// workspace.
 const FACTOPTNB: usize = 32;
 
-/// xSYTRD_SY2SB's LWMIN, which a workspace query returns.
+/// xSYTRD_SY2SB's LWMIN, which a workspace query returns. Saturates at `usize::MAX` rather
+/// than wrapping (no LWORK, and no memory, is that large).
 pub fn lwork_min(n: usize, kd: usize) -> usize {
-    if n <= kd + 1 {
+    if n <= kd.saturating_add(1) {
         1
     } else {
-        n * kd + n * kd.max(FACTOPTNB) + 2 * kd * kd
+        let nkd = n.saturating_mul(kd);
+        let nb = n.saturating_mul(kd.max(FACTOPTNB));
+        let kd2 = kd.saturating_mul(kd).saturating_mul(2);
+        nkd.saturating_add(nb).saturating_add(kd2)
     }
 }
 
 /// xSYTRD_SY2SB's argument checks, in LAPACK's order: 0, or −i for an illegal i-th argument
-/// (1 UPLO, 2 N, 3 KD, 5 LDA, 7 LDAB, 10 LWORK; LWORK = −1 is a query, never illegal).
+/// (1 UPLO, 2 N, 3 KD, 5 LDA, 7 LDAB, 10 LWORK; LWORK = −1 is a query, never illegal, and is
+/// what a caller with no workspace argument passes). Sizes are compared in 64-bit arithmetic,
+/// so that KD + 1 or LWMIN cannot wrap around at INT_MAX as LAPACK's 32-bit INTEGERs do.
 pub fn check_args(uplo: u8, n: i32, kd: i32, lda: i32, ldab: i32, lwork: i32) -> i32 {
     if !matches!(uplo.to_ascii_uppercase(), b'U' | b'L') {
         return -1;
@@ -100,14 +106,14 @@ pub fn check_args(uplo: u8, n: i32, kd: i32, lda: i32, ldab: i32, lwork: i32) ->
     if kd < 0 {
         return -3;
     }
-    if lda < n.max(1) {
+    if i64::from(lda) < i64::from(n).max(1) {
         return -5;
     }
-    if ldab < (kd + 1).max(1) {
+    if i64::from(ldab) < (i64::from(kd) + 1).max(1) {
         return -7;
     }
-    let lwmin = lwork_min(n as usize, kd as usize);
-    if lwork != -1 && (lwork as i64) < lwmin as i64 {
+    let lwmin = lwork_min(n as usize, kd as usize) as u64;
+    if lwork != -1 && (lwork < 0 || (lwork as u64) < lwmin) {
         return -10;
     }
     0

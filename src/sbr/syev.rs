@@ -197,14 +197,30 @@ fn max_abs<T: Real>(
     })
 }
 
+/// The rows of column j in the `uplo` triangle of an n x n matrix.
+fn triangle_rows(uplo: u8, n: usize) -> impl Fn(usize) -> std::ops::Range<usize> + Sync {
+    let lower = uplo.eq_ignore_ascii_case(&b'L');
+    move |j| if lower { j..n } else { 0..j + 1 }
+}
+
+/// xLANSY('M') of the `uplo` triangle: its largest |a(i, j)|, NaN if any entry is NaN.
+fn triangle_max_abs<T: Real>(uplo: u8, n: usize, a: &[T], lda: usize) -> T {
+    max_abs(n, a, lda, triangle_rows(uplo, n))
+}
+
 /// Scales the `uplo` triangle of `a` into LAPACK's safe range `[rmin, rmax]` when its largest
-/// entry lies outside it (xLANSY('M') then xLASCL/xSCAL); returns the factor used.
-fn scale_into_range<T: Real>(uplo: u8, n: usize, a: &mut [T], lda: usize, rmax: T) -> Option<T> {
+/// entry `anrm` lies outside it (xLASCL/xSCAL); returns the factor used.
+fn scale_into_range<T: Real>(
+    uplo: u8,
+    n: usize,
+    a: &mut [T],
+    lda: usize,
+    anrm: T,
+    rmax: T,
+) -> Option<T> {
     let smlnum = T::SAFE_MIN / T::ULP;
     let rmin = smlnum.sqrt();
-    let lower = uplo.eq_ignore_ascii_case(&b'L');
-    let rows = |j: usize| if lower { j..n } else { 0..j + 1 };
-    let anrm = max_abs(n, a, lda, rows);
+    let rows = triangle_rows(uplo, n);
     let sigma = if anrm > T::ZERO && anrm < rmin {
         rmin / anrm
     } else if anrm > rmax {
@@ -315,6 +331,26 @@ pub struct EigReport {
     pub info: i32,
     pub m: i32,
     pub reduction: Option<SyrdbReport>,
+    /// `Some(info)` when this crate's xSTEBZ, called by xSYEVX, found an illegal argument
+    /// (the scaled VL ≥ VU): the caller reports it through `xerbla_` under xSTEBZ's name, as
+    /// LAPACK's xSYEVX does by calling xSTEBZ. `None` otherwise, and always when the system
+    /// LAPACK ran the call (it has called `xerbla_` itself).
+    pub stebz_illegal: Option<i32>,
+}
+
+/// xSYEVX's INFO after its xSTEBZ call returned `stebz_info`, on every path: LAPACK's xSYEVX
+/// returns xSTEBZ's INFO unchanged — 0; 1, 2, 3 or 4 for a failure; −i for an illegal
+/// argument of xSTEBZ (which xSTEBZ reported through `xerbla_`) — never N + i.
+pub fn syevx_info_from_stebz(stebz_info: i32) -> i32 {
+    stebz_info
+}
+
+/// How many leading entries of W xSYEVX scales back by 1/σ after scaling A by σ: M on
+/// success, INFO − 1 for INFO > 0 (LAPACK's IMAX, however odd), none for INFO < 0 (xSCAL with
+/// a negative count does nothing); never more than N.
+fn syevx_unscaled(info: i32, m: i32, n: usize) -> usize {
+    let imax = if info == 0 { m } else { info - 1 };
+    (imax.max(0) as usize).min(n)
 }
 
 impl EigReport {
@@ -338,13 +374,17 @@ pub fn syev<T: Real + Dense + CublasReal>(
         info: 0,
         m: n as i32,
         reduction: None,
+        stebz_illegal: None,
     };
-    if path == Path::Lapack || n <= 1 {
+    // A NaN or ±Inf in the triangle: LAPACK's INFO (0 or > 0) and NaNs in W depend on where
+    // its own reduction spreads the NaN, so the system LAPACK answers, from the untouched A.
+    let anrm = (path != Path::Lapack && n > 1).then(|| triangle_max_abs(uplo, n, a, lda));
+    let Some(anrm) = anrm.filter(|x| x.is_finite()) else {
         report.info = T::syev_values(uplo, n, a, lda, w);
         return report;
-    }
+    };
     let rmax = (T::ONE / (T::SAFE_MIN / T::ULP)).sqrt();
-    let sigma = scale_into_range(uplo, n, a, lda, rmax);
+    let sigma = scale_into_range(uplo, n, a, lda, anrm, rmax);
     let (mut d, mut e, reduction) = tridiagonal(uplo, n, a, lda, path);
     let on_gpu = reduction.backend == Backend::Gpu;
     report.reduction = Some(reduction);
@@ -394,8 +434,13 @@ pub fn syevx<T: Real + Dense + CublasReal>(
         info: 0,
         m: 0,
         reduction: None,
+        stebz_illegal: None,
     };
-    if path == Path::Lapack {
+    // A NaN or ±Inf in the triangle (N ≥ 2): LAPACK's M, INFO (even −5 from xSTEBZ, as the
+    // scaling by σ = 0 makes VL = VU) and W depend on its own reduction: the system LAPACK
+    // answers, from the untouched A.
+    let anrm = (path != Path::Lapack && n > 1).then(|| triangle_max_abs(uplo, n, a, lda));
+    if path == Path::Lapack || anrm.is_some_and(|x| !x.is_finite()) {
         let (m, info) = T::syevx_values(range, uplo, n, a, lda, vl, vu, il, iu, abstol, w);
         report.m = m;
         report.info = info;
@@ -415,7 +460,8 @@ pub fn syevx<T: Real + Dense + CublasReal>(
     let rmax = (T::ONE / (T::SAFE_MIN / T::ULP))
         .sqrt()
         .min(T::ONE / T::SAFE_MIN.sqrt().sqrt());
-    let sigma = scale_into_range(uplo, n, a, lda, rmax);
+    let anrm = anrm.expect("computed for n > 1");
+    let sigma = scale_into_range(uplo, n, a, lda, anrm, rmax);
     let (mut abstll, mut vll, mut vuu) = (abstol, vl, vu);
     if let Some(sigma) = sigma {
         if abstol > T::ZERO {
@@ -467,17 +513,16 @@ pub fn syevx<T: Real + Dense + CublasReal>(
             &mut isplit,
             backend,
         );
-        report.m = r.m;
-        if r.info != 0 {
-            report.info = n as i32 + r.info;
+        report.info = syevx_info_from_stebz(r.info);
+        if r.info < 0 {
+            // xSTEBZ returned before setting M; xSYEVX's M stays 0.
+            report.stebz_illegal = Some(r.info);
+        } else {
+            report.m = r.m;
         }
     }
     if let Some(sigma) = sigma {
-        let imax = if report.info == 0 {
-            report.m as usize
-        } else {
-            (report.info as usize).saturating_sub(1).min(n)
-        };
+        let imax = syevx_unscaled(report.info, report.m, n);
         for x in &mut w[..imax] {
             *x = *x * (T::ONE / sigma);
         }

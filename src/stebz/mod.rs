@@ -38,9 +38,15 @@
 //!   index when discarding. We keep `FUDGE = 2.1` in both precisions, as those releases do; the
 //!   same PR widens it to 2.3 in single precision, which moves the starting intervals and so the
 //!   bisection points, never the results beyond the tolerance.
-//! - With NaN input, LAPACK's results depend on how its compiler ordered the operands of
-//!   MAX/MIN (Fortran leaves MAX(x, NaN) open); ours come from Rust's `max`/`min`, which ignore
-//!   a NaN operand. Either way the run ends (the iteration cap holds) with garbage in W.
+//! - Where a NaN would reach one of LAPACK's MAX/MIN — a NaN in D or E (N ≥ 2), a NaN VL or
+//!   VU with RANGE = 'V', or ±Inf entries whose Gerschgorin terms give ∞ − ∞ (e.g. D and E all
+//!   infinite) — LAPACK's M, W and INFO depend on how its compiler ordered the operands (Fortran
+//!   leaves MAX(x, NaN) open; the system LAPACK's build returns INFO = 1 or 4 in most such
+//!   cases, and INFO = 0 with M = 0 or with a partial W in some). We return no eigenvalues and
+//!   report the failure, whatever the backend: M = 0, INFO = 4 for RANGE = 'I' (a proper
+//!   subset), else INFO = 1, with NSPLIT and ISPLIT as LAPACK computes them (see
+//!   [`undefined_by_nan`]). ±Inf that never meets ∞ − ∞ there (an infinite entry split off as
+//!   its own block, an infinite coupling) runs LAPACK's arithmetic and gives LAPACK's answer.
 
 pub mod count;
 pub mod cpu;
@@ -434,6 +440,10 @@ fn solve<T: Real>(
     for (s, &end) in isplit.iter_mut().zip(&ends) {
         *s = end as i32;
     }
+    if undefined_by_nan(job, &e2, &ends) {
+        let info = if job.range == Range::Index { 4 } else { 1 };
+        return (0, nsplit as i32, info);
+    }
 
     let problem = SturmProblem {
         d,
@@ -671,6 +681,41 @@ fn solve<T: Real>(
 
     let info = ncnvrg as i32 + 2 * toofew as i32;
     (m as i32, nsplit as i32, info)
+}
+
+/// Whether LAPACK's xSTEBZ (N ≥ 2, after splitting: `e2` and the block `ends` as in
+/// [`solve`]) would pass a NaN to MAX or MIN, where its answer is the compiler's: a NaN in D,
+/// E or the pivot bound, a NaN VL or VU with RANGE = 'V', or a NaN Gerschgorin term
+/// `d(j) ± (|e(j−1)| + |e(j)|)` (∞ − ∞) in the loops LAPACK runs — over the whole matrix with
+/// √e2 for RANGE = 'I', then per block of two or more rows with |e|. The caller then reports
+/// the failure (see the module notes). Runs before anything is allocated for the bisection.
+fn undefined_by_nan<T: Real>(job: &Job<'_, T>, e2: &[T], ends: &[usize]) -> bool {
+    let (d, e) = (job.d, job.e);
+    let n = d.len();
+    if d.iter().chain(&e[..n - 1]).any(|x| x.is_nan()) {
+        return true;
+    }
+    if job.range == Range::Value && (job.vl.is_nan() || job.vu.is_nan()) {
+        return true;
+    }
+    let nan_terms = |rows: std::ops::Range<usize>, off: &dyn Fn(usize) -> T| {
+        let mut prev = T::ZERO;
+        rows.clone().any(|j| {
+            let next = if j + 1 < rows.end { off(j) } else { T::ZERO };
+            let (hi, lo) = (d[j] + prev + next, d[j] - prev - next);
+            prev = next;
+            hi.is_nan() || lo.is_nan()
+        })
+    };
+    if job.range == Range::Index && nan_terms(0..n, &|j| e2[j].sqrt()) {
+        return true;
+    }
+    let mut start = 0;
+    ends.iter().any(|&end| {
+        let rows = start..end;
+        start = end;
+        rows.len() > 1 && nan_terms(rows, &|j| e[j].abs())
+    })
 }
 
 /// Marks with IBLOCK = 0 the `count` most extreme eigenvalues (by `beyond`), as LAPACK does:
