@@ -98,8 +98,9 @@ void sgtsv_spike_(const int *n,
 // only once an answer is known.
 //
 // Returns INFO: 0 on success; −i if the i-th argument had an illegal value (N = 1, NRHS = 2,
-// DL … B = 3 … 6 when NULL but referenced or not memory the GPU can address, LDB = 7),
-// reported through `xerbla_`; i > 0 if U(i,i) of DGTSV's factorization is exactly zero;
+// DL … B = 3 … 6 when NULL but referenced, not aligned to the element size (8 bytes; 4 for
+// `sgtsv_spike_device`; checked before the GPU is touched, so also without one) or not memory
+// the GPU can address, LDB = 7), reported through `xerbla_`; i > 0 if U(i,i) of DGTSV's factorization is exactly zero;
 // `HYLAPACK_INFO_NO_GPU` (−1001) when no usable GPU is present, the GPU failed, or the work
 // memory (about 1.25·n·nrhs + 0.5·n elements) does not fit `HYLAPACK_GPU_MEMORY_LIMIT` or the
 // free memory (B is then unchanged, unless the failure came while the answer was being copied
