@@ -290,3 +290,252 @@ fn nrhs_zero_device_with_one_element_b_matches_lapack_info() {
         }
     }
 }
+
+// ---- Interval products and the verified solver: zero dimensions, non-finite input ----
+
+/// M, N or K = 0 through both conventions of DIGEMM: a quick return (M or N = 0, nothing
+/// written) or [C] = [0, 0] (K = 0, A and B not referenced, so NULL); never INFO = −1000.
+#[test]
+fn digemm_zero_dimensions_are_quick_returns_or_an_empty_sum() {
+    use hylapack::api::interval::{digemm, digemm_};
+    use std::ptr::null;
+    let (ai, asup) = ([1.0f64; 12], [2.0f64; 12]);
+    for (m, n, k) in [(0, 3, 2), (3, 0, 2), (0, 0, 0), (3, 2, 0), (0, 2, 0)] {
+        let (mut ci, mut cs) = ([7.0f64; 12], [8.0f64; 12]);
+        let (a, b) = if k == 0 {
+            (null(), null())
+        } else {
+            (ai.as_ptr(), asup.as_ptr())
+        };
+        let info = unsafe {
+            digemm(
+                b'N' as c_char,
+                b'N' as c_char,
+                m,
+                n,
+                k,
+                a,
+                a,
+                4,
+                b,
+                b,
+                4,
+                ci.as_mut_ptr(),
+                cs.as_mut_ptr(),
+                4,
+            )
+        };
+        assert_eq!(info, 0, "digemm m {m} n {n} k {k}");
+        for j in 0..3 {
+            for i in 0..4 {
+                let inside = (i as c_int) < m && (j as c_int) < n;
+                let (wi, ws) = if inside { (0.0, 0.0) } else { (7.0, 8.0) };
+                assert_eq!(
+                    (ci[i + 4 * j], cs[i + 4 * j]),
+                    (wi, ws),
+                    "m {m} n {n} k {k}"
+                );
+            }
+        }
+        let (mut ci2, mut cs2) = ([7.0f64; 12], [8.0f64; 12]);
+        let (t, l) = (b'N' as c_char, 4 as c_int);
+        unsafe {
+            digemm_(
+                &t,
+                &t,
+                &m,
+                &n,
+                &k,
+                a,
+                a,
+                &l,
+                b,
+                b,
+                &l,
+                ci2.as_mut_ptr(),
+                cs2.as_mut_ptr(),
+                &l,
+                1,
+                1,
+            )
+        };
+        assert_eq!((ci2, cs2), (ci, cs), "digemm_ m {m} n {n} k {k}");
+    }
+}
+
+/// K = 0 or alpha = 0 in DGEMM_ROUNDED: C := beta·C rounded the asked way, alpha never
+/// multiplied (alpha = ∞ with K = 0 gives no NaN), beta = 0 writes zeros over NaN, beta = 1
+/// leaves C alone; M or N = 0 writes nothing.
+#[test]
+fn dgemm_rounded_zero_k_scales_c_by_beta_in_the_rounding_direction() {
+    use hylapack::api::interval::{dgemm_rounded, dgemm_rounded_};
+    use std::ptr::null;
+    let s = seed();
+    let mut rng = Rng::new(s);
+    let c0: Vec<f64> = (0..6).map(|_| rng.range(-1.0, 1.0)).collect();
+    let beta = 0.1; // not a power of two: beta·c is inexact, so the direction shows.
+    for (alpha, k) in [(f64::INFINITY, 0), (2.0, 0), (0.0, 3)] {
+        for (rnd, up) in [(b'U', true), (b'D', false)] {
+            let a = [1.0f64; 6];
+            let (pa, pb) = if k == 0 {
+                (null(), null())
+            } else {
+                (a.as_ptr(), a.as_ptr())
+            };
+            let mut c = c0.clone();
+            let info = unsafe {
+                dgemm_rounded(
+                    rnd as c_char,
+                    b'N' as c_char,
+                    b'N' as c_char,
+                    3,
+                    2,
+                    k,
+                    alpha,
+                    pa,
+                    3,
+                    pb,
+                    3,
+                    beta,
+                    c.as_mut_ptr(),
+                    3,
+                )
+            };
+            assert_eq!(info, 0);
+            for (got, &c) in c.iter().zip(&c0) {
+                let near = beta * c;
+                // The exact product lies between the two neighbours of the nearest value.
+                let ok = if up {
+                    *got >= near && *got <= next_up(near)
+                } else {
+                    *got <= near && *got >= next_down(near)
+                };
+                assert!(
+                    ok,
+                    "seed {s} alpha {alpha} k {k} rnd {rnd}: {got} for {beta}·{c}"
+                );
+                // The sign of beta·c − got, exactly (a fused operation rounds it once).
+                let diff = beta.mul_add(c, -*got);
+                let right_side = if up { diff <= 0.0 } else { diff >= 0.0 };
+                assert!(
+                    right_side,
+                    "seed {s}: {beta}·{c} rounded the wrong way: {got}"
+                );
+            }
+            let mut c2 = c0.clone();
+            let (r, t, m, n, l) = (rnd as c_char, b'N' as c_char, 3, 2, 3);
+            unsafe {
+                dgemm_rounded_(
+                    &r,
+                    &t,
+                    &t,
+                    &m,
+                    &n,
+                    &k,
+                    &alpha,
+                    pa,
+                    &l,
+                    pb,
+                    &l,
+                    &beta,
+                    c2.as_mut_ptr(),
+                    &l,
+                    1,
+                    1,
+                    1,
+                )
+            };
+            assert_eq!(c2, c);
+        }
+    }
+    let mut c = [f64::NAN; 6];
+    let info = unsafe {
+        dgemm_rounded(
+            b'U' as c_char,
+            b'N' as c_char,
+            b'N' as c_char,
+            3,
+            2,
+            0,
+            1.0,
+            null(),
+            3,
+            null(),
+            3,
+            0.0,
+            c.as_mut_ptr(),
+            3,
+        )
+    };
+    assert_eq!((info, c), (0, [0.0; 6]));
+    let mut c = [f64::NAN; 6];
+    let info = unsafe {
+        dgemm_rounded(
+            b'D' as c_char,
+            b'N' as c_char,
+            b'N' as c_char,
+            0,
+            2,
+            0,
+            1.0,
+            null(),
+            1,
+            null(),
+            1,
+            0.0,
+            c.as_mut_ptr(),
+            1,
+        )
+    };
+    assert_eq!(info, 0);
+    assert!(c.iter().all(|v| v.is_nan()), "M = 0 wrote C");
+}
+
+fn next_up(x: f64) -> f64 {
+    hylapack::real::Real::next_up(x)
+}
+
+fn next_down(x: f64) -> f64 {
+    hylapack::real::Real::next_down(x)
+}
+
+/// A NaN or ±∞ in A: INFO = N + 1 and every column [−∞, +∞], on whichever backend runs (the
+/// GPU's LU used to report INFO = 1 where the CPU reported N + 1).
+#[test]
+fn dgesv_verified_non_finite_a_is_n_plus_one_on_every_backend() {
+    use hylapack::api::interval::dgesv_verified;
+    let s = seed();
+    let mut rng = Rng::new(s);
+    for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+        for n in [1usize, 2, 5, 40] {
+            let mut a: Vec<f64> = (0..n * n).map(|_| rng.range(-1.0, 1.0)).collect();
+            for i in 0..n {
+                a[i + i * n] += 4.0;
+            }
+            a[rng.below(n * n)] = bad;
+            let b: Vec<f64> = (0..2 * n).map(|_| rng.range(-1.0, 1.0)).collect();
+            let (mut xi, mut xs) = (vec![0.0; 2 * n], vec![0.0; 2 * n]);
+            let info = unsafe {
+                dgesv_verified(
+                    n as c_int,
+                    2,
+                    a.as_ptr(),
+                    n as c_int,
+                    b.as_ptr(),
+                    n as c_int,
+                    xi.as_mut_ptr(),
+                    xs.as_mut_ptr(),
+                    n as c_int,
+                )
+            };
+            assert_eq!(info, n as c_int + 1, "seed {s} n {n} bad {bad}");
+            assert!(xi.iter().all(|&v| v == f64::NEG_INFINITY), "seed {s}");
+            assert!(xs.iter().all(|&v| v == f64::INFINITY), "seed {s}");
+        }
+    }
+    // N = 0 and NRHS = 0: quick returns, nothing referenced.
+    let p = std::ptr::null_mut();
+    assert_eq!(unsafe { dgesv_verified(0, 3, p, 1, p, 1, p, p, 1) }, 0);
+    assert_eq!(unsafe { dgesv_verified(3, 0, p, 3, p, 3, p, p, 3) }, -3);
+    assert!(reported("DGESV_VERIFIED", 3));
+}
