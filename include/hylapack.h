@@ -98,8 +98,9 @@ void sgtsv_spike_(const int *n,
 // only once an answer is known.
 //
 // Returns INFO: 0 on success; −i if the i-th argument had an illegal value (N = 1, NRHS = 2,
-// DL … B = 3 … 6 when NULL but referenced or not memory the GPU can address, LDB = 7),
-// reported through `xerbla_`; i > 0 if U(i,i) of DGTSV's factorization is exactly zero;
+// DL … B = 3 … 6 when NULL but referenced, not aligned to the element size (8 bytes; 4 for
+// `sgtsv_spike_device`; checked before the GPU is touched, so also without one) or not memory
+// the GPU can address, LDB = 7), reported through `xerbla_`; i > 0 if U(i,i) of DGTSV's factorization is exactly zero;
 // `HYLAPACK_INFO_NO_GPU` (−1001) when no usable GPU is present, the GPU failed, or the work
 // memory (about 1.25·n·nrhs + 0.5·n elements) does not fit `HYLAPACK_GPU_MEMORY_LIMIT` or the
 // free memory (B is then unchanged, unless the failure came while the answer was being copied
@@ -172,7 +173,9 @@ int sgtsv_spike_strided_batch(int n,
 // −∞ ('D'): C is then an upper (lower) bound of the exact result, for any signs of alpha,
 // beta and the entries (with alpha < 0 the products are accumulated in the opposite
 // direction). `transa`/`transb`: 'N', 'T' or 'C'. `beta` = 0: C need not be set on entry.
-// A, B and C must not overlap.
+// A, B and C must not overlap. As DGEMM: M = 0 or N = 0, or (alpha = 0 or K = 0) with
+// beta = 1, return at once; otherwise alpha = 0 or K = 0 gives C := beta·C rounded `rnd`
+// (alpha is then not multiplied; beta = 0 sets C to zero without reading it).
 //
 // The GPU fuses each multiply–add into one directed-rounding FMA; the CPU rounds each product
 // and each sum separately (emulated with error-free transformations). Both results are
@@ -228,6 +231,8 @@ void dgemm_rounded_(const char *rnd,
 //   the exact product's radius plus γ_k·(|mid A|·|mid B|)-sized rounding terms. Needs finite
 //   bounds; `auto` takes it whenever every bound is finite, infimum–supremum otherwise.
 //
+// M = 0 or N = 0: nothing is written; K = 0: `[C] = [0, 0]` (an empty sum).
+//
 // Returns 0, or −i for an illegal argument i (through `xerbla_` as DIGEMM): 1 transa,
 // 2 transb, 3 m, 4 n, 5 k, 6/7 A_inf/A_sup null, 7 some entry of [A] is not an interval
 // (inf > sup or NaN), 8 lda, 9/10 B_inf/B_sup null, 10 [B] not an interval, 11 ldb,
@@ -278,7 +283,8 @@ void digemm_(const char *transa,
 // 4 lda, 5 B null, 6 ldb, 7/8 X_inf/X_sup null or overlapping A, B or each other, 9 ldx;
 // through `xerbla_` as DGESV_VERIFIED); i in 1..n: U(i,i) of the LU factorization is exactly
 // zero (singular to working precision); n+1: some column could not be verified (A singular or
-// too ill-conditioned). A column that is not verified is returned as [−∞, +∞]; an unverified
+// too ill-conditioned, or A has a NaN or ±∞ entry: that is decided before any factorization,
+// so the GPU and the CPU give n+1 alike). N = 0 or NRHS = 0: a quick return with INFO = 0. A column that is not verified is returned as [−∞, +∞]; an unverified
 // interval is never returned as verified.
 int dgesv_verified(int n,
                    int nrhs,

@@ -138,13 +138,49 @@ pub fn get() -> &'static Config {
     })
 }
 
+/// The largest configuration file read (a settings file is a few hundred bytes).
+pub const CONFIG_FILE_LIMIT: u64 = 1 << 20;
+
+/// The text of the configuration file at `path`: only a regular file of at most
+/// [`CONFIG_FILE_LIMIT`] bytes. The file is opened without blocking (a FIFO with no writer would
+/// otherwise hang the first call forever) and judged by what was opened, not by the name, so a
+/// FIFO, a device (`/dev/zero` would be read until memory runs out) or a directory is refused.
+pub fn read_config_file(path: &str) -> std::io::Result<String> {
+    use std::io::{Error, ErrorKind, Read};
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Err(Error::new(ErrorKind::InvalidInput, "not a regular file"));
+    }
+    if meta.len() > CONFIG_FILE_LIMIT {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("larger than {CONFIG_FILE_LIMIT} bytes"),
+        ));
+    }
+    let mut text = String::new();
+    // The size may change between the check and the read: never read past the limit.
+    f.take(CONFIG_FILE_LIMIT + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > CONFIG_FILE_LIMIT {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("larger than {CONFIG_FILE_LIMIT} bytes"),
+        ));
+    }
+    Ok(text)
+}
+
 /// Reads the settings from `env` (a lookup, so tests need not touch the process environment)
 /// and the TOML file that `HYLAPACK_CONFIG` names.
 pub fn load(env: impl Fn(&str) -> Option<String>) -> Config {
     let mut warnings = Vec::new();
     let mut file = toml::Table::new();
     if let Some(path) = env("HYLAPACK_CONFIG").filter(|p| !p.is_empty()) {
-        match std::fs::read_to_string(&path) {
+        match read_config_file(&path) {
             Ok(text) => match text.parse::<toml::Table>() {
                 Ok(t) => file = t,
                 Err(e) => warnings.push(format!(
@@ -444,6 +480,48 @@ mod tests {
         let c = load_from(&[("HYLAPACK_CONFIG", p)]);
         assert_eq!(c.device, DeviceMode::Auto);
         assert_eq!(c.warnings.len(), 1);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// A FIFO with no writer used to block the first call forever, `/dev/zero` to be read until
+    /// memory ran out: both are refused at once with one warning, and the defaults are used.
+    #[test]
+    fn config_naming_a_fifo_dev_zero_or_a_huge_file_warns_and_uses_defaults() {
+        let dir = std::env::temp_dir().join(format!("hylapack-config-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let big = dir.join("big.toml");
+        let mut text = "device = \"cpu\"\n".to_string();
+        text.push_str(&"# padding\n".repeat((CONFIG_FILE_LIMIT as usize) / 10 + 1));
+        std::fs::write(&big, text).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let paths = [
+            fifo.to_str().unwrap().to_string(),
+            "/dev/zero".to_string(),
+            dir.to_str().unwrap().to_string(),
+            big.to_str().unwrap().to_string(),
+        ];
+        std::thread::spawn(move || {
+            for p in paths {
+                let c = load_from(&[("HYLAPACK_CONFIG", &p)]);
+                tx.send((p, c)).unwrap();
+            }
+        });
+        for _ in 0..4 {
+            let (p, c) = rx
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .expect("loading the configuration hung");
+            assert_eq!(c.device, DeviceMode::Auto, "{p}");
+            assert_eq!(c.warnings.len(), 1, "{p}: {:?}", c.warnings);
+            assert!(
+                c.warnings[0].contains("cannot read"),
+                "{p}: {:?}",
+                c.warnings
+            );
+        }
         std::fs::remove_dir_all(&dir).ok();
     }
 

@@ -15,6 +15,17 @@ use crate::lapack::Lapack;
 use std::ffi::{c_int, c_void};
 use std::time::Instant;
 
+// The family's INFO for host memory that cannot be allocated is the library's internal error.
+const _: () = assert!(gtsv::INFO_NO_HOST_MEMORY == HYLAPACK_INFO_INTERNAL_ERROR);
+
+/// Reports an internal error that is not a panic (e.g. host memory that cannot be allocated)
+/// on stderr, as `report_panic` does for a panic.
+fn internal_error(routine: &str, why: &str) {
+    eprintln!(
+        "hylapack: internal error in {routine}: {why}; returning INFO = {HYLAPACK_INFO_INTERNAL_ERROR}"
+    );
+}
+
 /// Checks pointers and arguments in LAPACK's order, runs the routine and logs the call.
 #[allow(clippy::too_many_arguments)]
 unsafe fn run<T: Lapack>(
@@ -192,7 +203,12 @@ unsafe fn run_device<T: Lapack>(
         let (len, k) = (n as usize, nrhs as usize);
         let ptrs = [dl as u64, d as u64, du as u64, b as u64];
         let used = [len > 1, len > 0, len > 1, len > 0 && k > 0];
-        if let Some(i) = (0..4).find(|&i| used[i] && ptrs[i] == 0) {
+        // A misaligned element address faults inside a kernel and poisons the context for
+        // every later call of the process: refuse it before the GPU is touched.
+        let align = std::mem::align_of::<T>() as u64;
+        if let Some(i) =
+            (0..4).find(|&i| used[i] && (ptrs[i] == 0 || !ptrs[i].is_multiple_of(align)))
+        {
             info = -(3 + i as c_int);
         } else if len == 0 {
             return 0;
@@ -229,6 +245,10 @@ unsafe fn run_device<T: Lapack>(
                 let after = Some(stream as cudarc::driver::sys::CUstream);
                 return match gtsv::gtsv_device::<T>(&Options::default(), a, bc, k, after) {
                     Ok(r) => {
+                        if r.info == gtsv::INFO_NO_HOST_MEMORY {
+                            let why = r.note.as_deref().unwrap_or("no host memory");
+                            internal_error(routine, why);
+                        }
                         let backend = match r.solver {
                             Solver::Spike => Backend::Gpu,
                             Solver::Lapack => Backend::Cpu,
@@ -272,8 +292,9 @@ unsafe fn run_device<T: Lapack>(
 /// only once an answer is known.
 ///
 /// Returns INFO: 0 on success; −i if the i-th argument had an illegal value (N = 1, NRHS = 2,
-/// DL … B = 3 … 6 when NULL but referenced or not memory the GPU can address, LDB = 7),
-/// reported through `xerbla_`; i > 0 if U(i,i) of DGTSV's factorization is exactly zero;
+/// DL … B = 3 … 6 when NULL but referenced, not aligned to the element size (8 bytes; 4 for
+/// `sgtsv_spike_device`; checked before the GPU is touched, so also without one) or not memory
+/// the GPU can address, LDB = 7), reported through `xerbla_`; i > 0 if U(i,i) of DGTSV's factorization is exactly zero;
 /// `HYLAPACK_INFO_NO_GPU` (−1001) when no usable GPU is present, the GPU failed, or the work
 /// memory (about 1.25·n·nrhs + 0.5·n elements) does not fit `HYLAPACK_GPU_MEMORY_LIMIT` or the
 /// free memory (B is then unchanged, unless the failure came while the answer was being copied

@@ -140,7 +140,9 @@ unsafe fn gemm_rounded_run(
 /// −∞ ('D'): C is then an upper (lower) bound of the exact result, for any signs of alpha,
 /// beta and the entries (with alpha < 0 the products are accumulated in the opposite
 /// direction). `transa`/`transb`: 'N', 'T' or 'C'. `beta` = 0: C need not be set on entry.
-/// A, B and C must not overlap.
+/// A, B and C must not overlap. As DGEMM: M = 0 or N = 0, or (alpha = 0 or K = 0) with
+/// beta = 1, return at once; otherwise alpha = 0 or K = 0 gives C := beta·C rounded `rnd`
+/// (alpha is then not multiplied; beta = 0 sets C to zero without reading it).
 ///
 /// The GPU fuses each multiply–add into one directed-rounding FMA; the CPU rounds each product
 /// and each sum separately (emulated with error-free transformations). Both results are
@@ -346,6 +348,8 @@ unsafe fn igemm_run(
 ///   the exact product's radius plus γ_k·(|mid A|·|mid B|)-sized rounding terms. Needs finite
 ///   bounds; `auto` takes it whenever every bound is finite, infimum–supremum otherwise.
 ///
+/// M = 0 or N = 0: nothing is written; K = 0: `[C] = [0, 0]` (an empty sum).
+///
 /// Returns 0, or −i for an illegal argument i (through `xerbla_` as DIGEMM): 1 transa,
 /// 2 transb, 3 m, 4 n, 5 k, 6/7 A_inf/A_sup null, 7 some entry of [A] is not an interval
 /// (inf > sup or NaN), 8 lda, 9/10 B_inf/B_sup null, 10 [B] not an interval, 11 ldb,
@@ -505,7 +509,8 @@ unsafe fn gesv_verified_run(
 /// 4 lda, 5 B null, 6 ldb, 7/8 X_inf/X_sup null or overlapping A, B or each other, 9 ldx;
 /// through `xerbla_` as DGESV_VERIFIED); i in 1..n: U(i,i) of the LU factorization is exactly
 /// zero (singular to working precision); n+1: some column could not be verified (A singular or
-/// too ill-conditioned). A column that is not verified is returned as [−∞, +∞]; an unverified
+/// too ill-conditioned, or A has a NaN or ±∞ entry: that is decided before any factorization,
+/// so the GPU and the CPU give n+1 alike). N = 0 or NRHS = 0: a quick return with INFO = 0. A column that is not verified is returned as [−∞, +∞]; an unverified
 /// interval is never returned as verified.
 #[no_mangle]
 pub unsafe extern "C" fn dgesv_verified(

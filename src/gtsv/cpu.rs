@@ -203,7 +203,8 @@ impl<'a, T: Lapack> Spike<'a, T> {
         let (lay, n, q) = (self.lay, self.lay.n, self.lay.q);
         let (dl, du) = (self.dl, self.du);
         let mut xs = vec![T::ZERO; q * ncols];
-        if q > 0 {
+        // xGTSV writes a column of its B even for NRHS = 0: never call it without one.
+        if q > 0 && ncols > 0 {
             for j in 0..q {
                 let s = lay.separator(j);
                 let (a, c) = (dl[s - 1], du[s]);

@@ -44,12 +44,26 @@
 
 pub mod cpu;
 pub mod gpu;
+pub mod lu;
 pub mod matrices;
 pub mod pivoting;
 
 use crate::dispatch::Backend;
 use crate::lapack::Lapack;
 use crate::real::Real;
+
+/// INFO when host memory that a call needs cannot be allocated (the exported routines'
+/// `HYLAPACK_INFO_INTERNAL_ERROR`; the reason is in the report's note).
+pub const INFO_NO_HOST_MEMORY: i32 = -1000;
+
+/// A vector of `len` copies of `value`, or `None` when the allocation fails (instead of
+/// aborting the host program).
+pub fn try_vec<T: Clone>(len: usize, value: T) -> Option<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).ok()?;
+    v.resize(len, value);
+    Some(v)
+}
 
 /// The acceptance threshold of the residual check, in units of ε (see the module comment).
 pub const RESIDUAL_TOL_EPS: f64 = 16.0;
@@ -204,11 +218,10 @@ pub fn gtsv_with<T: Lapack>(
         report.solver = Solver::Lapack;
         report.backend = Backend::Cpu;
     };
-    // NRHS = 0 still factors (and reports singularity) in LAPACK: nothing for SPIKE to gain.
+    // NRHS = 0 still factors (and reports singularity) in LAPACK, whose back substitution
+    // then writes a first column of B that the caller need not have: factor here instead.
     if nrhs == 0 {
-        // Some LAPACKs touch B even for NRHS = 0: give them a dummy column (B may be NULL).
-        let mut dummy = vec![T::ZERO; n];
-        report.info = T::gtsv(dl, d, du, &mut dummy, n, 0);
+        report.info = lu::factor_info(dl, d, du);
         return report;
     }
     let mut attempt = backend;
@@ -309,17 +322,31 @@ pub fn gtsv_device<T: Lapack>(
     if let Err(reject) = verdict {
         report.solver = Solver::Lapack;
         report.note = reject.map(|r| format!("{r}; LAPACK xGTSV ran on a host copy"));
-        let mut dl = gpu::download::<T>(a.dl, n - 1)?;
-        let mut d = gpu::download::<T>(a.d, n)?;
-        let mut du = gpu::download::<T>(a.du, n - 1)?;
+        let Some(mut host) = try_vec(n * (3 + nrhs), T::ZERO) else {
+            report.info = INFO_NO_HOST_MEMORY;
+            report.note = Some(format!(
+                "no host memory for a copy of the system ({} bytes)",
+                (n as u128) * (3 + nrhs as u128) * std::mem::size_of::<T>() as u128
+            ));
+            return Ok(report);
+        };
+        let (dl, rest) = host.split_at_mut(n);
+        let (d, rest) = rest.split_at_mut(n);
+        let (du, x) = rest.split_at_mut(n);
+        let (dl, du) = (&mut dl[..n - 1], &mut du[..n - 1]);
+        gpu::download_into::<T>(a.dl, dl)?;
+        gpu::download_into::<T>(a.d, d)?;
+        gpu::download_into::<T>(a.du, du)?;
         let col = |c: usize| b.ptr + (c * b.ld * std::mem::size_of::<T>()) as u64;
-        let mut x = Vec::with_capacity(n * nrhs);
-        for c in 0..nrhs {
-            x.extend(gpu::download::<T>(col(c), n)?);
+        if nrhs == 0 {
+            // LAPACK's back substitution would write a column of B that is not there.
+            report.info = lu::factor_info(dl, d, du);
+            return Ok(report);
         }
-        let mut dummy = [T::ZERO];
-        let bx: &mut [T] = if nrhs == 0 { &mut dummy } else { &mut x };
-        report.info = T::gtsv(&mut dl, &mut d, &mut du, bx, n, nrhs);
+        for c in 0..nrhs {
+            gpu::download_into::<T>(col(c), &mut x[c * n..(c + 1) * n])?;
+        }
+        report.info = T::gtsv(dl, d, du, x, n, nrhs);
         for c in 0..nrhs {
             gpu::upload::<T>(&x[c * n..(c + 1) * n], col(c))?;
         }
@@ -389,101 +416,144 @@ pub fn gtsv_strided_batch<T: Lapack>(
     }
     let m1 = n - 1;
     let blen = if nrhs == 0 { 0 } else { ldb * (nrhs - 1) + n };
-    let mut dls = split_strided(dl, sa, m1, count);
-    let mut ds = split_strided(d, sa, n, count);
-    let mut dus = split_strided(du, sa, m1, count);
-    let mut bs = split_strided(b, sb, blen, count);
-    // Systems whose answer is already in B.
-    let mut done = vec![false; count];
+    // Systems whose answer is already in B (empty: none).
+    let mut done = Vec::new();
     if backend == Backend::Gpu && nrhs > 0 {
-        // The block-diagonal stack: N = n·count rows, B packed to leading dimension N.
-        let big = n * count;
-        let (mut sdl, mut sd, mut sdu) = (
-            vec![T::ZERO; big - 1],
-            vec![T::ZERO; big],
-            vec![T::ZERO; big - 1],
-        );
-        let mut sbx = vec![T::ZERO; big * nrhs];
-        for k in 0..count {
-            let r = k * n;
-            sd[r..r + n].copy_from_slice(ds[k]);
-            sdl[r..r + m1].copy_from_slice(dls[k]);
-            sdu[r..r + m1].copy_from_slice(dus[k]);
-            for c in 0..nrhs {
-                sbx[c * big + r..c * big + r + n].copy_from_slice(&bs[k][c * ldb..c * ldb + n]);
-            }
-        }
-        match gpu::solve(&opts.gpu, &sdl, &sd, &sdu, &mut sbx, big, nrhs) {
-            Ok(Ok(())) => {
-                // The stack's check is normwise over all systems, which could hide a poor
-                // answer of a system with small entries: each system is judged on its own, and
-                // one that fails goes to LAPACK below.
-                let mut rejected = 0;
-                for k in 0..count {
-                    let r = k * n;
-                    let checks = (0..nrhs).map(|c| {
-                        let x = &sbx[c * big + r..c * big + r + n];
-                        residual_rows(dls[k], ds[k], dus[k], x, &bs[k][c * ldb..], 0..n)
-                    });
-                    if judge(checks.collect::<Vec<_>>()).is_ok() {
-                        for c in 0..nrhs {
-                            bs[k][c * ldb..c * ldb + n]
-                                .copy_from_slice(&sbx[c * big + r..c * big + r + n]);
-                        }
-                        done[k] = true;
-                    } else {
-                        rejected += 1;
-                    }
-                }
+        match solve_stacked(opts, n, nrhs, dl, d, du, sa, b, ldb, sb, count) {
+            Ok((solved, rejected)) => {
                 report.backend = Backend::Gpu;
                 report.solver = Solver::Spike;
                 if rejected == 0 {
                     return report;
                 }
+                done = solved;
                 report.note = Some(format!(
                     "{rejected} of {count} systems failed their own check; LAPACK xGTSV ran on them"
                 ));
             }
-            Ok(Err(reject)) => {
-                report.note = Some(format!("{reject}; LAPACK xGTSV ran on every system"))
-            }
-            Err(e) => report.note = Some(format!("GPU path unavailable ({e}); CPU path ran")),
+            Err(note) => report.note = Some(note),
         }
     }
-    // LAPACK on each system, systems spread over threads.
+    // LAPACK on each system (its factorization alone for NRHS = 0: see `lu`), systems spread
+    // over threads, a bounded group at a time so that no bookkeeping grows with `count`.
+    const GROUP: usize = 4096;
     let threads = crate::host::threads().min(count.div_ceil(4).max(1));
-    let per = count.div_ceil(threads).max(1);
-    let mut jobs: Vec<_> = dls
-        .drain(..)
-        .zip(ds.drain(..))
-        .zip(dus.drain(..))
-        .zip(bs.drain(..))
-        .zip(info[..count].iter_mut())
-        .zip(&done)
-        .filter(|(_, &done)| !done)
-        .map(|(job, _)| job)
-        .collect();
-    type Job<'a, T> = (
-        (((&'a mut [T], &'a mut [T]), &'a mut [T]), &'a mut [T]),
-        &'a mut i32,
-    );
-    let one = |job: &mut Job<'_, T>| {
-        let ((((dl, d), du), b), info) = job;
-        let mut dummy = [T::ZERO];
-        let bx: &mut [T] = if nrhs == 0 { &mut dummy } else { b };
-        **info = T::gtsv(dl, d, du, bx, if nrhs == 0 { n } else { ldb }, nrhs);
-    };
-    if threads == 1 {
-        jobs.iter_mut().for_each(one);
-    } else {
-        std::thread::scope(|s| {
-            for part in jobs.chunks_mut(per) {
-                let one = &one;
-                s.spawn(move || part.iter_mut().for_each(one));
-            }
-        });
+    let mut k0 = 0;
+    while k0 < count {
+        let k1 = (k0 + GROUP).min(count);
+        let g = k1 - k0;
+        let (a0, b0) = (k0 * sa, k0 * sb);
+        let (la, lu_, lb) = (dl.len(), du.len(), b.len());
+        let dls = split_strided(&mut dl[a0.min(la)..], sa, m1, g);
+        let ds = split_strided(&mut d[a0..], sa, n, g);
+        let dus = split_strided(&mut du[a0.min(lu_)..], sa, m1, g);
+        let bs = split_strided(&mut b[b0.min(lb)..], sb, blen, g);
+        let mut jobs: Vec<_> = dls
+            .into_iter()
+            .zip(ds)
+            .zip(dus)
+            .zip(bs)
+            .zip(info[k0..k1].iter_mut())
+            .enumerate()
+            .filter(|(j, _)| !done.get(k0 + j).copied().unwrap_or(false))
+            .map(|(_, job)| job)
+            .collect();
+        let one = |job: &mut Job<'_, T>| {
+            let ((((dl, d), du), b), info) = job;
+            **info = if nrhs == 0 {
+                lu::factor_info(dl, d, du)
+            } else {
+                T::gtsv(dl, d, du, b, ldb, nrhs)
+            };
+        };
+        let per = jobs.len().div_ceil(threads).max(1);
+        if threads == 1 || jobs.len() <= per {
+            jobs.iter_mut().for_each(one);
+        } else {
+            std::thread::scope(|s| {
+                for part in jobs.chunks_mut(per) {
+                    let one = &one;
+                    s.spawn(move || part.iter_mut().for_each(one));
+                }
+            });
+        }
+        k0 = k1;
     }
     report
+}
+
+/// One system of a batch on the CPU: ((((dl, d), du), b), info).
+type Job<'a, T> = (
+    (((&'a mut [T], &'a mut [T]), &'a mut [T]), &'a mut [T]),
+    &'a mut i32,
+);
+
+/// The GPU part of [`gtsv_strided_batch`]: the systems stacked block-diagonally (B packed to
+/// leading dimension `n·count`) and solved by SPIKE in one call, then each system judged on its
+/// own (the stack's check is normwise over all systems, which could hide a poor answer of a
+/// system with small entries). Writes the accepted systems' answers into `b`; returns which
+/// systems are done and how many were rejected, or why nothing was (the note).
+#[allow(clippy::too_many_arguments)]
+fn solve_stacked<T: Lapack>(
+    opts: &Options,
+    n: usize,
+    nrhs: usize,
+    dl: &[T],
+    d: &[T],
+    du: &[T],
+    sa: usize,
+    b: &mut [T],
+    ldb: usize,
+    sb: usize,
+    count: usize,
+) -> Result<(Vec<bool>, usize), String> {
+    let m1 = n - 1;
+    let big = n
+        .checked_mul(count)
+        .ok_or("the stacked system is too large; CPU path ran")?;
+    let no_memory = || "no host memory to stack the systems; CPU path ran".to_string();
+    let mut sdl = try_vec(big - 1, T::ZERO).ok_or_else(no_memory)?;
+    let mut sd = try_vec(big, T::ZERO).ok_or_else(no_memory)?;
+    let mut sdu = try_vec(big - 1, T::ZERO).ok_or_else(no_memory)?;
+    let mut sbx = big
+        .checked_mul(nrhs)
+        .and_then(|len| try_vec(len, T::ZERO))
+        .ok_or_else(no_memory)?;
+    let mut done = try_vec(count, false).ok_or_else(no_memory)?;
+    for k in 0..count {
+        let (r, a0, b0) = (k * n, k * sa, k * sb);
+        sd[r..r + n].copy_from_slice(&d[a0..a0 + n]);
+        sdl[r..r + m1].copy_from_slice(&dl[a0..a0 + m1]);
+        sdu[r..r + m1].copy_from_slice(&du[a0..a0 + m1]);
+        for c in 0..nrhs {
+            sbx[c * big + r..c * big + r + n].copy_from_slice(&b[b0 + c * ldb..b0 + c * ldb + n]);
+        }
+    }
+    match gpu::solve(&opts.gpu, &sdl, &sd, &sdu, &mut sbx, big, nrhs) {
+        Ok(Ok(())) => {
+            let mut rejected = 0;
+            for (k, done) in done.iter_mut().enumerate() {
+                let (r, a0, b0) = (k * n, k * sa, k * sb);
+                let (kdl, kd, kdu) = (&dl[a0..a0 + m1], &d[a0..a0 + n], &du[a0..a0 + m1]);
+                let checks = (0..nrhs).map(|c| {
+                    let x = &sbx[c * big + r..c * big + r + n];
+                    residual_rows(kdl, kd, kdu, x, &b[b0 + c * ldb..], 0..n)
+                });
+                if judge(checks.collect::<Vec<_>>()).is_ok() {
+                    for c in 0..nrhs {
+                        b[b0 + c * ldb..b0 + c * ldb + n]
+                            .copy_from_slice(&sbx[c * big + r..c * big + r + n]);
+                    }
+                    *done = true;
+                } else {
+                    rejected += 1;
+                }
+            }
+            Ok((done, rejected))
+        }
+        Ok(Err(reject)) => Err(format!("{reject}; LAPACK xGTSV ran on every system")),
+        Err(e) => Err(format!("GPU path unavailable ({e}); CPU path ran")),
+    }
 }
 
 /// One right-hand side's residual summary: `max|r_i|`, `max scale_i`, `max|b_i|`, all finite.

@@ -98,6 +98,13 @@ pub fn gemm_rounded(
         dispatch::finish_call("dgemm_rounded", 0, Backend::Cpu, start.elapsed(), None);
         return Backend::Cpu;
     }
+    if k == 0 || alpha == 0.0 {
+        // DGEMM's rule: no product at all (alpha is not multiplied, so alpha = ±∞ with K = 0
+        // gives no NaN); C := beta·C rounded `dir`, C := 0 without reading it when beta = 0.
+        cpu::gemm_rounded(dir, m, n, 0, 0.0, a, b, beta, c, ldc);
+        dispatch::finish_call("dgemm_rounded", 0, Backend::Cpu, start.elapsed(), None);
+        return Backend::Cpu;
+    }
     let order = product_order(m, n, k);
     let decision = dispatch::decide(Family::Interval, order);
     let mut note = decision.why_not_gpu.clone();
@@ -133,6 +140,9 @@ pub struct BadInterval;
 /// is finite.
 pub fn check_interval(x: &IntervalOperand, rows: usize, cols: usize) -> Result<bool, BadInterval> {
     let mut finite = true;
+    if rows == 0 {
+        return Ok(true);
+    }
     for j in 0..cols {
         let (lo, hi) = (&x.inf.data[j * x.inf.ld..], &x.sup.data[j * x.sup.ld..]);
         for i in 0..rows {
@@ -168,6 +178,15 @@ pub fn igemm(
         _ => Method::InfSup,
     };
     if m == 0 || n == 0 {
+        return (method, Backend::Cpu);
+    }
+    if k == 0 {
+        // An empty sum: [C] = [0, 0] exactly.
+        for j in 0..n {
+            c_inf[j * ldc..j * ldc + m].fill(0.0);
+            c_sup[j * ldc..j * ldc + m].fill(0.0);
+        }
+        dispatch::finish_call("digemm", 0, Backend::Cpu, start.elapsed(), None);
         return (method, Backend::Cpu);
     }
     let order = product_order(m, n, k);
@@ -227,6 +246,21 @@ pub fn gesv_verified(
     ldx: usize,
 ) -> (verify::Outcome, Backend) {
     let start = Instant::now();
+    // A NaN or ±∞ in A is not a real matrix: nothing can be verified, and no pivot is exactly
+    // zero. Both engines would reach that by different routes (cuSOLVER's and the system
+    // LAPACK's LU treat NaN differently), so it is decided here, once, for both.
+    if (0..n).any(|j| a[j * lda..j * lda + n].iter().any(|v| !v.is_finite())) {
+        let outcome = verify::unverifiable(n, nrhs, x_inf, x_sup, ldx);
+        let summary = "info=n+1: A has an entry that is not finite";
+        dispatch::finish_call(
+            "dgesv_verified",
+            n,
+            Backend::Cpu,
+            start.elapsed(),
+            Some(summary),
+        );
+        return (outcome, Backend::Cpu);
+    }
     let decision = dispatch::decide(Family::Interval, n);
     let mut note = decision.why_not_gpu.clone();
     let mut result = None;

@@ -68,6 +68,26 @@ pub struct Outcome {
     pub verify_steps: usize,
 }
 
+/// The outcome when nothing can be verified (INFO = n + 1): every column [−∞, +∞].
+pub fn unverifiable(
+    n: usize,
+    nrhs: usize,
+    x_inf: &mut [f64],
+    x_sup: &mut [f64],
+    ldx: usize,
+) -> Outcome {
+    for c in 0..nrhs {
+        x_inf[c * ldx..c * ldx + n].fill(f64::NEG_INFINITY);
+        x_sup[c * ldx..c * ldx + n].fill(f64::INFINITY);
+    }
+    Outcome {
+        info: n as i32 + 1,
+        verified: vec![false; nrhs],
+        refine_steps: 0,
+        verify_steps: 0,
+    }
+}
+
 /// Solves with `engine`, writing the enclosures (n × nrhs, leading dimension `ldx`).
 pub fn solve<E: Engine>(
     engine: &mut E,

@@ -424,18 +424,18 @@ pub unsafe fn wait_for_caller(s: cudarc::driver::sys::CUstream) -> Result<(), De
     Ok(())
 }
 
-/// Copies `len` elements of device memory at `src` to a new host vector.
-pub fn download<T: Real>(src: CUdeviceptr, len: usize) -> Result<Vec<T>, DeviceError> {
+/// Copies `dst.len()` elements of device memory at `src` into `dst` (host memory the caller
+/// allocated, fallibly where its size depends on the problem).
+pub fn download_into<T: Real>(src: CUdeviceptr, dst: &mut [T]) -> Result<(), DeviceError> {
     let gpu = device::gpu()?;
     gpu.ctx.bind_to_thread()?;
     let pooled = gpu.stream()?;
-    let mut v = vec![T::ZERO; len];
-    if len > 0 {
-        // SAFETY: the caller's src holds len elements; the copy completes before return.
-        unsafe { cu::memcpy_dtoh_async(&mut v[..], src, pooled.cu_stream())? };
+    if !dst.is_empty() {
+        // SAFETY: the caller's src holds dst.len() elements; the copy completes before return.
+        unsafe { cu::memcpy_dtoh_async(dst, src, pooled.cu_stream())? };
     }
     pooled.synchronize()?;
-    Ok(v)
+    Ok(())
 }
 
 /// Copies `src` to device memory at `dst` (which holds `src.len()` elements).
