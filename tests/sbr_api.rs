@@ -14,8 +14,10 @@ use std::sync::Mutex;
 
 static XERBLA_CALLS: Mutex<Vec<(String, i32)>> = Mutex::new(Vec::new());
 
+/// # Safety
+/// `srname` must point to `len` readable bytes and `info` to a readable integer.
 #[no_mangle]
-pub extern "C" fn xerbla_(srname: *const c_char, info: *const c_int, len: usize) {
+pub unsafe extern "C" fn xerbla_(srname: *const c_char, info: *const c_int, len: usize) {
     // SAFETY: the library passes a name of `len` bytes and a readable integer.
     let name = unsafe { std::slice::from_raw_parts(srname as *const u8, len) };
     let arg = unsafe { *info };
