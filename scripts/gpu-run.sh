@@ -12,7 +12,8 @@
 # Every test binary runs with ARGS (libtest's: a name filter, --nocapture,
 # --test-threads=N, ...) and with
 #   HYLAPACK_DEVICE=gpu  HYLAPACK_REQUIRE_GPU=1   (override either by setting it)
-# then `hylapack info` runs. HYLAPACK_PACK_ONLY=gtsv,api limits the run to those binaries. The combined log goes to ${OUT:-/tmp}/gpu-check.log
+# then (with HYLAPACK_PACK_TESTERS=1) LAPACK's GT/SEP/SE2 testers under the
+# preload library, then `hylapack info` runs. HYLAPACK_PACK_ONLY=gtsv,api limits the run to those binaries. The combined log goes to ${OUT:-/tmp}/gpu-check.log
 # and the summary to ${OUT:-/tmp}/gpu-check-summary.txt. Exit status: 0 when
 # every binary passed.
 set -uo pipefail
@@ -103,6 +104,18 @@ for t in "${bins[@]}"; do
     fi
     say "$name: rc=$rc, $p passed, $f failed, $g ignored, $(( $(date +%s) - start )) s"
 done
+
+# LAPACK's own testers under the preload library, every intercepted call on hylapack's path
+# (HYLAPACK_PRELOAD=own; the GPU with HYLAPACK_DEVICE=gpu), at most 4 processes on the GPU.
+if [ "${HYLAPACK_PACK_TESTERS:-0}" = 1 ] && [ -d "$work/testers" ]; then
+    say ""
+    say "==> LAPACK's testers under the preload (HYLAPACK_PRELOAD=own, HYLAPACK_DEVICE=$HYLAPACK_DEVICE)"
+    chmod +x "$work"/testers/x* 2>/dev/null
+    HYLAPACK_LOG=off python3 "$here/lapack-testers" --dir "$work/testers" \
+        --preload "$work/lib/libhylapack_preload.so" --jobs 4 --logs "$out/lapack-testers" \
+        2>&1 | tee -a "$log"
+    ((PIPESTATUS[0] == 0)) || bin_fail+=("lapack-testers")
+fi
 
 say ""
 say "==> hylapack info"

@@ -193,6 +193,7 @@ struct Selected<T> {
 }
 
 /// Runs xSYEVX / xSYEVR with JOBZ = 'N' here if it should (as [`all_values`]); stores M.
+#[allow(clippy::too_many_arguments)]
 unsafe fn selected_values<T: Real + Dense + CublasReal>(
     routine: &str,
     driver: Driver,
