@@ -4,19 +4,9 @@
 use crate::{forward, route, run_logged, set_info, Inside, Route, FROM_INSIDE, ILLEGAL, NULL_ARG};
 use hylapack::dispatch::{Backend, Family};
 use hylapack::gtsv::{self, GtsvReport, Options};
+use hylapack::lapack::signatures::GtsvFn;
 use hylapack::lapack::{span, Lapack};
 use std::ffi::c_int;
-
-type GtsvFn<T> = unsafe extern "C" fn(
-    *const c_int,
-    *const c_int,
-    *mut T,
-    *mut T,
-    *mut T,
-    *mut T,
-    *const c_int,
-    *mut c_int,
-);
 
 /// Runs hylapack's path for a legal xGTSV call with N ≥ 1 on `backend`; returns INFO.
 #[allow(clippy::too_many_arguments)]

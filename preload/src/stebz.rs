@@ -4,6 +4,7 @@
 
 use crate::{forward, mode, set_info, Inside, Mode, FROM_INSIDE, ILLEGAL};
 use hylapack::dispatch::{self, Backend, Family};
+use hylapack::lapack::signatures::StebzFn;
 use std::ffi::{c_char, c_int};
 
 /// Below this order xSTEBZ is forwarded in `auto` mode: the multisection's fixed start-up
@@ -22,29 +23,6 @@ unsafe fn too_small(n: *const c_int) -> Option<&'static str> {
         });
     small.then_some("below the order where hylapack's multisection pays on the CPU")
 }
-
-type StebzFn<T> = unsafe extern "C" fn(
-    *const c_char,
-    *const c_char,
-    *const c_int,
-    *const T,
-    *const T,
-    *const c_int,
-    *const c_int,
-    *const T,
-    *const T,
-    *const T,
-    *mut c_int,
-    *mut c_int,
-    *mut T,
-    *mut c_int,
-    *mut c_int,
-    *mut T,
-    *mut c_int,
-    *mut c_int,
-    usize,
-    usize,
-);
 
 macro_rules! interpose_stebz {
     ($name:ident, $t:ty, $routine:literal) => {

@@ -10,6 +10,7 @@
 use crate::{forward, route, run_logged, set_info, Inside, Route, FROM_INSIDE, ILLEGAL, NULL_ARG};
 use hylapack::api::fortran_char;
 use hylapack::dispatch::{Backend, Family};
+use hylapack::lapack::signatures::{SyevFn, SyevdFn, SyevrFn, SyevxFn};
 use hylapack::lapack::{span, Dense};
 use hylapack::real::Real;
 use hylapack::sbr::gpu::CublasReal;
@@ -268,86 +269,6 @@ unsafe fn selected_values<T: Real + Dense + CublasReal>(
     workspace.store_optimal(optimal);
     Ok(info)
 }
-
-type SyevFn<T> = unsafe extern "C" fn(
-    *const c_char,
-    *const c_char,
-    *const c_int,
-    *mut T,
-    *const c_int,
-    *mut T,
-    *mut T,
-    *const c_int,
-    *mut c_int,
-    usize,
-    usize,
-);
-type SyevdFn<T> = unsafe extern "C" fn(
-    *const c_char,
-    *const c_char,
-    *const c_int,
-    *mut T,
-    *const c_int,
-    *mut T,
-    *mut T,
-    *const c_int,
-    *mut c_int,
-    *const c_int,
-    *mut c_int,
-    usize,
-    usize,
-);
-type SyevxFn<T> = unsafe extern "C" fn(
-    *const c_char,
-    *const c_char,
-    *const c_char,
-    *const c_int,
-    *mut T,
-    *const c_int,
-    *const T,
-    *const T,
-    *const c_int,
-    *const c_int,
-    *const T,
-    *mut c_int,
-    *mut T,
-    *mut T,
-    *const c_int,
-    *mut T,
-    *const c_int,
-    *mut c_int,
-    *mut c_int,
-    *mut c_int,
-    usize,
-    usize,
-    usize,
-);
-type SyevrFn<T> = unsafe extern "C" fn(
-    *const c_char,
-    *const c_char,
-    *const c_char,
-    *const c_int,
-    *mut T,
-    *const c_int,
-    *const T,
-    *const T,
-    *const c_int,
-    *const c_int,
-    *const T,
-    *mut c_int,
-    *mut T,
-    *mut T,
-    *const c_int,
-    *mut c_int,
-    *mut T,
-    *const c_int,
-    *mut c_int,
-    *const c_int,
-    *mut c_int,
-    usize,
-    usize,
-    usize,
-);
 
 /// Calls the program's LAPACK routine `f` as a workspace query (LWORK = LIWORK = −1) and
 /// returns what it left in (WORK(1), IWORK(1)), or `None` if it failed or is missing.

@@ -2,6 +2,7 @@
 //! They are found at run time ([`symbols`]); routines taking CHARACTER arguments are declared
 //! with the hidden length arguments gfortran appends.
 
+pub mod signatures;
 pub mod symbols;
 
 use crate::real::Real;

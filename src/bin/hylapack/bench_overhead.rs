@@ -6,6 +6,7 @@
 //! usual (`HYLAPACK_PRELOAD`, `HYLAPACK_DEVICE`).
 
 use crate::table::Table;
+use hylapack::lapack::signatures::{GtsvFn, StebzFn, SyevFn, SyevdFn, SyevrFn, SyevxFn};
 use hylapack::lapack::symbols;
 use hylapack::real::Real;
 use hylapack::testmat::Rng;
@@ -15,118 +16,6 @@ use std::time::{Duration, Instant};
 const SIZES: [usize; 4] = [1, 2, 8, 32];
 /// The per-call overhead the preload may add (issue #22's target).
 const ALLOWED_US: f64 = 2.0;
-
-type StebzFn<T> = unsafe extern "C" fn(
-    *const c_char,
-    *const c_char,
-    *const c_int,
-    *const T,
-    *const T,
-    *const c_int,
-    *const c_int,
-    *const T,
-    *const T,
-    *const T,
-    *mut c_int,
-    *mut c_int,
-    *mut T,
-    *mut c_int,
-    *mut c_int,
-    *mut T,
-    *mut c_int,
-    *mut c_int,
-    usize,
-    usize,
-);
-type GtsvFn<T> = unsafe extern "C" fn(
-    *const c_int,
-    *const c_int,
-    *mut T,
-    *mut T,
-    *mut T,
-    *mut T,
-    *const c_int,
-    *mut c_int,
-);
-type SyevFn<T> = unsafe extern "C" fn(
-    *const c_char,
-    *const c_char,
-    *const c_int,
-    *mut T,
-    *const c_int,
-    *mut T,
-    *mut T,
-    *const c_int,
-    *mut c_int,
-    usize,
-    usize,
-);
-type SyevdFn<T> = unsafe extern "C" fn(
-    *const c_char,
-    *const c_char,
-    *const c_int,
-    *mut T,
-    *const c_int,
-    *mut T,
-    *mut T,
-    *const c_int,
-    *mut c_int,
-    *const c_int,
-    *mut c_int,
-    usize,
-    usize,
-);
-type SyevxFn<T> = unsafe extern "C" fn(
-    *const c_char,
-    *const c_char,
-    *const c_char,
-    *const c_int,
-    *mut T,
-    *const c_int,
-    *const T,
-    *const T,
-    *const c_int,
-    *const c_int,
-    *const T,
-    *mut c_int,
-    *mut T,
-    *mut T,
-    *const c_int,
-    *mut T,
-    *const c_int,
-    *mut c_int,
-    *mut c_int,
-    *mut c_int,
-    usize,
-    usize,
-    usize,
-);
-type SyevrFn<T> = unsafe extern "C" fn(
-    *const c_char,
-    *const c_char,
-    *const c_char,
-    *const c_int,
-    *mut T,
-    *const c_int,
-    *const T,
-    *const T,
-    *const c_int,
-    *const c_int,
-    *const T,
-    *mut c_int,
-    *mut T,
-    *mut T,
-    *const c_int,
-    *mut c_int,
-    *mut T,
-    *const c_int,
-    *mut c_int,
-    *const c_int,
-    *mut c_int,
-    usize,
-    usize,
-    usize,
-);
 
 /// The inputs of one size, and room for every output (each call restores its inputs first).
 struct Problem<T> {
