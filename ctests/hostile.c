@@ -1360,8 +1360,521 @@ static void syrdb_all(void)
     }
 }
 
+/* ============================ DGEMM_ROUNDED[_], DIGEMM[_] ============================ */
+typedef struct {
+    char rnd, ta, tb;
+    int m, n, k, lda, ldb, ldc;
+    double alpha, beta;
+    double *a, *b, *c, *a2, *b2, *c2; /* a2, b2, c2: the upper bounds of DIGEMM */
+    long la, lb, lc;
+    int null_arg, overlap;
+} Gm;
+
+static int is_trans(char t) { return t == 'T' || t == 't' || t == 'C' || t == 'c'; }
+
+static long mat_len(int rows, int cols, int ld)
+{
+    if (rows <= 0 || cols <= 0) {
+        return 0;
+    }
+    long need = (long)ld * (cols - 1) + rows;
+    return (ld < rows || rows > HUGE_LEN || cols > HUGE_LEN || need > HUGE_LEN) ? SMALL : need;
+}
+
+static Gm gm_make(char ta, char tb, int m, int n, int k, int lda, int ldb, int ldc)
+{
+    Gm g;
+    memset(&g, 0, sizeof g);
+    g.rnd = 'U';
+    g.ta = ta;
+    g.tb = tb;
+    g.m = m;
+    g.n = n;
+    g.k = k;
+    g.lda = lda;
+    g.ldb = ldb;
+    g.ldc = ldc;
+    g.alpha = 1.5;
+    g.beta = 0.5;
+    g.la = is_trans(ta) ? mat_len(k, m, lda) : mat_len(m, k, lda);
+    g.lb = is_trans(tb) ? mat_len(n, k, ldb) : mat_len(k, n, ldb);
+    g.lc = mat_len(m, n, ldc);
+    g.a = dnew(g.la);
+    g.b = dnew(g.lb);
+    g.c = dnew(g.lc);
+    dfill(g.a, g.la);
+    dfill(g.b, g.lb);
+    dfill(g.c, g.lc);
+    g.a2 = ddup(g.a, g.la);
+    g.b2 = ddup(g.b, g.lb);
+    g.c2 = ddup(g.c, g.lc);
+    for (long i = 0; i < g.la; i++) {
+        g.a2[i] += 0.25;
+    }
+    for (long i = 0; i < g.lb; i++) {
+        g.b2[i] += 0.25;
+    }
+    return g;
+}
+
+static Gm gm_clone(const Gm *g)
+{
+    Gm c = *g;
+    c.a = ddup(g->a, g->la);
+    c.b = ddup(g->b, g->lb);
+    c.c = ddup(g->c, g->lc);
+    c.a2 = ddup(g->a2, g->la);
+    c.b2 = ddup(g->b2, g->lb);
+    c.c2 = ddup(g->c2, g->lc);
+    return c;
+}
+
+static void gm_free(Gm *g)
+{
+    free(g->a);
+    free(g->b);
+    free(g->c);
+    free(g->a2);
+    free(g->b2);
+    free(g->c2);
+}
+
+/* v: 0 dgemm_rounded, 1 dgemm_rounded_, 2 digemm, 3 digemm_, 4 dgemm_ (on a, b, c). */
+static Res gm_call(int v, Gm *g)
+{
+    int info = 0;
+    double *a = g->a, *b = g->b, *c = g->c, *a2 = g->a2, *b2 = g->b2, *c2 = g->c2;
+    if (v < 2) {
+        if (g->null_arg == 8) a = NULL;
+        if (g->null_arg == 10) b = NULL;
+        if (g->null_arg == 13) c = NULL;
+        if (g->overlap) c = a;
+    } else if (v < 4) {
+        if (g->null_arg == 6) a = NULL;
+        if (g->null_arg == 7) a2 = NULL;
+        if (g->null_arg == 9) b = NULL;
+        if (g->null_arg == 10) b2 = NULL;
+        if (g->null_arg == 12) c = NULL;
+        if (g->null_arg == 13) c2 = NULL;
+        if (g->overlap == 1) c = a;
+        if (g->overlap == 2) c2 = c;
+    }
+    xreset();
+    switch (v) {
+    case 0:
+        info = dgemm_rounded(g->rnd, g->ta, g->tb, g->m, g->n, g->k, g->alpha, a, g->lda, b,
+                             g->ldb, g->beta, c, g->ldc);
+        break;
+    case 1:
+        dgemm_rounded_(&g->rnd, &g->ta, &g->tb, &g->m, &g->n, &g->k, &g->alpha, a, &g->lda, b,
+                       &g->ldb, &g->beta, c, &g->ldc, 1, 1, 1);
+        info = xcalls ? -xarg : 0;
+        break;
+    case 2:
+        info = digemm(g->ta, g->tb, g->m, g->n, g->k, a, a2, g->lda, b, b2, g->ldb, c, c2,
+                      g->ldc);
+        break;
+    case 3:
+        digemm_(&g->ta, &g->tb, &g->m, &g->n, &g->k, a, a2, &g->lda, b, b2, &g->ldb, c, c2,
+                &g->ldc, 1, 1);
+        info = xcalls ? -xarg : 0;
+        break;
+    default:
+        dgemm_(&g->ta, &g->tb, &g->m, &g->n, &g->k, &g->alpha, a, &g->lda, b, &g->ldb, &g->beta,
+               c, &g->ldc, 1, 1);
+        info = xcalls ? -xarg : 0;
+        break;
+    }
+    return res_of(info);
+}
+
+static const char *gm_fn[] = {"dgemm_rounded", "dgemm_rounded_", "digemm", "digemm_"};
+static const char *gm_names[] = {"DGEMM_ROUNDED", "DGEMM_ROUNDED", "DIGEMM", "DIGEMM"};
+/* DGEMM's argument number -> hylapack's */
+static const int map_rounded[] = {0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
+static const int map_digemm[] = {0, 1, 2, 3, 4, 5, 0, 0, 8, 0, 11, 0, 0, 14};
+
+/* Against DGEMM: INFO; for legal calls, the bounds. */
+static void gm_vs_ref(int v, const Gm *g)
+{
+    Gm h = gm_clone(g), l = gm_clone(g);
+    Res r = gm_call(v, &h);
+    Res ref = gm_call(4, &l);
+    expect_as_ref(r, ref, gm_names[v], v < 2 ? map_rounded : map_digemm);
+    if (r.info == 0 && v >= 2) {
+        for (long i = 0; i < g->lc; i++) {
+            if (!(h.c[i] <= h.c2[i])) {
+                check(0, "[C](%ld) = [%g, %g] is not an interval", i + 1, h.c[i], h.c2[i]);
+                break;
+            }
+        }
+    }
+    gm_free(&h);
+    gm_free(&l);
+}
+
+static void gm_one(int v, Gm *g, const char *what)
+{
+    WATCH("%s %s (rnd %c ta %c tb %c m=%d n=%d k=%d lda=%d ldb=%d ldc=%d)", gm_fn[v], what,
+          g->rnd, g->ta, g->tb, g->m, g->n, g->k, g->lda, g->ldb, g->ldc);
+    gm_vs_ref(v, g);
+    gm_free(g);
+}
+
+static void gm_illegal(int v, Gm *g, int i, const char *what)
+{
+    WATCH("%s %s", gm_fn[v], what);
+    expect_illegal(gm_call(v, g), gm_names[v], i);
+    gm_free(g);
+}
+
+/* Zero sizes: the quick return writes nothing (C of length 0 comes from malloc(0)); K = 0 or
+ * alpha = 0 with beta = 1 leaves C as it is. */
+static void gm_zero(int v)
+{
+    const int dims[][3] = {{0, 5, 5}, {5, 0, 5}, {0, 0, 0}, {5, 5, 0}};
+    for (int c = 0; c < 4; c++) {
+        WATCH("%s M=%d N=%d K=%d beta=1", gm_fn[v], dims[c][0], dims[c][1], dims[c][2]);
+        Gm g = gm_make('N', 'N', dims[c][0], dims[c][1], dims[c][2], 5, 5, 5);
+        g.beta = 1.0;
+        Gm h = gm_clone(&g);
+        Res r = gm_call(v, &h);
+        check(r.info == 0 && r.xcalls == 0, "INFO = %d, xerbla_ calls %d", r.info, r.xcalls);
+        if (v >= 2 && dims[c][2] == 0) {
+            /* documented for DIGEMM: K = 0 gives [C] = [0, 0] */
+            for (long i = 0; i < g.lc; i++) {
+                if (h.c[i] != 0.0 || h.c2[i] != 0.0) {
+                    check(0, "K = 0: [C](%ld) = [%g, %g], documented [0, 0]", i + 1, h.c[i],
+                          h.c2[i]);
+                    break;
+                }
+            }
+        } else {
+            check(h.lc == 0 || memcmp(h.c, g.c, (size_t)g.lc * sizeof(double)) == 0,
+                  "C changed by a quick return");
+        }
+        gm_free(&h);
+        gm_free(&g);
+    }
+    if (v < 2) {
+        WATCH("%s alpha=0 beta=0 C=NaN", gm_fn[v]);
+        Gm g = gm_make('N', 'N', 5, 5, 5, 5, 5, 5);
+        g.alpha = 0.0;
+        g.beta = 0.0;
+        for (long i = 0; i < g.lc; i++) {
+            g.c[i] = NAN;
+        }
+        g.a[3] = NAN;
+        Res r = gm_call(v, &g);
+        check(r.info == 0, "INFO = %d", r.info);
+        for (long i = 0; i < g.lc; i++) {
+            if (g.c[i] != 0.0) {
+                check(0, "C(%ld) = %g, documented: beta = 0 sets C to zero", i + 1, g.c[i]);
+                break;
+            }
+        }
+        gm_free(&g);
+    }
+}
+
+static void gm_specials(int v)
+{
+    /* values into alpha, beta (dgemm_rounded) and each entry of A, B, C; both roundings */
+    for (int s = 0; s < NSPECIAL; s++) {
+        for (int where = 0; where < 5; where++) {
+            if (v >= 2 && where < 2) {
+                continue;
+            }
+            long len = where < 2 ? 1 : 25;
+            for (long i = 0; i < len; i++) {
+                WATCH("%s %s in %s(%ld)", gm_fn[v], special_names[s],
+                      (const char *[]){"alpha", "beta", "A", "B", "C"}[where], i + 1);
+                Gm g = gm_make('N', i % 2 ? 'T' : 'N', 5, 5, 5, 5, 5, 5);
+                double *p = where == 0   ? &g.alpha
+                            : where == 1 ? &g.beta
+                            : where == 2 ? &g.a[i]
+                            : where == 3 ? &g.b[i]
+                                         : &g.c[i];
+                double orig = *p;
+                *p = specials[s];
+                if (v < 2) {
+                    Gm up = gm_clone(&g), dn = gm_clone(&g), rn = gm_clone(&g);
+                    dn.rnd = 'D';
+                    Res ru = gm_call(v, &up), rd = gm_call(v, &dn);
+                    gm_call(4, &rn);
+                    expect_legal(ru);
+                    check(ru.info == 0 && rd.info == 0, "INFO = %d, %d", ru.info, rd.info);
+                    for (long j = 0; j < g.lc; j++) {
+                        int bad = (!isnan(up.c[j]) && !isnan(dn.c[j]) && !(dn.c[j] <= up.c[j])) ||
+                                  (isnan(specials[s]) && isnan(rn.c[j]) != isnan(up.c[j]));
+                        if (bad) {
+                            check(0, "C(%ld): rounded down %g, up %g, DGEMM %g", j + 1, dn.c[j],
+                                  up.c[j], rn.c[j]);
+                            break;
+                        }
+                    }
+                    gm_free(&up);
+                    gm_free(&dn);
+                    gm_free(&rn);
+                } else {
+                    /* DIGEMM: the value as a lower bound, then as an upper bound */
+                    for (int side = 0; side < 2; side++) {
+                        Gm h = gm_clone(&g);
+                        double *lo = where == 2 ? h.a : where == 3 ? h.b : h.c;
+                        double *hi = where == 2 ? h.a2 : where == 3 ? h.b2 : h.c2;
+                        (side ? hi : lo)[i] = specials[s];
+                        if (where == 4) {
+                            hi[i] = lo[i] = specials[s]; /* outputs: garbage on entry */
+                        } else if (side == 0) {
+                            hi[i] = where == 2 ? g.a2[i] : g.b2[i];
+                            lo[i] = specials[s];
+                        } else {
+                            lo[i] = orig; /* the lower bound as made, finite */
+                        }
+                        int interval = where == 4 || (!isnan(lo[i]) && !isnan(hi[i]) &&
+                                                      lo[i] <= hi[i]);
+                        WATCH("%s %s in %s(%ld) as the %s bound", gm_fn[v], special_names[s],
+                              (const char *[]){"alpha", "beta", "A", "B", "C"}[where], i + 1,
+                              side ? "upper" : "lower");
+                        Res r = gm_call(v, &h);
+                        if (interval) {
+                            expect_legal(r);
+                            for (long j = 0; j < g.lc; j++) {
+                                if (!(h.c[j] <= h.c2[j])) {
+                                    check(0, "[C](%ld) = [%g, %g] is not an interval", j + 1,
+                                          h.c[j], h.c2[j]);
+                                    break;
+                                }
+                            }
+                        } else {
+                            expect_illegal(r, "DIGEMM", where == 2 ? 7 : 10);
+                        }
+                        gm_free(&h);
+                    }
+                }
+                gm_free(&g);
+            }
+        }
+    }
+}
+
+static void gemm_all(void)
+{
+    for (int v = 0; v < 4; v++) {
+        int di = v >= 2; /* DIGEMM numbering: no RND and no ALPHA */
+        Gm g;
+        if (!di) {
+            g = gm_make('N', 'N', 5, 5, 5, 5, 5, 5); g.rnd = 'N'; gm_illegal(v, &g, 1, "RND=N");
+            g = gm_make('N', 'N', 5, 5, 5, 5, 5, 5); g.rnd = '\0'; gm_illegal(v, &g, 1, "RND=NUL");
+            g = gm_make('N', 'N', 5, 5, 5, 5, 5, 5); g.rnd = 'd'; gm_one(v, &g, "rnd d");
+        }
+        g = gm_make('X', 'N', 5, 5, 5, 5, 5, 5); gm_one(v, &g, "TRANSA illegal");
+        g = gm_make('N', 'X', 5, 5, 5, 5, 5, 5); gm_one(v, &g, "TRANSB illegal");
+        g = gm_make('N', 'N', -1, 5, 5, 1, 5, 1); gm_one(v, &g, "M<0");
+        g = gm_make('N', 'N', 5, -1, 5, 5, 5, 5); gm_one(v, &g, "N<0");
+        g = gm_make('N', 'N', 5, 5, -1, 5, 1, 5); gm_one(v, &g, "K<0");
+        g = gm_make('N', 'N', 5, 5, 5, 4, 5, 5); gm_one(v, &g, "LDA<M");
+        g = gm_make('T', 'N', 5, 5, 6, 5, 6, 5); gm_one(v, &g, "LDA<K (T)");
+        g = gm_make('N', 'N', 5, 5, 5, 5, 4, 5); gm_one(v, &g, "LDB<K");
+        g = gm_make('N', 'c', 5, 6, 5, 5, 5, 5); gm_one(v, &g, "LDB<N (C)");
+        g = gm_make('N', 'N', 5, 5, 5, 5, 5, 4); gm_one(v, &g, "LDC<M");
+        g = gm_make('X', 'X', -1, -1, -1, 0, 0, 0); gm_one(v, &g, "all illegal");
+        g = gm_make('N', 'N', 5, -1, 5, 4, 4, 4); gm_one(v, &g, "N LDA LDB LDC illegal");
+        g = gm_make('t', 'n', 5, 5, 5, 5, 5, 5); gm_one(v, &g, "lower-case");
+        if (!di) {
+            g = gm_make('N', 'N', 5, 5, 5, 5, 5, 5); g.null_arg = 8; gm_illegal(v, &g, 8, "A NULL");
+            g = gm_make('N', 'N', 5, 5, 5, 5, 5, 5); g.null_arg = 10; gm_illegal(v, &g, 10, "B NULL");
+            g = gm_make('N', 'N', 5, 5, 5, 5, 5, 5); g.null_arg = 13; gm_illegal(v, &g, 13, "C NULL");
+            g = gm_make('N', 'N', 5, 5, 5, 5, 5, 5); g.overlap = 1; gm_illegal(v, &g, 13, "C = A");
+        } else {
+            const int nulls[] = {6, 7, 9, 10, 12, 13};
+            for (int q = 0; q < 6; q++) {
+                g = gm_make('N', 'N', 5, 5, 5, 5, 5, 5);
+                g.null_arg = nulls[q];
+                gm_illegal(v, &g, nulls[q], "array NULL");
+            }
+            g = gm_make('N', 'N', 5, 5, 5, 5, 5, 5); g.overlap = 1; gm_illegal(v, &g, 12, "C_inf = A_inf");
+            g = gm_make('N', 'N', 5, 5, 5, 5, 5, 5); g.overlap = 2; gm_illegal(v, &g, 13, "C_sup = C_inf");
+            g = gm_make('N', 'N', 5, 5, 5, 5, 5, 5); g.a[7] = g.a2[7] + 1; gm_illegal(v, &g, 7, "A_inf > A_sup");
+            g = gm_make('N', 'N', 5, 5, 5, 5, 5, 5); g.b2[7] = NAN; gm_illegal(v, &g, 10, "B_sup NaN");
+        }
+        gm_zero(v);
+        /* INT_MAX */
+        g = gm_make('N', 'N', INT_MAX, 5, 5, 4, 5, 4); gm_one(v, &g, "M=INT_MAX LDA=4");
+        g = gm_make('T', 'N', 5, 5, INT_MAX, 4, 4, 5); gm_one(v, &g, "K=INT_MAX (T) LDA=4");
+        g = gm_make('N', 'T', 5, INT_MAX, 5, 5, 4, 5); gm_one(v, &g, "N=INT_MAX (T) LDB=4");
+        g = gm_make('N', 'N', 5, 5, INT_MAX, 5, 4, 5); gm_one(v, &g, "K=INT_MAX LDB=4");
+        g = gm_make('N', 'N', 3, 1, 1, INT_MAX, INT_MAX, INT_MAX); gm_one(v, &g, "LDA=LDB=LDC=INT_MAX");
+        g = gm_make('T', 'N', 1, 1, 3, INT_MAX, INT_MAX, 1); gm_one(v, &g, "LDA=LDB=INT_MAX (T,N)");
+        g = gm_make('T', 'T', 1, 2, 1, INT_MAX, INT_MAX, 1); gm_one(v, &g, "LDA=LDB=INT_MAX (T,T)");
+        gm_specials(v);
+    }
+}
+
+/* ================================ DGESV_VERIFIED[_] ================================ */
+typedef struct {
+    int n, nrhs, lda, ldb, ldx;
+    double *a, *b;
+    long la, lb, lx;
+    int null_arg, overlap;
+} Gv;
+
+static Gv gv_make(int n, int nrhs, int lda, int ldb, int ldx)
+{
+    Gv g;
+    memset(&g, 0, sizeof g);
+    g.n = n;
+    g.nrhs = nrhs;
+    g.lda = lda;
+    g.ldb = ldb;
+    g.ldx = ldx;
+    g.la = mat_len(n, n, lda);
+    g.lb = mat_len(n, nrhs, ldb);
+    g.lx = mat_len(n, nrhs, ldx);
+    g.a = dnew(g.la);
+    g.b = dnew(g.lb);
+    dfill(g.a, g.la);
+    dfill(g.b, g.lb);
+    for (int i = 0; i < n && g.la > SMALL; i++) {
+        g.a[i + (long)lda * i] += 4.0;
+    }
+    return g;
+}
+
+/* v: 0 dgesv_verified, 1 dgesv_verified_, 2 dgesv_ (on copies). x_inf, x_sup: out. */
+static Res gv_call(int v, Gv *g, double **xi, double **xs)
+{
+    int info = 12345;
+    double *a = g->null_arg == 3 ? NULL : ddup(g->a, g->la);
+    double *b = g->null_arg == 5 ? NULL : ddup(g->b, g->lb);
+    double *x1 = g->null_arg == 7 ? NULL : dnew(g->lx);
+    double *x2 = g->null_arg == 8 ? NULL : dnew(g->lx);
+    double *p1 = g->overlap == 1 ? b : x1, *p2 = g->overlap == 2 ? x1 : x2;
+    int *ipiv = malloc((size_t)(g->n > 0 && g->n <= HUGE_LEN ? g->n : SMALL) * sizeof(int));
+    xreset();
+    if (v == 0) {
+        info = dgesv_verified(g->n, g->nrhs, a, g->lda, b, g->ldb, p1, p2, g->ldx);
+    } else if (v == 1) {
+        dgesv_verified_(&g->n, &g->nrhs, a, &g->lda, b, &g->ldb, p1, p2, &g->ldx, &info);
+    } else {
+        dgesv_(&g->n, &g->nrhs, a, &g->lda, ipiv, b, &g->ldb, &info);
+    }
+    Res r = res_of(info);
+    free(a);
+    free(b);
+    free(ipiv);
+    if (xi && xs) {
+        *xi = x1;
+        *xs = x2;
+    } else {
+        free(x1);
+        free(x2);
+    }
+    return r;
+}
+
+static const char *gv_fn[] = {"dgesv_verified", "dgesv_verified_"};
+static const int map_gesv[] = {0, 1, 2, 0, 4, 0, 0, 6, 0};
+
+static void gv_one(int v, Gv *g, const char *what)
+{
+    WATCH("%s %s (n=%d nrhs=%d lda=%d ldb=%d ldx=%d)", gv_fn[v], what, g->n, g->nrhs, g->lda,
+          g->ldb, g->ldx);
+    double *xi, *xs;
+    Res r = gv_call(v, g, &xi, &xs);
+    Res ref = gv_call(2, g, NULL, NULL);
+    if (ref.info < 0) {
+        expect_as_ref(r, ref, "DGESV_VERIFIED", map_gesv);
+    } else {
+        expect_legal(r);
+        check(r.info == 0 || r.info == g->n + 1 || r.info == ref.info,
+              "INFO = %d, DGESV gives %d (expected 0, N+1 or DGESV's)", r.info, ref.info);
+        for (long i = 0; r.info >= 0 && i < g->lx; i++) {
+            if (!(xi[i] <= xs[i])) {
+                check(0, "X(%ld) = [%g, %g] is not an interval", i + 1, xi[i], xs[i]);
+                break;
+            }
+        }
+    }
+    free(xi);
+    free(xs);
+    free(g->a);
+    free(g->b);
+}
+
+static void gesvv_all(void)
+{
+    for (int v = 0; v < 2; v++) {
+        Gv g;
+        g = gv_make(-1, 1, 1, 1, 1); gv_one(v, &g, "N<0");
+        g = gv_make(5, -1, 5, 5, 5); gv_one(v, &g, "NRHS<0");
+        g = gv_make(5, 1, 4, 5, 5); gv_one(v, &g, "LDA<N");
+        g = gv_make(5, 1, 5, 4, 5); gv_one(v, &g, "LDB<N");
+        g = gv_make(-1, -1, 0, 0, 0); gv_one(v, &g, "all illegal");
+        g = gv_make(5, 1, 4, 4, 4); gv_one(v, &g, "LDA LDB LDX illegal");
+        const int nulls[] = {3, 5, 7, 8};
+        for (int q = 0; q < 4; q++) {
+            WATCH("%s array %d NULL", gv_fn[v], nulls[q]);
+            g = gv_make(5, 2, 5, 5, 5);
+            g.null_arg = nulls[q];
+            expect_illegal(gv_call(v, &g, NULL, NULL), "DGESV_VERIFIED", nulls[q]);
+            free(g.a);
+            free(g.b);
+        }
+        WATCH("%s X_inf = B", gv_fn[v]);
+        g = gv_make(5, 2, 5, 5, 5); g.overlap = 1;
+        expect_illegal(gv_call(v, &g, NULL, NULL), "DGESV_VERIFIED", 7);
+        free(g.a); free(g.b);
+        WATCH("%s X_sup = X_inf", gv_fn[v]);
+        g = gv_make(5, 2, 5, 5, 5); g.overlap = 2;
+        expect_illegal(gv_call(v, &g, NULL, NULL), "DGESV_VERIFIED", 8);
+        free(g.a); free(g.b);
+        WATCH("%s LDX<N", gv_fn[v]);
+        g = gv_make(5, 2, 5, 5, 4);
+        expect_illegal(gv_call(v, &g, NULL, NULL), "DGESV_VERIFIED", 9);
+        free(g.a); free(g.b);
+        g = gv_make(0, 2, 1, 1, 1); gv_one(v, &g, "N=0");
+        g = gv_make(5, 0, 5, 5, 5); gv_one(v, &g, "NRHS=0");
+        g = gv_make(1, 1, 1, 1, 1); g.a[0] = 0.0; gv_one(v, &g, "N=1 singular");
+        g = gv_make(INT_MAX, 1, 4, 4, 4); gv_one(v, &g, "N=INT_MAX LDA=4");
+        g = gv_make(1, 1, INT_MAX, INT_MAX, INT_MAX); gv_one(v, &g, "LDA=LDB=LDX=INT_MAX");
+        g = gv_make(5, INT_MAX, 5, 4, 5); gv_one(v, &g, "NRHS=INT_MAX LDB=4");
+        for (int s = 0; s < NSPECIAL; s++) {
+            for (int where = 0; where < 2; where++) {
+                for (long i = 0; i < (where ? 10 : 25); i++) {
+                    WATCH("%s %s in %s(%ld)", gv_fn[v], special_names[s], where ? "B" : "A",
+                          i + 1);
+                    g = gv_make(5, 2, 5, 5, 5);
+                    (where ? g.b : g.a)[i] = specials[s];
+                    if (where == 0 && !isfinite(specials[s])) {
+                        /* documented: INFO = N+1, every column [-Inf, +Inf] */
+                        double *xi, *xs;
+                        Res r = gv_call(v, &g, &xi, &xs);
+                        expect_legal(r);
+                        check(r.info == 6, "INFO = %d, documented N+1 = 6 for A with %s",
+                              r.info, special_names[s]);
+                        for (long j = 0; j < g.lx; j++) {
+                            if (!(xi[j] == -INFINITY && xs[j] == INFINITY)) {
+                                check(0, "X(%ld) = [%g, %g], documented [-Inf, +Inf]", j + 1,
+                                      xi[j], xs[j]);
+                                break;
+                            }
+                        }
+                        free(xi);
+                        free(xs);
+                        free(g.a);
+                        free(g.b);
+                    } else {
+                        gv_one(v, &g, "special");
+                    }
+                }
+            }
+        }
+    }
+}
+
 /*@FAMILIES@*/
-static int rint_used(void){return rint_below(2);} static void gemm_all(void){} static void digemm_all(void){} static void gesvv_all(void){} static void fuzz_all(int n){(void)n;}
+static int rint_used(void){return rint_below(2);} static void fuzz_all(int n){(void)n;}
 
 int main(void)
 {
@@ -1388,7 +1901,6 @@ int main(void)
     syevx_all();
     syrdb_all();
     gemm_all();
-    digemm_all();
     gesvv_all();
     fuzz_all(2000);
     (void)rint_used;
