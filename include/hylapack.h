@@ -518,6 +518,8 @@ void dsyevx_ooc_(const char *jobz,
 //
 // Returns INFO: 0 on success; −i if the i-th argument (LAPACK numbering) had an illegal value
 // or was NULL, reported through `xerbla_`; −1000 for an internal error (printed on stderr).
+// Unlike LAPACK, KD = 0 with N ≥ 2 is illegal (−3): no reflectors make a matrix diagonal, and
+// LAPACK 3.11, which accepts it, divides by zero.
 int dsyrdb_ooc(char uplo, int n, int kd, double *a, int lda, double *ab, int ldab, double *tau);
 
 // Single-precision `dsyrdb_ooc` (LAPACK SSYTRD_SY2SB's contract).

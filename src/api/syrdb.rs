@@ -155,6 +155,8 @@ unsafe fn fortran<T: Real + Dense + CublasReal>(
 ///
 /// Returns INFO: 0 on success; −i if the i-th argument (LAPACK numbering) had an illegal value
 /// or was NULL, reported through `xerbla_`; −1000 for an internal error (printed on stderr).
+/// Unlike LAPACK, KD = 0 with N ≥ 2 is illegal (−3): no reflectors make a matrix diagonal, and
+/// LAPACK 3.11, which accepts it, divides by zero.
 #[no_mangle]
 pub unsafe extern "C" fn dsyrdb_ooc(
     uplo: c_char,

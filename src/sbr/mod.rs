@@ -96,6 +96,9 @@ pub fn lwork_min(n: usize, kd: usize) -> usize {
 /// (1 UPLO, 2 N, 3 KD, 5 LDA, 7 LDAB, 10 LWORK; LWORK = −1 is a query, never illegal, and is
 /// what a caller with no workspace argument passes). Sizes are compared in 64-bit arithmetic,
 /// so that KD + 1 or LWMIN cannot wrap around at INT_MAX as LAPACK's 32-bit INTEGERs do.
+/// KD = 0 with N ≥ 2 is illegal here: no orthogonal similarity made of reflectors turns a
+/// matrix diagonal, and LAPACK, which accepts it, then loops with a step of zero (a division
+/// by zero that kills the program).
 pub fn check_args(uplo: u8, n: i32, kd: i32, lda: i32, ldab: i32, lwork: i32) -> i32 {
     if !matches!(uplo.to_ascii_uppercase(), b'U' | b'L') {
         return -1;
@@ -103,7 +106,7 @@ pub fn check_args(uplo: u8, n: i32, kd: i32, lda: i32, ldab: i32, lwork: i32) ->
     if n < 0 {
         return -2;
     }
-    if kd < 0 {
+    if kd < 0 || (kd == 0 && n >= 2) {
         return -3;
     }
     if i64::from(lda) < i64::from(n).max(1) {
