@@ -217,7 +217,7 @@ unsafe fn fortran<T: Lapack>(
 /// intervals did not converge; the IL:IU eigenvalues could not be told apart; both; the
 /// Gerschgorin interval was too small); -1000 for an internal error (printed on stderr).
 ///
-/// Host memory: the workspace this routine needs (about 250 bytes per row, see
+/// Host memory: the workspace this routine needs (about 200 bytes per row, see
 /// `hylapack::stebz::scratch_bytes`) is allocated after the quick returns (N = 0, N = 1) and
 /// before anything is computed. When it cannot be, the call runs the system LAPACK's DSTEBZ on
 /// a workspace of 4N reals and 3N integers allocated for it (same contract, same outputs); when
