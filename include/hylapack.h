@@ -322,6 +322,13 @@ void dgesv_verified_(const int *n,
 // or was NULL, reported through `xerbla_`; 1, 2, 3 or 4 with LAPACK DSTEBZ's meanings (some
 // intervals did not converge; the IL:IU eigenvalues could not be told apart; both; the
 // Gerschgorin interval was too small); -1000 for an internal error (printed on stderr).
+//
+// Host memory: the workspace this routine needs (about 200 bytes per row, see
+// `hylapack::stebz::scratch_bytes`) is allocated after the quick returns (N = 0, N = 1) and
+// before anything is computed. When it cannot be, the call runs the system LAPACK's DSTEBZ on
+// a workspace of 4N reals and 3N integers allocated for it (same contract, same outputs); when
+// that cannot be allocated either, it returns -1000 with M = 0, `w`, `iblock` and `isplit`
+// untouched, and one message on stderr. It never aborts the program.
 int dstebz_gpu(char range,
                char order,
                int n,
@@ -338,7 +345,8 @@ int dstebz_gpu(char range,
                int *iblock,
                int *isplit);
 
-// Single-precision `dstebz_gpu` (LAPACK SSTEBZ's contract).
+// Single-precision `dstebz_gpu` (LAPACK SSTEBZ's contract; host memory as `dstebz_gpu`, falling
+// back to the system LAPACK's SSTEBZ).
 int sstebz_gpu(char range,
                char order,
                int n,
@@ -356,8 +364,14 @@ int sstebz_gpu(char range,
                int *isplit);
 
 // `dstebz_gpu` in the Fortran convention: LAPACK DSTEBZ's argument list, all by reference,
-// with the hidden CHARACTER lengths of RANGE and ORDER last (as gfortran passes them). WORK
-// (4N) and IWORK (3N) are accepted for compatibility and not used.
+// with the hidden CHARACTER lengths of RANGE and ORDER last (as gfortran passes them).
+//
+// WORK (4N) and IWORK (3N) are LAPACK's workspace: the multisection allocates its own host
+// workspace (after the quick returns, before anything is computed), and when that cannot be
+// allocated the call runs the system LAPACK's DSTEBZ on WORK and IWORK, so that a call LAPACK
+// can answer in the memory it was given is answered. Only if WORK or IWORK is NULL as well
+// (and a workspace of their size cannot be allocated) does INFO = -1000 come back (M = 0,
+// outputs untouched, one message on stderr).
 void dstebz_gpu_(const char *range,
                  const char *order,
                  const int *n,
@@ -379,7 +393,8 @@ void dstebz_gpu_(const char *range,
                  size_t range_len,
                  size_t order_len);
 
-// `sstebz_gpu` in the Fortran convention (LAPACK SSTEBZ's argument list).
+// `sstebz_gpu` in the Fortran convention (LAPACK SSTEBZ's argument list; WORK and IWORK as in
+// `dstebz_gpu_`).
 void sstebz_gpu_(const char *range,
                  const char *order,
                  const int *n,

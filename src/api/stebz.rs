@@ -6,15 +6,31 @@ use super::{
     HYLAPACK_INFO_INTERNAL_ERROR,
 };
 use crate::dispatch::{self, Family};
-use crate::real::Real;
+use crate::lapack::Lapack;
 use crate::stebz;
-use std::ffi::{c_char, c_int};
+use std::ffi::{c_char, c_int, c_void};
 use std::time::Instant;
+
+// The family's INFO for host memory that cannot be allocated is the library's internal error.
+const _: () = assert!(stebz::INFO_NO_HOST_MEMORY == HYLAPACK_INFO_INTERNAL_ERROR);
+
+/// What a call does when hylapack's host workspace cannot be allocated.
+enum NoMemory {
+    /// Run the system LAPACK's xSTEBZ, on the caller's WORK (4N) and IWORK (3N) when given
+    /// (the Fortran names), else on a workspace allocated (fallibly) for it.
+    Lapack {
+        work: *mut c_void,
+        iwork: *mut c_int,
+    },
+    /// Return `None` before anything is written, so that the call is forwarded untouched.
+    Forward,
+}
 
 /// Checks pointers and arguments in LAPACK's order, runs the routine and logs the call.
 #[allow(clippy::too_many_arguments)]
-unsafe fn run<T: Real>(
+unsafe fn run<T: Lapack>(
     routine: &str,
+    no_memory: NoMemory,
     range: u8,
     order: u8,
     n: c_int,
@@ -30,7 +46,7 @@ unsafe fn run<T: Real>(
     w: *mut T,
     iblock: *mut c_int,
     isplit: *mut c_int,
-) -> c_int {
+) -> Option<c_int> {
     let mut info = stebz::check_args(range, order, n, vl, vu, il, iu);
     let len = n.max(0) as usize;
     let d = input(d, len);
@@ -54,28 +70,64 @@ unsafe fn run<T: Real>(
     }
     if info != 0 {
         report_illegal_argument(routine, info);
-        return info;
+        return Some(info);
     }
     let (d, e, m) = (d.unwrap(), e.unwrap(), m.unwrap());
     let (w, iblock, isplit) = (w.unwrap(), iblock.unwrap(), isplit.unwrap());
 
     let started = Instant::now();
     let decision = dispatch::decide(Family::Stebz, len);
-    let report = stebz::stebz(
-        range,
-        order,
-        vl,
-        vu,
-        il,
-        iu,
-        abstol,
-        d,
-        e,
-        w,
-        iblock,
-        isplit,
-        decision.backend,
-    );
+    let report = match no_memory {
+        NoMemory::Lapack { work, iwork } => {
+            let work = output(work.cast::<T>(), 4 * len).zip(output(iwork, 3 * len));
+            stebz::stebz_or_lapack(
+                range,
+                order,
+                vl,
+                vu,
+                il,
+                iu,
+                abstol,
+                d,
+                e,
+                w,
+                iblock,
+                isplit,
+                decision.backend,
+                work,
+            )
+        }
+        NoMemory::Forward => {
+            let report = stebz::try_stebz(
+                range,
+                order,
+                vl,
+                vu,
+                il,
+                iu,
+                abstol,
+                d,
+                e,
+                w,
+                iblock,
+                isplit,
+                decision.backend,
+            );
+            match report {
+                Ok(report) => report,
+                Err(why) => {
+                    dispatch::debug(|| format!("{routine}: {why}; forwarded to the system LAPACK"));
+                    return None;
+                }
+            }
+        }
+    };
+    if report.info == HYLAPACK_INFO_INTERNAL_ERROR {
+        let why = report.note.as_deref().unwrap_or("no host memory");
+        eprintln!(
+            "hylapack: internal error in {routine}: {why}; returning INFO = {HYLAPACK_INFO_INTERNAL_ERROR}"
+        );
+    }
     m[0] = report.m;
     if let Some(nsplit) = nsplit.filter(|_| len > 0) {
         // LAPACK returns before setting NSPLIT when N = 0 (and so may be given no NSPLIT).
@@ -89,12 +141,12 @@ unsafe fn run<T: Real>(
         started.elapsed(),
         note.as_deref(),
     );
-    report.info
+    Some(report.info)
 }
 
 /// The Fortran convention's body, shared by both precisions.
 #[allow(clippy::too_many_arguments)]
-unsafe fn fortran<T: Real>(
+unsafe fn fortran<T: Lapack>(
     routine: &str,
     range: *const c_char,
     order: *const c_char,
@@ -111,11 +163,14 @@ unsafe fn fortran<T: Real>(
     w: *mut T,
     iblock: *mut c_int,
     isplit: *mut c_int,
+    work: *mut T,
+    iwork: *mut c_int,
     info: *mut c_int,
     range_len: usize,
     order_len: usize,
 ) {
     let _ = (range_len, order_len); // never read: C callers may omit them
+    let work = work.cast::<c_void>();
     let result = ffi_boundary!(routine, HYLAPACK_INFO_INTERNAL_ERROR, {
         let (range, order) = (fortran_char(range), fortran_char(order));
         // A null scalar that LAPACK would read is an illegal value of that argument.
@@ -136,10 +191,12 @@ unsafe fn fortran<T: Real>(
             return null_info;
         }
         let (vl, vu) = (vl_value.unwrap_or(T::ZERO), vu_value.unwrap_or(T::ZERO));
+        let no_memory = NoMemory::Lapack { work, iwork };
         run::<T>(
-            routine, range, order, n_value, vl, vu, il, iu, *abstol, d, e, m, nsplit, w, iblock,
-            isplit,
+            routine, no_memory, range, order, n_value, vl, vu, il, iu, *abstol, d, e, m, nsplit, w,
+            iblock, isplit,
         )
+        .expect("only NoMemory::Forward gives no INFO")
     });
     if !info.is_null() {
         *info = result;
@@ -159,6 +216,13 @@ unsafe fn fortran<T: Real>(
 /// or was NULL, reported through `xerbla_`; 1, 2, 3 or 4 with LAPACK DSTEBZ's meanings (some
 /// intervals did not converge; the IL:IU eigenvalues could not be told apart; both; the
 /// Gerschgorin interval was too small); -1000 for an internal error (printed on stderr).
+///
+/// Host memory: the workspace this routine needs (about 200 bytes per row, see
+/// `hylapack::stebz::scratch_bytes`) is allocated after the quick returns (N = 0, N = 1) and
+/// before anything is computed. When it cannot be, the call runs the system LAPACK's DSTEBZ on
+/// a workspace of 4N reals and 3N integers allocated for it (same contract, same outputs); when
+/// that cannot be allocated either, it returns -1000 with M = 0, `w`, `iblock` and `isplit`
+/// untouched, and one message on stderr. It never aborts the program.
 #[no_mangle]
 pub unsafe extern "C" fn dstebz_gpu(
     range: c_char,
@@ -178,8 +242,13 @@ pub unsafe extern "C" fn dstebz_gpu(
     isplit: *mut c_int,
 ) -> c_int {
     ffi_boundary!("DSTEBZ_GPU", HYLAPACK_INFO_INTERNAL_ERROR, {
+        let no_memory = NoMemory::Lapack {
+            work: std::ptr::null_mut(),
+            iwork: std::ptr::null_mut(),
+        };
         run(
             "DSTEBZ_GPU",
+            no_memory,
             range as u8,
             order as u8,
             n,
@@ -196,10 +265,12 @@ pub unsafe extern "C" fn dstebz_gpu(
             iblock,
             isplit,
         )
+        .expect("only NoMemory::Forward gives no INFO")
     })
 }
 
-/// Single-precision `dstebz_gpu` (LAPACK SSTEBZ's contract).
+/// Single-precision `dstebz_gpu` (LAPACK SSTEBZ's contract; host memory as `dstebz_gpu`, falling
+/// back to the system LAPACK's SSTEBZ).
 #[no_mangle]
 pub unsafe extern "C" fn sstebz_gpu(
     range: c_char,
@@ -219,8 +290,13 @@ pub unsafe extern "C" fn sstebz_gpu(
     isplit: *mut c_int,
 ) -> c_int {
     ffi_boundary!("SSTEBZ_GPU", HYLAPACK_INFO_INTERNAL_ERROR, {
+        let no_memory = NoMemory::Lapack {
+            work: std::ptr::null_mut(),
+            iwork: std::ptr::null_mut(),
+        };
         run(
             "SSTEBZ_GPU",
+            no_memory,
             range as u8,
             order as u8,
             n,
@@ -237,12 +313,19 @@ pub unsafe extern "C" fn sstebz_gpu(
             iblock,
             isplit,
         )
+        .expect("only NoMemory::Forward gives no INFO")
     })
 }
 
 /// `dstebz_gpu` in the Fortran convention: LAPACK DSTEBZ's argument list, all by reference,
-/// with the hidden CHARACTER lengths of RANGE and ORDER last (as gfortran passes them). WORK
-/// (4N) and IWORK (3N) are accepted for compatibility and not used.
+/// with the hidden CHARACTER lengths of RANGE and ORDER last (as gfortran passes them).
+///
+/// WORK (4N) and IWORK (3N) are LAPACK's workspace: the multisection allocates its own host
+/// workspace (after the quick returns, before anything is computed), and when that cannot be
+/// allocated the call runs the system LAPACK's DSTEBZ on WORK and IWORK, so that a call LAPACK
+/// can answer in the memory it was given is answered. Only if WORK or IWORK is NULL as well
+/// (and a workspace of their size cannot be allocated) does INFO = -1000 come back (M = 0,
+/// outputs untouched, one message on stderr).
 #[no_mangle]
 pub unsafe extern "C" fn dstebz_gpu_(
     range: *const c_char,
@@ -266,7 +349,6 @@ pub unsafe extern "C" fn dstebz_gpu_(
     range_len: usize,
     order_len: usize,
 ) {
-    let _ = (work, iwork);
     fortran(
         "DSTEBZ_GPU",
         range,
@@ -284,13 +366,16 @@ pub unsafe extern "C" fn dstebz_gpu_(
         w,
         iblock,
         isplit,
+        work,
+        iwork,
         info,
         range_len,
         order_len,
     )
 }
 
-/// `sstebz_gpu` in the Fortran convention (LAPACK SSTEBZ's argument list).
+/// `sstebz_gpu` in the Fortran convention (LAPACK SSTEBZ's argument list; WORK and IWORK as in
+/// `dstebz_gpu_`).
 #[no_mangle]
 pub unsafe extern "C" fn sstebz_gpu_(
     range: *const c_char,
@@ -314,7 +399,6 @@ pub unsafe extern "C" fn sstebz_gpu_(
     range_len: usize,
     order_len: usize,
 ) {
-    let _ = (work, iwork);
     fortran(
         "SSTEBZ_GPU",
         range,
@@ -332,6 +416,8 @@ pub unsafe extern "C" fn sstebz_gpu_(
         w,
         iblock,
         isplit,
+        work,
+        iwork,
         info,
         range_len,
         order_len,
@@ -341,13 +427,15 @@ pub unsafe extern "C" fn sstebz_gpu_(
 /// The standard name `dstebz_`/`sstebz_` as `libhylapack_preload.so` interposes it: runs
 /// hylapack's path on a call LAPACK would accept and returns `Some(INFO)`, or returns `None`
 /// when the call must be forwarded untouched to the next definition (an illegal argument, which
-/// the system LAPACK then reports under its own name). Reads only the first character of the
+/// the system LAPACK then reports under its own name, or host workspace that cannot be
+/// allocated: the system LAPACK then runs on the caller's WORK and IWORK). Reads only the first
+/// character of the
 /// CHARACTER arguments, never their hidden lengths (C callers may omit them).
 ///
 /// # Safety
 /// The arguments are those of LAPACK xSTEBZ, valid as LAPACK requires.
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn interposed<T: Real>(
+pub unsafe fn interposed<T: Lapack>(
     routine: &str,
     range: *const c_char,
     order: *const c_char,
@@ -396,8 +484,24 @@ pub unsafe fn interposed<T: Real>(
             });
             return None;
         }
-        Some(run::<T>(
-            routine, range, order, n, vl, vu, il, iu, abstol, d, e, m, nsplit, w, iblock, isplit,
-        ))
+        run::<T>(
+            routine,
+            NoMemory::Forward,
+            range,
+            order,
+            n,
+            vl,
+            vu,
+            il,
+            iu,
+            abstol,
+            d,
+            e,
+            m,
+            nsplit,
+            w,
+            iblock,
+            isplit,
+        )
     })
 }

@@ -56,14 +56,7 @@ use crate::real::Real;
 /// `HYLAPACK_INFO_INTERNAL_ERROR`; the reason is in the report's note).
 pub const INFO_NO_HOST_MEMORY: i32 = -1000;
 
-/// A vector of `len` copies of `value`, or `None` when the allocation fails (instead of
-/// aborting the host program).
-pub fn try_vec<T: Clone>(len: usize, value: T) -> Option<Vec<T>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(len).ok()?;
-    v.resize(len, value);
-    Some(v)
-}
+pub use crate::host::try_vec;
 
 /// The acceptance threshold of the residual check, in units of ε (see the module comment).
 pub const RESIDUAL_TOL_EPS: f64 = 16.0;

@@ -153,6 +153,25 @@ pub trait Lapack: Real {
         iblock: &mut [i32],
         isplit: &mut [i32],
     ) -> StebzCounts;
+    /// xSTEBZ as [`Lapack::stebz`], on the caller's workspace: `work` needs `4 n` entries and
+    /// `iwork` `3 n` (LAPACK's WORK and IWORK), so that nothing is allocated.
+    #[allow(clippy::too_many_arguments)]
+    fn stebz_in(
+        range: u8,
+        order: u8,
+        vl: Self,
+        vu: Self,
+        il: i32,
+        iu: i32,
+        abstol: Self,
+        d: &[Self],
+        e: &[Self],
+        w: &mut [Self],
+        iblock: &mut [i32],
+        isplit: &mut [i32],
+        work: &mut [Self],
+        iwork: &mut [i32],
+    ) -> StebzCounts;
     /// xSTERF: all eigenvalues, ascending, overwriting `d`; `e` is destroyed. Returns INFO.
     fn sterf(d: &mut [Self], e: &mut [Self]) -> i32;
     /// xSTEMR with JOBZ = 'N', RANGE = 'A': all eigenvalues into `w`, ascending; `d` and `e`
@@ -210,6 +229,29 @@ macro_rules! impl_lapack {
                 let n = d.len();
                 let mut work = vec![<$t>::default(); 4 * n.max(1)];
                 let mut iwork = vec![0i32; 3 * n.max(1)];
+                Self::stebz_in(
+                    range, order, vl, vu, il, iu, abstol, d, e, w, iblock, isplit, &mut work,
+                    &mut iwork,
+                )
+            }
+
+            fn stebz_in(
+                range: u8,
+                order: u8,
+                vl: Self,
+                vu: Self,
+                il: i32,
+                iu: i32,
+                abstol: Self,
+                d: &[Self],
+                e: &[Self],
+                w: &mut [Self],
+                iblock: &mut [i32],
+                isplit: &mut [i32],
+                work: &mut [Self],
+                iwork: &mut [i32],
+            ) -> StebzCounts {
+                let n = d.len();
                 let (mut m, mut nsplit, mut info) = (0, 0, 0);
                 let n_i = n as c_int;
                 let (range, order) = (range as c_char, order as c_char);
@@ -231,8 +273,8 @@ macro_rules! impl_lapack {
                         mut_ptr_for(w, n),
                         mut_ptr_for(iblock, n),
                         mut_ptr_for(isplit, n),
-                        work.as_mut_ptr(),
-                        iwork.as_mut_ptr(),
+                        mut_ptr_for(work, 4 * n),
+                        mut_ptr_for(iwork, 3 * n),
                         &mut info,
                         1,
                         1,

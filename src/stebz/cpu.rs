@@ -86,46 +86,49 @@ impl<'a, T: Real> CpuCounter<'a, T> {
         } else {
             max_lanes::<T>()
         };
-        let chunks = chunk(blocks, &self.problem, width);
-        if !parallel || chunks.len() < 2 {
-            run_chunks(&self.problem, &chunks, x, counts, 0);
+        if !parallel {
+            run_chunks(&self.problem, blocks, width, x, counts);
             return;
         }
         // Contiguous runs of chunks of about equal cost, one per thread; each run covers a
-        // contiguous range of the batch, so the output splits into disjoint slices.
-        let parts = self.threads.min(chunks.len());
+        // contiguous range of the batch, so the output splits into disjoint slices. The chunks
+        // are walked, never stored (a batch may hold millions of points).
+        let nchunks = Chunks::new(blocks, &self.problem, width).count();
+        let parts = self.threads.min(nchunks);
         let mut bounds = Vec::with_capacity(parts + 1);
         bounds.push(0usize);
         let mut acc = 0usize;
-        for (i, c) in chunks.iter().enumerate() {
+        for c in Chunks::new(blocks, &self.problem, width) {
             acc += c.cost;
             let want = bounds.len();
             if want < parts && acc * parts >= steps * want {
-                bounds.push(i + 1);
+                bounds.push(c.points.end);
             }
         }
-        bounds.push(chunks.len());
+        bounds.push(blocks.len());
         bounds.dedup();
+        if bounds.len() <= 2 {
+            run_chunks(&self.problem, blocks, width, x, counts);
+            return;
+        }
         let problem = &self.problem;
         std::thread::scope(|scope| {
             let mut rest = counts;
-            let mut first_point = 0usize;
             let mut mine = None;
             for w in bounds.windows(2) {
-                let part = &chunks[w[0]..w[1]];
-                let end = part.last().map(|c| c.points.end).unwrap_or(first_point);
-                let (out, tail) = rest.split_at_mut(end - first_point);
+                let points = w[0]..w[1];
+                let (out, tail) = rest.split_at_mut(points.len());
                 rest = tail;
-                let base = first_point;
-                first_point = end;
+                // A run starts at a chunk boundary, so chunking it alone gives the same chunks.
+                let (blocks, x) = (&blocks[points.clone()], &x[points]);
                 if mine.is_none() {
-                    mine = Some((part, out, base));
+                    mine = Some((blocks, x, out));
                 } else {
-                    scope.spawn(move || run_chunks(problem, part, x, out, base));
+                    scope.spawn(move || run_chunks(problem, blocks, width, x, out));
                 }
             }
-            if let Some((part, out, base)) = mine {
-                run_chunks(problem, part, x, out, base);
+            if let Some((blocks, x, out)) = mine {
+                run_chunks(problem, blocks, width, x, out);
             }
         });
     }
@@ -163,46 +166,63 @@ struct Chunk {
     cost: usize,
 }
 
-/// Splits the batch into chunks of at most `width` points.
-fn chunk<T>(blocks: &[u32], problem: &SturmProblem<'_, T>, width: usize) -> Vec<Chunk> {
-    let mut chunks = Vec::with_capacity(blocks.len() / width + 1);
-    let mut i = 0;
-    while i < blocks.len() {
-        let b = blocks[i];
+/// The batch's chunks of at most `width` consecutive points of the same block, in order.
+struct Chunks<'b, 'p, T> {
+    blocks: &'b [u32],
+    problem: &'b SturmProblem<'p, T>,
+    width: usize,
+    next: usize,
+}
+
+impl<'b, 'p, T> Chunks<'b, 'p, T> {
+    fn new(blocks: &'b [u32], problem: &'b SturmProblem<'p, T>, width: usize) -> Self {
+        Chunks {
+            blocks,
+            problem,
+            width,
+            next: 0,
+        }
+    }
+}
+
+impl<T> Iterator for Chunks<'_, '_, T> {
+    type Item = Chunk;
+
+    fn next(&mut self) -> Option<Chunk> {
+        let (blocks, i) = (self.blocks, self.next);
+        let &b = blocks.get(i)?;
         let mut j = i + 1;
-        while j < blocks.len() && j - i < width && blocks[j] == b {
+        while j < blocks.len() && j - i < self.width && blocks[j] == b {
             j += 1;
         }
-        let rows = problem.block_rows(b as usize);
+        self.next = j;
+        let rows = self.problem.block_rows(b as usize);
         let cost = rows.len() * (j - i);
-        chunks.push(Chunk {
+        Some(Chunk {
             rows,
             points: i..j,
             cost,
-        });
-        i = j;
+        })
     }
-    chunks
 }
 
-/// Runs `chunks`, whose points start at batch index `base`; `out[k]` is point `base + k`.
+/// Counts the points `x` of blocks `blocks` into `out`, chunk by chunk.
 fn run_chunks<T: Real>(
     problem: &SturmProblem<'_, T>,
-    chunks: &[Chunk],
+    blocks: &[u32],
+    width: usize,
     x: &[T],
     out: &mut [i32],
-    base: usize,
 ) {
     let kernel = kernels::<T>();
-    for c in chunks {
-        let o = &mut out[c.points.start - base..c.points.end - base];
+    for c in Chunks::new(blocks, problem, width) {
         kernel(
             problem.d,
             problem.e2,
             problem.pivmin,
             c.rows.clone(),
             &x[c.points.clone()],
-            o,
+            &mut out[c.points],
         );
     }
 }
@@ -356,7 +376,7 @@ mod tests {
                     .collect();
                 for width in [1, 5, 8, 16, 32, 40] {
                     let mut got = vec![0; x.len()];
-                    run_chunks(&problem, &chunk(&blocks, &problem, width), &x, &mut got, 0);
+                    run_chunks(&problem, &blocks, width, &x, &mut got);
                     assert_eq!(got, want, "{} width {width} pivmin {pivmin}", family.name());
                 }
                 for threads in [1, 2, 3] {

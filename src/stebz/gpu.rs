@@ -218,7 +218,12 @@ impl<'a, T: Real> GpuCounter<'a, T> {
             .load_function(&format!("stebz_count_{}", T::PREFIX))
             .map_err(err)?;
         let stream = gpu.stream().map_err(err)?;
-        let ends: Vec<u32> = problem.block_ends.iter().map(|&e| e as u32).collect();
+        // Host memory that can fail like device memory: the caller then counts on the CPU.
+        let mut ends = crate::host::try_vec(problem.block_ends.len(), 0u32)
+            .ok_or_else(|| CountError("cannot allocate host memory for the block ends".into()))?;
+        for (to, &end) in ends.iter_mut().zip(problem.block_ends) {
+            *to = end as u32;
+        }
         let d = stream.clone_htod(problem.d).map_err(err)?;
         let e2 = stream.clone_htod(problem.e2).map_err(err)?;
         let block_ends = stream.clone_htod(&ends).map_err(err)?;

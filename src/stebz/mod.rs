@@ -51,11 +51,38 @@
 pub mod count;
 pub mod cpu;
 pub mod gpu;
+pub mod scratch;
 
 use crate::dispatch::Backend;
+use crate::host::try_vec;
+use crate::lapack::Lapack;
 use crate::real::Real;
 use count::{Counter, SturmProblem};
 use cpu::CpuCounter;
+pub use scratch::scratch_bytes;
+use scratch::{Plan, Scratch};
+
+/// INFO when neither this crate's workspace nor the system LAPACK's (4N reals, 3N integers)
+/// can be allocated (the exported routines' `HYLAPACK_INFO_INTERNAL_ERROR`; the reason is in
+/// the report's note).
+pub const INFO_NO_HOST_MEMORY: i32 = -1000;
+
+/// The host workspace of a call (see [`scratch`]) could not be allocated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NoMemory {
+    /// The bytes the workspace asked for.
+    pub bytes: usize,
+}
+
+impl std::fmt::Display for NoMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "cannot allocate {} MiB of host workspace",
+            self.bytes.div_ceil(1 << 20)
+        )
+    }
+}
 
 /// What [`stebz`] returns besides the arrays: LAPACK's M, NSPLIT, INFO, and how it ran.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -83,7 +110,7 @@ enum Range {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Order {
+pub(crate) enum Order {
     ByBlock,
     Entire,
 }
@@ -189,6 +216,11 @@ fn levels_for(points: usize) -> u32 {
 ///
 /// The arguments should have passed [`check_args`]; if they have not, nothing is computed and
 /// the report carries its INFO.
+///
+/// The host workspace (see [`scratch`]) is allocated after the quick returns (N = 0, N = 1),
+/// before anything is computed; when it cannot be, the report has M = 0, NSPLIT = 0, INFO =
+/// [`INFO_NO_HOST_MEMORY`] and the reason in its note, and the outputs are untouched.
+/// [`stebz_or_lapack`] falls back to the system LAPACK instead.
 #[allow(clippy::too_many_arguments)]
 pub fn stebz<T: Real>(
     range: u8,
@@ -205,6 +237,99 @@ pub fn stebz<T: Real>(
     isplit: &mut [i32],
     backend: Backend,
 ) -> StebzReport {
+    let run = try_stebz(
+        range, order, vl, vu, il, iu, abstol, d, e, w, iblock, isplit, backend,
+    );
+    run.unwrap_or_else(|why| StebzReport {
+        m: 0,
+        nsplit: 0,
+        info: INFO_NO_HOST_MEMORY,
+        backend,
+        note: Some(why.to_string()),
+    })
+}
+
+/// [`stebz`], falling back to the system LAPACK's xSTEBZ when this crate's workspace cannot be
+/// allocated: on `lapack_work` (LAPACK's WORK, 4N entries, and IWORK, 3N) when the caller gave
+/// them, else on a workspace of that size allocated here. Only when that cannot be allocated
+/// either is INFO [`INFO_NO_HOST_MEMORY`] (with M = 0 and the outputs untouched).
+#[allow(clippy::too_many_arguments)]
+pub fn stebz_or_lapack<T: Lapack>(
+    range: u8,
+    order: u8,
+    vl: T,
+    vu: T,
+    il: i32,
+    iu: i32,
+    abstol: T,
+    d: &[T],
+    e: &[T],
+    w: &mut [T],
+    iblock: &mut [i32],
+    isplit: &mut [i32],
+    backend: Backend,
+    lapack_work: Option<(&mut [T], &mut [i32])>,
+) -> StebzReport {
+    let why = match try_stebz(
+        range, order, vl, vu, il, iu, abstol, d, e, w, iblock, isplit, backend,
+    ) {
+        Ok(report) => return report,
+        Err(why) => why,
+    };
+    let n = d.len();
+    let mut own = None;
+    let work = match lapack_work {
+        Some((work, iwork)) => Some((work, iwork)),
+        None => {
+            own = try_vec(4 * n, T::ZERO).zip(try_vec(3 * n, 0i32));
+            own.as_mut().map(|(w, i)| (&mut w[..], &mut i[..]))
+        }
+    };
+    let Some((work, iwork)) = work else {
+        return StebzReport {
+            m: 0,
+            nsplit: 0,
+            info: INFO_NO_HOST_MEMORY,
+            backend,
+            note: Some(format!(
+                "{why}, nor the system LAPACK's workspace of {} MiB",
+                (4 * n * std::mem::size_of::<T>() + 12 * n).div_ceil(1 << 20)
+            )),
+        };
+    };
+    let e = &e[..n.saturating_sub(1)];
+    let lapack = T::stebz_in(
+        range, order, vl, vu, il, iu, abstol, d, e, w, iblock, isplit, work, iwork,
+    );
+    drop(own);
+    crate::dispatch::debug(|| format!("stebz: {why}; ran the system LAPACK"));
+    StebzReport {
+        m: lapack.m,
+        nsplit: lapack.nsplit,
+        info: lapack.info,
+        backend: Backend::Cpu,
+        note: Some(format!("{why}; ran the system LAPACK")),
+    }
+}
+
+/// [`stebz`], or `Err` (with nothing computed and the outputs untouched) when the host
+/// workspace cannot be allocated.
+#[allow(clippy::too_many_arguments)]
+pub fn try_stebz<T: Real>(
+    range: u8,
+    order: u8,
+    vl: T,
+    vu: T,
+    il: i32,
+    iu: i32,
+    abstol: T,
+    d: &[T],
+    e: &[T],
+    w: &mut [T],
+    iblock: &mut [i32],
+    isplit: &mut [i32],
+    backend: Backend,
+) -> Result<StebzReport, NoMemory> {
     let n = d.len();
     let mut report = StebzReport {
         m: 0,
@@ -216,7 +341,7 @@ pub fn stebz<T: Real>(
     let n_i32 = i32::try_from(n).expect("N exceeds LAPACK's 32-bit INTEGER");
     report.info = check_args(range, order, n_i32, vl, vu, il, iu);
     if report.info != 0 || n == 0 {
-        return report;
+        return Ok(report);
     }
     assert!(
         e.len() + 1 >= n && w.len() >= n && iblock.len() >= n && isplit.len() >= n,
@@ -238,9 +363,15 @@ pub fn stebz<T: Real>(
             iblock[0] = 1;
             report.m = 1;
         }
-        return report;
+        return Ok(report);
     }
 
+    let plan = Plan::new(n, order);
+    let Some(mut scratch) = Scratch::try_new(&plan) else {
+        return Err(NoMemory {
+            bytes: plan.bytes::<T>(),
+        });
+    };
     let mut trace = Trace::default();
     let job = Job {
         range,
@@ -253,7 +384,7 @@ pub fn stebz<T: Real>(
         d,
         e,
     };
-    let (m, nsplit, info) = solve(&job, w, iblock, isplit, backend, &mut trace);
+    let (m, nsplit, info) = solve(&job, &mut scratch, w, iblock, isplit, backend, &mut trace);
     report.m = m;
     report.nsplit = nsplit;
     report.info = info;
@@ -263,7 +394,7 @@ pub fn stebz<T: Real>(
     if !trace.notes.is_empty() {
         report.note = Some(trace.notes.join("; "));
     }
-    report
+    Ok(report)
 }
 
 /// The decoded arguments of one call with N ≥ 2.
@@ -394,6 +525,7 @@ struct BlockRun<T> {
 }
 
 /// How a block enters the bisection.
+#[derive(Clone, Copy, Debug)]
 enum Prep<T> {
     /// A 1 × 1 block: its eigenvalue is its entry.
     Single,
@@ -406,6 +538,7 @@ enum Prep<T> {
 /// The whole computation for N ≥ 2: returns (M, NSPLIT, INFO).
 fn solve<T: Real>(
     job: &Job<'_, T>,
+    scratch: &mut Scratch<T>,
     w: &mut [T],
     iblock: &mut [i32],
     isplit: &mut [i32],
@@ -419,37 +552,54 @@ fn solve<T: Real>(
     let rtol = ulp * T::from_f64(RELFAC);
     let fudge = fudge::<T>();
 
+    let Scratch {
+        e2,
+        ends,
+        preps,
+        runs,
+        active,
+        next,
+        fills,
+        levels,
+        xs,
+        blocks,
+        counts,
+        tree,
+    } = scratch;
+
     // Splitting: T splits between rows j−1 and j when e(j−1)² is negligible against
-    // |d(j−1) d(j)|; e2 keeps the squares of the couplings that stay (zero where it splits).
-    let mut e2 = vec![T::ZERO; n];
-    let mut ends = Vec::new();
+    // |d(j−1) d(j)|; e2 keeps the squares of the couplings that stay (zero where it splits;
+    // the workspace starts zeroed).
+    let mut nsplit = 0;
     let mut pivmin = T::ONE;
     let ulp2 = ulp * ulp;
     for j in 1..n {
         let sq = e[j - 1] * e[j - 1];
         if (d[j] * d[j - 1]).abs() * ulp2 + safemn > sq {
-            ends.push(j);
+            ends[nsplit] = j;
+            nsplit += 1;
         } else {
             e2[j - 1] = sq;
             pivmin = pivmin.max(sq);
         }
     }
-    ends.push(n);
+    ends[nsplit] = n;
+    nsplit += 1;
+    let (e2, ends): (&[T], &[usize]) = (e2, &ends[..nsplit]);
     let pivmin = pivmin * safemn;
-    let nsplit = ends.len();
-    for (s, &end) in isplit.iter_mut().zip(&ends) {
+    for (s, &end) in isplit.iter_mut().zip(ends) {
         *s = end as i32;
     }
-    if undefined_by_nan(job, &e2, &ends) {
+    if undefined_by_nan(job, e2, ends) {
         let info = if job.range == Range::Index { 4 } else { 1 };
         return (0, nsplit as i32, info);
     }
 
     let problem = SturmProblem {
         d,
-        e2: &e2,
+        e2,
         pivmin,
-        block_ends: &ends,
+        block_ends: ends,
     };
     let mut counting = Counting::new(problem, backend);
 
@@ -513,17 +663,17 @@ fn solve<T: Real>(
     };
     let all = job.range == Range::All;
 
-    // Per block: the starting interval, and the counts at its ends, batched over all blocks.
+    // Per block: the starting interval, and the counts at its ends, batched over all blocks
+    // (in the step buffers: at least 2 per block).
     let mut nwl: i64 = 0;
     let mut nwu: i64 = 0;
-    let mut preps = Vec::with_capacity(nsplit);
-    let mut end_blocks = Vec::new();
-    let mut end_points = Vec::new();
-    for b in 0..nsplit {
+    let preps = &mut preps[..nsplit];
+    let mut nends = 0;
+    for (b, prep) in preps.iter_mut().enumerate() {
         let rows = problem.block_rows(b);
         let size = rows.len();
         if size == 1 {
-            preps.push(Prep::Single);
+            *prep = Prep::Single;
             continue;
         }
         let (ib, ie) = (rows.start, rows.end - 1);
@@ -551,24 +701,26 @@ fn solve<T: Real>(
             if gu <= wl {
                 nwl += size as i64;
                 nwu += size as i64;
-                preps.push(Prep::Skip);
+                *prep = Prep::Skip;
                 continue;
             }
             gl = gl.max(wl);
             gu = gu.min(wu);
             if gl >= gu {
-                preps.push(Prep::Skip);
+                *prep = Prep::Skip;
                 continue;
             }
         }
-        end_blocks.extend([b as u32, b as u32]);
-        end_points.extend([gl, gu]);
-        preps.push(Prep::Bisect { gl, gu, atol });
+        blocks[nends..nends + 2].copy_from_slice(&[b as u32, b as u32]);
+        xs[nends..nends + 2].copy_from_slice(&[gl, gu]);
+        nends += 2;
+        *prep = Prep::Bisect { gl, gu, atol };
     }
-    let mut end_counts = vec![0i32; end_points.len()];
-    if !end_points.is_empty() {
-        counting.count(trace, &end_blocks, &end_points, &mut end_counts);
+    if nends > 0 {
+        let (blocks, xs) = (&blocks[..nends], &xs[..nends]);
+        counting.count(trace, blocks, xs, &mut counts[..nends]);
     }
+    let end_counts = &counts[..nends];
 
     // Place every block's eigenvalues (1 × 1 blocks now, the others as they converge).
     let mut out = Output {
@@ -577,8 +729,8 @@ fn solve<T: Real>(
     };
     let mut m: i64 = 0;
     let mut ncnvrg = false;
-    let mut runs = vec![BlockRun::default(); nsplit];
-    let mut active = Vec::new();
+    let runs = &mut runs[..nsplit];
+    let mut nactive = 0;
     let mut next_end = 0;
     for (b, prep) in preps.iter().enumerate() {
         let jb = b as i32 + 1;
@@ -616,21 +768,40 @@ fn solve<T: Real>(
                     ncnvrg = true;
                     out.fill(iwoff, nlo, nhi, T::HALF * (gl + gu), -jb);
                 } else if nlo < nhi {
-                    active.push(Interval {
+                    active[nactive] = Interval {
                         lo: gl,
                         hi: gu,
                         nlo,
                         nhi,
                         depth: 0,
                         blk: b as u32,
-                    });
+                    };
+                    nactive += 1;
                 }
                 m += nhi as i64 - nlo as i64;
             }
         }
     }
 
-    ncnvrg |= multisection(&mut counting, trace, active, &runs, pivmin, rtol, &mut out);
+    let buffers = StepBuffers {
+        active,
+        next,
+        fills,
+        levels,
+        xs,
+        blocks,
+        counts,
+    };
+    ncnvrg |= multisection(
+        &mut counting,
+        trace,
+        buffers,
+        nactive,
+        runs,
+        pivmin,
+        rtol,
+        &mut out,
+    );
     drop(counting);
 
     // RANGE = 'I': (WL, WU] holds eigenvalues NWL + 1 ..= NWU; drop those outside IL ..= IU.
@@ -676,7 +847,7 @@ fn solve<T: Real>(
 
     if job.order == Order::Entire && nsplit > 1 {
         let mm = m.clamp(0, n as i64) as usize;
-        sort_like_lapack(&mut out.w[..mm], &mut out.iblock[..mm]);
+        sort_like_lapack(&mut out.w[..mm], &mut out.iblock[..mm], tree);
     }
 
     let info = ncnvrg as i32 + 2 * toofew as i32;
@@ -742,65 +913,119 @@ fn kill_extremes<T: Real>(
     }
 }
 
-/// Runs the dyadic multisection (see the module notes) on `active` until every interval has
-/// converged or reached its block's iteration cap. Returns whether some did not converge.
+/// The memory one multisection step works in, taken from the call's [`Scratch`]: the active
+/// intervals and those of the next step (N each), the fills a step finds (N), the levels each
+/// interval gets (N), and the step's points, their blocks and counts.
+struct StepBuffers<'s, T> {
+    active: &'s mut [Interval<T>],
+    next: &'s mut [Interval<T>],
+    fills: &'s mut [Fill<T>],
+    levels: &'s mut [u8],
+    xs: &'s mut [T],
+    blocks: &'s mut [u32],
+    counts: &'s mut [i32],
+}
+
+/// Runs the dyadic multisection (see the module notes) on the first `nactive` intervals of
+/// `buffers.active` until every interval has converged or reached its block's iteration cap.
+/// Returns whether some did not converge.
 ///
 /// Placing a step's points and consuming its counts is independent per interval, so a large
 /// step spreads that bookkeeping over the host's threads (chunks of intervals, in order); the
-/// results do not depend on how the intervals were chunked.
+/// results do not depend on how the intervals were chunked. A chunk's points, next intervals
+/// and fills go to its own slices of the step buffers: its points after those of the chunks
+/// before it (their number is known once each interval's levels are), its next intervals and
+/// fills at the offset of its first eigenvalue (each holds at least one of the chunk's
+/// eigenvalues, and no two hold the same).
+#[allow(clippy::too_many_arguments)]
 fn multisection<T: Real>(
     counting: &mut Counting<'_, T>,
     trace: &mut Trace,
-    mut active: Vec<Interval<T>>,
+    buffers: StepBuffers<'_, T>,
+    mut nactive: usize,
     runs: &[BlockRun<T>],
     pivmin: T,
     rtol: T,
     out: &mut Output<'_, T>,
 ) -> bool {
+    let StepBuffers {
+        mut active,
+        mut next,
+        fills,
+        levels,
+        xs,
+        blocks,
+        counts,
+    } = buffers;
     let threads = crate::host::threads();
+    let room = xs.len();
     let mut ncnvrg = false;
-    let mut xs: Vec<T> = Vec::new();
-    let mut blocks: Vec<u32> = Vec::new();
-    let mut counts: Vec<i32> = Vec::new();
-    while !active.is_empty() {
-        let kmax = levels_for(counting.points_per_interval(trace, active.len()));
-        let points = active.len() << kmax;
+    while nactive > 0 {
+        let mut kmax = levels_for(counting.points_per_interval(trace, nactive));
+        // Fewer levels when the points would not fit (one level always does: room ≥ N).
+        while kmax > 1 && nactive * ((1 << kmax) - 1) > room {
+            kmax -= 1;
+        }
+        let points = nactive << kmax;
         let parts = if points >= PARALLEL_POINTS {
-            threads.min(active.len())
+            threads.min(nactive)
         } else {
             1
         };
-        let chunk = active.len().div_ceil(parts);
+        let chunk = nactive.div_ceil(parts);
+        let live = &active[..nactive];
 
-        let placed = in_parallel(active.chunks(chunk).collect(), |ivs| {
-            place(ivs, kmax, runs, pivmin, rtol)
+        // Levels per interval; per chunk, its points and its eigenvalues.
+        let sized: Vec<(usize, usize)> = in_parallel(
+            live.chunks(chunk).zip(levels.chunks_mut(chunk)).collect(),
+            |(ivs, ks)| plan_levels(ivs, ks, kmax, runs, pivmin, rtol),
+        );
+        let levels = &levels[..nactive];
+        let total: usize = sized.iter().map(|&(p, _)| p).sum();
+
+        let mut work = Vec::with_capacity(sized.len());
+        let (mut x_rest, mut b_rest) = (&mut xs[..total], &mut blocks[..total]);
+        for ((ivs, ks), &(p, _)) in live.chunks(chunk).zip(levels.chunks(chunk)).zip(&sized) {
+            let (x, x_tail) = std::mem::take(&mut x_rest).split_at_mut(p);
+            let (b, b_tail) = std::mem::take(&mut b_rest).split_at_mut(p);
+            (x_rest, b_rest) = (x_tail, b_tail);
+            work.push((ivs, ks, x, b));
+        }
+        in_parallel(work, |(ivs, ks, x, b)| place(ivs, ks, x, b));
+        let (xs, blocks) = (&xs[..total], &blocks[..total]);
+        counting.count(trace, blocks, xs, &mut counts[..total]);
+
+        let mut work = Vec::with_capacity(sized.len());
+        let (mut n_rest, mut f_rest) = (&mut next[..], &mut fills[..]);
+        let mut first = 0;
+        for ((ivs, ks), &(p, eigs)) in live.chunks(chunk).zip(levels.chunks(chunk)).zip(&sized) {
+            let step = Step {
+                xs: &xs[first..first + p],
+                counts: &counts[first..first + p],
+            };
+            first += p;
+            let (nx, n_tail) = std::mem::take(&mut n_rest).split_at_mut(eigs);
+            let (fl, f_tail) = std::mem::take(&mut f_rest).split_at_mut(eigs);
+            (n_rest, f_rest) = (n_tail, f_tail);
+            work.push((ivs, ks, step, nx, fl));
+        }
+        let consumed = in_parallel(work, |(ivs, ks, step, nx, fl)| {
+            consume(ivs, ks, step, runs, pivmin, rtol, nx, fl)
         });
-        xs.clear();
-        blocks.clear();
-        for p in &placed {
-            xs.extend_from_slice(&p.xs);
-            blocks.extend_from_slice(&p.blocks);
-        }
-        counts.clear();
-        counts.resize(xs.len(), 0);
-        counting.count(trace, &blocks, &xs, &mut counts);
 
-        let mut work = Vec::with_capacity(placed.len());
-        let mut offset = 0;
-        for (ivs, p) in active.chunks(chunk).zip(&placed) {
-            work.push((ivs, p, &counts[offset..offset + p.xs.len()]));
-            offset += p.xs.len();
-        }
-        let consumed = in_parallel(work, |(ivs, p, c)| consume(ivs, p, c, runs, pivmin, rtol));
-        let mut next = Vec::with_capacity(consumed.iter().map(|c| c.next.len()).sum());
-        for c in consumed {
+        // Fills in order, and the next intervals packed to the front, in order.
+        let (mut kept, mut first) = (0, 0);
+        for (c, &(_, eigs)) in consumed.iter().zip(&sized) {
             ncnvrg |= c.ncnvrg;
-            for f in &c.fills {
+            for f in &fills[first..first + c.fills] {
                 out.fill(f.iwoff, f.nlo, f.nhi, f.value, f.ib);
             }
-            next.extend_from_slice(&c.next);
+            next.copy_within(first..first + c.next, kept);
+            kept += c.next;
+            first += eigs;
         }
-        active = next;
+        std::mem::swap(&mut active, &mut next);
+        nactive = kept;
     }
     ncnvrg
 }
@@ -828,57 +1053,57 @@ fn in_parallel<I: Send, R: Send>(items: Vec<I>, f: impl Fn(I) -> R + Sync) -> Ve
     })
 }
 
-/// The points of one step for a run of intervals, and how many levels each interval gets.
-struct Placed<T> {
-    xs: Vec<T>,
-    blocks: Vec<u32>,
-    /// Per interval: offset of its points in `xs`, and its levels `k`.
-    plan: Vec<(usize, u32)>,
-}
-
-/// A heap-ordered tree of midpoints under each interval, node h covering the interval of its
-/// parent's left (h even) or right (h odd) half.
-fn place<T: Real>(
+/// The levels `ks[i]` of this step for each interval `active[i]` (at most `kmax`, at most what
+/// its block's iteration cap leaves, and no more than it needs); returns the points they place
+/// and the eigenvalues the intervals hold.
+fn plan_levels<T: Real>(
     active: &[Interval<T>],
+    ks: &mut [u8],
     kmax: u32,
     runs: &[BlockRun<T>],
     pivmin: T,
     rtol: T,
-) -> Placed<T> {
-    let mut lo = [T::ZERO; 1 << MAX_LEVELS];
-    let mut hi = [T::ZERO; 1 << MAX_LEVELS];
-    let room = (active.len() << kmax).min(1 << 22);
-    let mut p = Placed {
-        xs: Vec::with_capacity(room),
-        blocks: Vec::with_capacity(room),
-        plan: Vec::with_capacity(active.len()),
-    };
-    for iv in active {
+) -> (usize, usize) {
+    let (mut points, mut eigs) = (0, 0);
+    for (iv, k) in active.iter().zip(ks.iter_mut()) {
         let run = &runs[iv.blk as usize];
         let left = (run.itmax - iv.depth).max(1) as u32;
-        let cap = kmax.min(left);
-        let k = levels_needed(iv, run.atol, pivmin, rtol, cap);
+        let levels = levels_needed(iv, run.atol, pivmin, rtol, kmax.min(left));
+        *k = levels as u8;
+        points += (1usize << levels) - 1;
+        eigs += (iv.nhi - iv.nlo).max(0) as usize;
+    }
+    (points, eigs)
+}
+
+/// A heap-ordered tree of midpoints under each interval, node h covering the interval of its
+/// parent's left (h even) or right (h odd) half, `2^k − 1` points for an interval of `k`
+/// levels, intervals one after the other in `xs` (with their blocks in `blocks`).
+fn place<T: Real>(active: &[Interval<T>], ks: &[u8], xs: &mut [T], blocks: &mut [u32]) {
+    let mut lo = [T::ZERO; 1 << MAX_LEVELS];
+    let mut hi = [T::ZERO; 1 << MAX_LEVELS];
+    let mut off = 0;
+    for (iv, &k) in active.iter().zip(ks) {
         let size = (1usize << k) - 1;
-        let off = p.xs.len();
         for h in 1..=size {
             let (a, b) = if h == 1 {
                 (iv.lo, iv.hi)
             } else if h % 2 == 0 {
-                (lo[h / 2], p.xs[off + h / 2 - 1])
+                (lo[h / 2], xs[off + h / 2 - 1])
             } else {
-                (p.xs[off + h / 2 - 1], hi[h / 2])
+                (xs[off + h / 2 - 1], hi[h / 2])
             };
             lo[h] = a;
             hi[h] = b;
-            p.xs.push(T::HALF * (a + b));
-            p.blocks.push(iv.blk);
+            xs[off + h - 1] = T::HALF * (a + b);
         }
-        p.plan.push((off, k));
+        blocks[off..off + size].fill(iv.blk);
+        off += size;
     }
-    p
 }
 
 /// Eigenvalues `nlo + 1 ..= nhi` found at `value` (see [`Output::fill`]).
+#[derive(Clone, Copy, Debug)]
 struct Fill<T> {
     iwoff: i64,
     nlo: i32,
@@ -887,35 +1112,48 @@ struct Fill<T> {
     ib: i32,
 }
 
-/// What consuming one step's counts left for a run of intervals.
-struct Consumed<T> {
-    next: Vec<Interval<T>>,
-    fills: Vec<Fill<T>>,
+/// The points of one chunk of intervals and their counts.
+struct Step<'a, T> {
+    xs: &'a [T],
+    counts: &'a [i32],
+}
+
+/// What consuming one step's counts left for a chunk of intervals: the first `next` entries of
+/// its next-interval slice and the first `fills` of its fill slice.
+struct Consumed {
+    next: usize,
+    fills: usize,
     ncnvrg: bool,
 }
 
-/// Consumes the counts level by level, as bisection would.
+/// Consumes the counts level by level, as bisection would, writing the intervals still to
+/// bisect to `next` and the eigenvalues found to `fills`.
+#[allow(clippy::too_many_arguments)]
 fn consume<T: Real>(
     active: &[Interval<T>],
-    placed: &Placed<T>,
-    counts: &[i32],
+    ks: &[u8],
+    step: Step<'_, T>,
     runs: &[BlockRun<T>],
     pivmin: T,
     rtol: T,
-) -> Consumed<T> {
+    next: &mut [Interval<T>],
+    fills: &mut [Fill<T>],
+) -> Consumed {
     let mut out = Consumed {
-        next: Vec::new(),
-        fills: Vec::new(),
+        next: 0,
+        fills: 0,
         ncnvrg: false,
     };
-    let mut stack: Vec<(usize, Interval<T>)> = Vec::new();
-    for (iv, &(off, k)) in active.iter().zip(&placed.plan) {
+    // Depth-first over at most MAX_LEVELS levels: never more than MAX_LEVELS + 1 entries.
+    let mut stack: Vec<(usize, Interval<T>)> = Vec::with_capacity(2 * MAX_LEVELS as usize);
+    let mut off = 0;
+    for (iv, &k) in active.iter().zip(ks) {
         let run = runs[iv.blk as usize];
         let size = (1usize << k) - 1;
         stack.push((1, *iv));
         while let Some((h, s)) = stack.pop() {
-            let mid = placed.xs[off + h - 1];
-            let c = counts[off + h - 1].max(s.nlo).min(s.nhi);
+            let mid = step.xs[off + h - 1];
+            let c = step.counts[off + h - 1].max(s.nlo).min(s.nhi);
             let depth = s.depth + 1;
             let half = |lo, hi, nlo, nhi| Interval {
                 lo,
@@ -940,25 +1178,23 @@ fn consume<T: Real>(
             for (side, kid) in kids.into_iter().enumerate() {
                 let Some(kid) = kid else { continue };
                 let value = T::HALF * (kid.lo + kid.hi);
+                let fill = |ib| Fill {
+                    iwoff: run.iwoff,
+                    nlo: kid.nlo,
+                    nhi: kid.nhi,
+                    value,
+                    ib,
+                };
                 if converged(kid.lo, kid.hi, kid.nlo, kid.nhi, run.atol, pivmin, rtol) {
-                    out.fills.push(Fill {
-                        iwoff: run.iwoff,
-                        nlo: kid.nlo,
-                        nhi: kid.nhi,
-                        value,
-                        ib: run.jb,
-                    });
+                    fills[out.fills] = fill(run.jb);
+                    out.fills += 1;
                 } else if depth >= run.itmax {
                     out.ncnvrg = true;
-                    out.fills.push(Fill {
-                        iwoff: run.iwoff,
-                        nlo: kid.nlo,
-                        nhi: kid.nhi,
-                        value,
-                        ib: -run.jb,
-                    });
+                    fills[out.fills] = fill(-run.jb);
+                    out.fills += 1;
                 } else if leaf {
-                    out.next.push(kid);
+                    next[out.next] = kid;
+                    out.next += 1;
                 } else {
                     deeper[side] = Some((2 * h + side, kid));
                 }
@@ -966,6 +1202,7 @@ fn consume<T: Real>(
             // Right first, so that the left half is walked (and queued) first.
             stack.extend(deeper.into_iter().rev().flatten());
         }
+        off += size;
     }
     out
 }
@@ -1135,8 +1372,9 @@ fn index_search<T: Real>(
 /// smallest later value if it is smaller. It is not stable, and which of two equal eigenvalues
 /// of different blocks comes first shows in IBLOCK, so it is reproduced exactly — in
 /// O(M log M) with a tournament tree over positions (ties go to the earlier position), or
-/// literally when M is small or W holds a NaN (no total order).
-fn sort_like_lapack<T: Real>(w: &mut [T], iblock: &mut [i32]) {
+/// literally when M is small or W holds a NaN (no total order). `tree` holds the tree's
+/// `2 · M.next_power_of_two()` nodes (M < 2^31).
+fn sort_like_lapack<T: Real>(w: &mut [T], iblock: &mut [i32], tree: &mut [u32]) {
     let m = w.len();
     if m < 2 {
         return;
@@ -1159,22 +1397,23 @@ fn sort_like_lapack<T: Real>(w: &mut [T], iblock: &mut [i32]) {
         return;
     }
     let size = m.next_power_of_two();
-    const NONE: usize = usize::MAX;
+    const NONE: u32 = u32::MAX;
     // tree[node] = position of the first minimum among the leaves under node.
-    let mut tree = vec![NONE; 2 * size];
-    let pick = |w: &[T], a: usize, b: usize| -> usize {
+    let tree = &mut tree[..2 * size];
+    tree.fill(NONE);
+    let pick = |w: &[T], a: u32, b: u32| -> u32 {
         if a == NONE {
             b
         } else if b == NONE {
             a
-        } else if w[b] < w[a] {
+        } else if w[b as usize] < w[a as usize] {
             b
         } else {
             a
         }
     };
     for (p, slot) in tree[size..size + m].iter_mut().enumerate() {
-        *slot = p;
+        *slot = p as u32;
     }
     for node in (1..size).rev() {
         tree[node] = pick(w, tree[2 * node], tree[2 * node + 1]);
@@ -1196,7 +1435,8 @@ fn sort_like_lapack<T: Real>(w: &mut [T], iblock: &mut [i32]) {
             r >>= 1;
         }
         let ie = pick(w, best_l, best_r);
-        if ie != NONE && w[ie] < w[je] {
+        if ie != NONE && w[ie as usize] < w[je] {
+            let ie = ie as usize;
             w.swap(ie, je);
             iblock.swap(ie, je);
             let mut node = (ie + size) / 2;
@@ -1312,13 +1552,14 @@ mod tests {
     #[test]
     fn sort_matches_selection_sort() {
         let mut rng = Rng::new(11);
-        for m in [33, 50, 200, 1000] {
+        for m in [33usize, 50, 200, 1000] {
             let w0: Vec<f64> = (0..m)
                 .map(|_| [0.0, -0.0, 1.0, 2.5, -3.0][rng.below(5)] + rng.below(3) as f64)
                 .collect();
             let b0: Vec<i32> = (0..m as i32).collect();
             let (mut w1, mut b1) = (w0.clone(), b0.clone());
-            sort_like_lapack(&mut w1, &mut b1);
+            let mut tree = vec![0; 2 * m.next_power_of_two()];
+            sort_like_lapack(&mut w1, &mut b1, &mut tree);
             let (mut w2, mut b2) = (w0.clone(), b0.clone());
             for je in 0..m - 1 {
                 let mut ie = None;

@@ -1,0 +1,312 @@
+//! Host memory that cannot be allocated never aborts the host program (issue #23).
+//!
+//! Each test re-runs this test binary as a child process, on that one test (`--exact`), with
+//! `ALLOC_FAILURE_CHILD` set. In the child, the test body builds its inputs and the reference
+//! answer of the system LAPACK (with no limit), reads the process's address space (VmSize),
+//! lowers `RLIMIT_AS` to that plus a margin, makes the call and prints one `RESULT ...` line.
+//! The parent checks that the child exited normally (an abort is SIGABRT, an overflow SIGSEGV)
+//! and printed the expected line. The margins are below what the code before the fix
+//! allocated for the same call, and above what LAPACK itself needs.
+
+use hylapack::api::stebz::{dstebz_gpu, dstebz_gpu_, sstebz_gpu_};
+use hylapack::lapack::Lapack;
+use std::ffi::c_int;
+use std::process::Command;
+
+const CHILD: &str = "ALLOC_FAILURE_CHILD";
+const MIB: u64 = 1 << 20;
+
+/// Runs `test` (this file's test function of that name) in a child process and returns its
+/// stdout, after checking that it exited normally with status 0.
+fn in_child(test: &str) -> String {
+    let exe = std::env::current_exe().expect("test binary");
+    let out = Command::new(exe)
+        .args([test, "--exact", "--test-threads=1", "--nocapture"])
+        .env(CHILD, "1")
+        .output()
+        .expect("run the test binary");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    use std::os::unix::process::ExitStatusExt;
+    assert!(
+        out.status.signal().is_none(),
+        "{test}: child killed by signal {:?} (abort = 6, segfault = 11)\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status.signal()
+    );
+    assert!(
+        out.status.success(),
+        "{test}: child failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    eprintln!("{test}: child stdout:\n{stdout}child stderr:\n{stderr}");
+    stdout
+}
+
+fn in_child_process() -> bool {
+    std::env::var_os(CHILD).is_some()
+}
+
+/// The process's address space in bytes (VmSize).
+fn vm_size() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmSize:"))
+        .expect("VmSize line");
+    let kib: u64 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .expect("VmSize value");
+    kib * 1024
+}
+
+/// Limits the address space to what it is now plus `margin` bytes.
+fn limit_address_space(margin: u64) {
+    let base = vm_size();
+    let limit = base + margin;
+    println!("BASE VmSize {} MiB, limit {} MiB", base / MIB, limit / MIB);
+    let rl = libc::rlimit {
+        rlim_cur: limit,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: setrlimit with a valid pointer to an initialised rlimit.
+    let rc = unsafe { libc::setrlimit(libc::RLIMIT_AS, &rl) };
+    assert_eq!(rc, 0, "setrlimit");
+}
+
+/// The line the parent looks for.
+fn result_line(stdout: &str) -> &str {
+    stdout
+        .lines()
+        .find(|l| l.starts_with("RESULT "))
+        .unwrap_or_else(|| panic!("no RESULT line in the child's output:\n{stdout}"))
+}
+
+// ---- stebz ----
+
+/// N = 2^21 in 2 × 2 blocks: LAPACK bisects each block (fast), while the multisection's
+/// workspace (about 250 bytes per row) and the old code's growing per-block arrays (well over
+/// 100 MiB) do not fit the margin.
+const STEBZ_N: usize = 1 << 21;
+
+fn stebz_matrix<T: Lapack>() -> (Vec<T>, Vec<T>) {
+    let seed = 2323;
+    println!("seed {seed}");
+    let mut rng = hylapack::testmat::Rng::new(seed);
+    let d = (0..STEBZ_N)
+        .map(|_| T::from_f64(rng.uniform() * 2.0 - 1.0))
+        .collect();
+    let e = (0..STEBZ_N - 1)
+        .map(|j| {
+            if j % 2 == 0 {
+                T::from_f64(rng.uniform() + 0.5)
+            } else {
+                T::ZERO
+            }
+        })
+        .collect();
+    (d, e)
+}
+
+/// The system LAPACK's answer (no limit yet): (M, NSPLIT, INFO, W, IBLOCK, ISPLIT).
+type StebzAnswer<T> = (i32, i32, i32, Vec<T>, Vec<i32>, Vec<i32>);
+
+fn stebz_reference<T: Lapack>(d: &[T], e: &[T]) -> StebzAnswer<T> {
+    let n = d.len();
+    let (mut w, mut ib, mut is) = (vec![T::ZERO; n], vec![0; n], vec![0; n]);
+    let r = T::stebz(
+        b'A',
+        b'B',
+        T::ZERO,
+        T::ZERO,
+        0,
+        0,
+        T::ZERO,
+        d,
+        e,
+        &mut w,
+        &mut ib,
+        &mut is,
+    );
+    (r.m, r.nsplit, r.info, w, ib, is)
+}
+
+/// Whether our answer is the reference, bit for bit.
+fn same<T: Lapack>(ours: &StebzAnswer<T>, reference: &StebzAnswer<T>) -> bool {
+    let m = reference.0.max(0) as usize;
+    let ns = reference.1.max(0) as usize;
+    ours.0 == reference.0
+        && ours.1 == reference.1
+        && ours.2 == reference.2
+        && ours.3[..m]
+            .iter()
+            .zip(&reference.3[..m])
+            .all(|(a, b)| a.to_f64().to_bits() == b.to_f64().to_bits())
+        && ours.4[..m] == reference.4[..m]
+        && ours.5[..ns] == reference.5[..ns]
+}
+
+/// The Fortran name with the caller's WORK(4N)/IWORK(3N), under a limit of 64 MiB more than
+/// what the process holds once LAPACK's workspace is allocated: the call must be answered.
+fn stebz_fortran_child<T: Lapack>(
+    f: unsafe extern "C" fn(
+        *const i8,
+        *const i8,
+        *const c_int,
+        *const T,
+        *const T,
+        *const c_int,
+        *const c_int,
+        *const T,
+        *const T,
+        *const T,
+        *mut c_int,
+        *mut c_int,
+        *mut T,
+        *mut c_int,
+        *mut c_int,
+        *mut T,
+        *mut c_int,
+        *mut c_int,
+        usize,
+        usize,
+    ),
+) {
+    let (d, e) = stebz_matrix::<T>();
+    let reference = stebz_reference(&d, &e);
+    let n = STEBZ_N;
+    let (mut w, mut ib, mut is) = (vec![T::ZERO; n], vec![0; n], vec![0; n]);
+    let (mut work, mut iwork) = (vec![T::ZERO; 4 * n], vec![0 as c_int; 3 * n]);
+    // Touch what the call will write, so that the limit is relative to all of it.
+    let (nn, zero, izero) = (n as c_int, T::ZERO, 0 as c_int);
+    let (mut m, mut nsplit, mut info) = (0, 0, 0);
+    limit_address_space(64 * MIB);
+    // SAFETY: LAPACK xSTEBZ's argument list, every array of the length LAPACK requires.
+    unsafe {
+        f(
+            b"A".as_ptr().cast(),
+            b"B".as_ptr().cast(),
+            &nn,
+            &zero,
+            &zero,
+            &izero,
+            &izero,
+            &zero,
+            d.as_ptr(),
+            e.as_ptr(),
+            &mut m,
+            &mut nsplit,
+            w.as_mut_ptr(),
+            ib.as_mut_ptr(),
+            is.as_mut_ptr(),
+            work.as_mut_ptr(),
+            iwork.as_mut_ptr(),
+            &mut info,
+            1,
+            1,
+        )
+    };
+    let ours = (m, nsplit, info, w, ib, is);
+    println!(
+        "RESULT info={info} m={m} same_as_lapack={}",
+        same(&ours, &reference)
+    );
+}
+
+#[test]
+fn dstebz_gpu_fortran_answers_within_lapacks_workspace() {
+    if in_child_process() {
+        return stebz_fortran_child::<f64>(dstebz_gpu_);
+    }
+    let out = in_child("dstebz_gpu_fortran_answers_within_lapacks_workspace");
+    let n = STEBZ_N;
+    assert_eq!(
+        result_line(&out),
+        format!("RESULT info=0 m={n} same_as_lapack=true"),
+        "{out}"
+    );
+}
+
+#[test]
+fn sstebz_gpu_fortran_answers_within_lapacks_workspace() {
+    if in_child_process() {
+        return stebz_fortran_child::<f32>(sstebz_gpu_);
+    }
+    let out = in_child("sstebz_gpu_fortran_answers_within_lapacks_workspace");
+    let n = STEBZ_N;
+    assert_eq!(
+        result_line(&out),
+        format!("RESULT info=0 m={n} same_as_lapack=true"),
+        "{out}"
+    );
+}
+
+/// The C name, which has no workspace argument: with room for LAPACK's 7N workspace plus
+/// 64 MiB it is answered (by the system LAPACK); with 16 MiB it returns -1000 with the outputs
+/// untouched. Never an abort.
+fn stebz_c_child(margin: u64) {
+    let (d, e) = stebz_matrix::<f64>();
+    let reference = stebz_reference(&d, &e);
+    let n = STEBZ_N;
+    let sentinel = -7.0;
+    let (mut w, mut ib, mut is) = (vec![sentinel; n], vec![-7; n], vec![-7; n]);
+    let (mut m, mut nsplit) = (-7, -7);
+    limit_address_space(margin);
+    // SAFETY: every array holds N entries, E holds N - 1.
+    let info = unsafe {
+        dstebz_gpu(
+            b'A' as _,
+            b'B' as _,
+            n as c_int,
+            0.0,
+            0.0,
+            0,
+            0,
+            0.0,
+            d.as_ptr(),
+            e.as_ptr(),
+            &mut m,
+            &mut nsplit,
+            w.as_mut_ptr(),
+            ib.as_mut_ptr(),
+            is.as_mut_ptr(),
+        )
+    };
+    let untouched = w.iter().all(|&v| v == sentinel)
+        && ib.iter().all(|&v| v == -7)
+        && is.iter().all(|&v| v == -7);
+    let ours = (m, nsplit, info, w, ib, is);
+    println!(
+        "RESULT info={info} m={m} same_as_lapack={} untouched={untouched}",
+        same(&ours, &reference)
+    );
+}
+
+#[test]
+fn dstebz_gpu_c_falls_back_to_lapack() {
+    if in_child_process() {
+        let lapack = (STEBZ_N * (4 * 8 + 3 * 4)) as u64;
+        return stebz_c_child(lapack + 64 * MIB);
+    }
+    let out = in_child("dstebz_gpu_c_falls_back_to_lapack");
+    let n = STEBZ_N;
+    assert_eq!(
+        result_line(&out),
+        format!("RESULT info=0 m={n} same_as_lapack=true untouched=false"),
+        "{out}"
+    );
+}
+
+#[test]
+fn dstebz_gpu_c_without_memory_returns_minus_1000() {
+    if in_child_process() {
+        return stebz_c_child(16 * MIB);
+    }
+    let out = in_child("dstebz_gpu_c_without_memory_returns_minus_1000");
+    assert_eq!(
+        result_line(&out),
+        "RESULT info=-1000 m=0 same_as_lapack=false untouched=true",
+        "{out}"
+    );
+}
