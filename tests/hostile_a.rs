@@ -151,8 +151,11 @@ fn syrdb_kd_int_max_is_an_ldab_error_not_a_write() {
     // The checks themselves, at the extremes, in LAPACK's order.
     use hylapack::sbr::check_args;
     assert_eq!(check_args(b'U', 3, c_int::MAX, 3, c_int::MAX, -1), -7);
-    assert_eq!(check_args(b'U', c_int::MAX, 0, c_int::MAX - 1, 1, -1), -5);
-    assert_eq!(check_args(b'U', c_int::MAX, 0, c_int::MAX, 1, -1), 0);
+    assert_eq!(check_args(b'U', c_int::MAX, 1, c_int::MAX - 1, 2, -1), -5);
+    assert_eq!(check_args(b'U', c_int::MAX, 1, c_int::MAX, 2, -1), 0);
+    // KD = 0 makes LAPACK divide by zero from N = 2 on: illegal there, legal for N <= 1.
+    assert_eq!(check_args(b'U', 2, 0, 2, 1, -1), -3);
+    assert_eq!(check_args(b'L', 1, 0, 1, 1, -1), 0);
     assert_eq!(check_args(b'L', 0, c_int::MAX, 1, c_int::MAX, 1), -7);
     assert_eq!(check_args(b'L', 5, 2, 5, 3, c_int::MIN), -10);
 }
@@ -664,4 +667,52 @@ fn syevx_scaled_vl_equal_vu_is_minus_5_not_n_minus_5() {
         (-5, 0, Some(-5)),
         "seed={seed}"
     );
+}
+
+/// RANGE = 'I' with IL > 1 on a matrix with an entry near the overflow threshold: LAPACK's
+/// widened Gerschgorin interval overflows, its index search meets ∞ − ∞ and it returns NaN with
+/// INFO = 1. hylapack reports the same failure (M = 0, INFO = 1) instead of a silent answer
+/// with eigenvalues missing; below the threshold, and with IL = 1, both answer alike.
+#[test]
+fn stebz_range_i_near_overflow_is_lapacks_info_1() {
+    let e = [0.5; 4];
+    for (big, il, iu) in [
+        (1e308, 2, 4),
+        (-1e308, 2, 2),
+        (1e308, 5, 5),
+        (1e308, 1, 4),
+        (8e307, 2, 4),
+    ] {
+        let d = [1.0, 2.0, big, 4.0, 5.0];
+        let reference = lapack_stebz(b'I', 0.0, 0.0, il, iu, &d, &e);
+        let (mut m, mut nsplit, mut w, mut iblock, mut isplit) = (-1, -1, [7.0; 5], [7; 5], [7; 5]);
+        // SAFETY: arrays of N entries.
+        let info = unsafe {
+            dstebz_gpu(
+                C(b'I'),
+                C(b'E'),
+                5,
+                0.0,
+                0.0,
+                il,
+                iu,
+                0.0,
+                d.as_ptr(),
+                e.as_ptr(),
+                &mut m,
+                &mut nsplit,
+                w.as_mut_ptr(),
+                iblock.as_mut_ptr(),
+                isplit.as_mut_ptr(),
+            )
+        };
+        let ctx = format!("D(3) = {big:e}, IL = {il}, IU = {iu}");
+        assert_eq!(info, reference.info, "{ctx}: INFO");
+        if reference.info == 0 {
+            assert_eq!(m, reference.m, "{ctx}: M");
+            assert_eq!(&w[..m as usize], &reference.w[..m as usize], "{ctx}: W");
+        } else {
+            assert_eq!(m, 0, "{ctx}: M");
+        }
+    }
 }

@@ -217,6 +217,12 @@ unsafe fn fortran<T: Lapack>(
 /// intervals did not converge; the IL:IU eigenvalues could not be told apart; both; the
 /// Gerschgorin interval was too small); -1000 for an internal error (printed on stderr).
 ///
+/// Non-finite input, where LAPACK's own answer depends on how its compiler evaluates MAX and
+/// MIN of a NaN: a NaN in D or E (N ≥ 2), a NaN VL or VU with RANGE = 'V', ±Inf entries whose
+/// Gerschgorin terms give ∞ − ∞, or, for RANGE = 'I' with IL > 1, entries so close to the
+/// overflow threshold that LAPACK's widened Gerschgorin interval overflows: no eigenvalues
+/// (M = 0) and INFO = 1 (4 for RANGE = 'I' where the index search fails), on every backend.
+///
 /// Host memory: the workspace this routine needs (about 200 bytes per row, see
 /// `hylapack::stebz::scratch_bytes`) is allocated after the quick returns (N = 0, N = 1) and
 /// before anything is computed. When it cannot be, the call runs the system LAPACK's DSTEBZ on

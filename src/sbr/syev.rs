@@ -498,7 +498,8 @@ pub fn syevx<T: Real + Dense + CublasReal>(
             Backend::Cpu
         };
         let (mut iblock, mut isplit) = (vec![0; n], vec![0; n]);
-        let r = crate::stebz::stebz(
+        // The bisection's own workspace may fail to allocate: the system LAPACK then answers.
+        let r = crate::stebz::stebz_or_lapack(
             range,
             b'E',
             vll,
@@ -512,13 +513,19 @@ pub fn syevx<T: Real + Dense + CublasReal>(
             &mut iblock,
             &mut isplit,
             backend,
+            None,
         );
-        report.info = syevx_info_from_stebz(r.info);
-        if r.info < 0 {
-            // xSTEBZ returned before setting M; xSYEVX's M stays 0.
-            report.stebz_illegal = Some(r.info);
+        if r.info == crate::stebz::INFO_NO_HOST_MEMORY {
+            // Neither could run: an internal failure, not an illegal argument of xSTEBZ's.
+            report.info = r.info;
         } else {
-            report.m = r.m;
+            report.info = syevx_info_from_stebz(r.info);
+            if r.info < 0 {
+                // xSTEBZ returned before setting M; xSYEVX's M stays 0.
+                report.stebz_illegal = Some(r.info);
+            } else {
+                report.m = r.m;
+            }
         }
     }
     if let Some(sigma) = sigma {

@@ -47,6 +47,10 @@
 //!   subset), else INFO = 1, with NSPLIT and ISPLIT as LAPACK computes them (see
 //!   [`undefined_by_nan`]). ±Inf that never meets ∞ − ∞ there (an infinite entry split off as
 //!   its own block, an infinite coupling) runs LAPACK's arithmetic and gives LAPACK's answer.
+//! - RANGE = 'I' on a matrix whose Gerschgorin bound is within a factor FUDGE of the overflow
+//!   threshold: FUDGE·TNORM overflows, the index search starts from (−∞, ∞), and a boundary it
+//!   needs (IL > 1) comes out NaN. LAPACK then returns NaN eigenvalues with INFO = 1; we return
+//!   M = 0 and INFO = 1.
 
 pub mod count;
 pub mod cpu;
@@ -657,6 +661,12 @@ fn solve<T: Real>(
             let (nwl, nwu) = (lower.nlo, upper.nhi);
             if nwl < 0 || nwl >= n as i32 || nwu < 1 || nwu > n as i32 {
                 return (0, nsplit as i32, 4);
+            }
+            // Entries near the overflow threshold make FUDGE·TNORM overflow, so the search
+            // starts from (−∞, ∞) and a midpoint is NaN; a NaN boundary would reach LAPACK's
+            // per-block MAX/MIN (its W is then NaN and INFO = 1): report that failure.
+            if lower.lo.is_nan() || upper.hi.is_nan() {
+                return (0, nsplit as i32, 1);
             }
             (lower.lo, upper.hi, Some((lower.hi, upper.lo)))
         }
