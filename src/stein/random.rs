@@ -122,6 +122,27 @@ mod tests {
         assert_eq!(digits(POWERS[8]), [1739, 643, 3966, 2913]);
     }
 
+    /// The first numbers and the seed after them, as the system LAPACK's DLARNV(2, ISEED, 5, X)
+    /// returned them from ISEED = (1, 1, 1, 1), twice.
+    #[test]
+    fn first_draws_are_lapacks() {
+        let mut rng = Larnv::stein_start();
+        let mut x = [0.0f64; 5];
+        rng.fill(&mut x);
+        let want = [
+            -0.131682844785324,
+            -0.934380388723234,
+            -0.20931005700403915,
+            0.2412745888890484,
+            0.03330594449088409,
+        ];
+        assert_eq!(x, want);
+        rng.fill(&mut x);
+        assert_eq!(x[..2], [-0.6370287734240989, 0.06031883737203003]);
+        let digits = [1754u64, 2381, 3839, 1241];
+        assert_eq!(rng.seed(), digits.iter().fold(0, |s, d| s * 4096 + d));
+    }
+
     /// Skipping advances the seed exactly as drawing does; the numbers lie in (−1, 1).
     #[test]
     fn skip_then_fill_continues_the_stream() {
