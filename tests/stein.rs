@@ -299,6 +299,9 @@ fn edge_cases_as_lapack() {
         ifail.truncate(m);
         let rep = stein::stein(d, e, w, iblock, isplit, &mut z, ldz);
         assert_eq!((rep.info, &rep.ifail), (info, &ifail), "{iblock:?}");
+        if w.iter().any(|x| x.abs() > 100.0) {
+            assert!(info > 0, "the far shifts were meant to fail");
+        }
         for (a, b) in z.iter().zip(&z_ref) {
             assert!((a - b).abs() <= 1e-14, "{iblock:?}: {z:?} vs {z_ref:?}");
         }
@@ -315,6 +318,13 @@ fn edge_cases_as_lapack() {
     // One block of order 1 with its eigenvalue twice, then a block of order 2.
     let (d, e) = ([5.0, 2.0, 2.0], [0.0, -1.0]);
     check(&d, &e, &[5.0, 5.0, 1.0, 3.0], &[1, 1, 2, 2], &[1, 3]);
+    // Shifts far outside a small block's spectrum: the iterates never grow past DTPCRT, so
+    // those vectors fail (INFO = 2, IFAIL = 2, 3), between ones that converge.
+    let (d, e) = ([1.0, 3.0, 1e-3, 2e-3, 1e-3], [1.0, 0.0, 1e-3, 1e-3]);
+    let w = [0.5, 3.5, 1.0e3, 2.0e3, 2.0e-3];
+    check(&d, &e, &w[..4], &[1, 1, 2, 2], &[2, 5]);
+    let w = [0.5, 3.5, -1.0e3, 2.0e-3, 3.0e-3];
+    check(&d, &e, &w, &[1, 1, 2, 2, 2], &[2, 5]);
 }
 
 /// Every illegal argument gives LAPACK's INFO, in LAPACK's order, and LAPACK reports it to
@@ -402,4 +412,21 @@ fn starting_vectors_are_lapacks() {
     }
     run::<f64>(1e-11);
     run::<f32>(1e-4);
+}
+
+/// A block that ISPLIT does not place inside 1..=N (where LAPACK would read past its arrays)
+/// is not read: its columns are zero and reported failed; the other blocks are computed.
+#[test]
+fn blocks_outside_t_fail_instead_of_reading_past_d() {
+    let (d, e) = ([2.0f64, 2.0, 1.0, 4.0], [-1.0, 0.0, 0.0]);
+    let w = [1.0, 3.0, 1.0, 4.0];
+    for isplit in [&[2][..], &[2, 9], &[2, 2]] {
+        let mut z = vec![7.0f64; 16];
+        let rep = stein::stein(&d, &e, &w, &[1, 1, 2, 3], isplit, &mut z, 4);
+        assert_eq!(rep.info, 2, "{isplit:?}");
+        assert_eq!(rep.ifail, [3, 4, 0, 0], "{isplit:?}");
+        assert!(z[8..].iter().all(|&x| x == 0.0), "{isplit:?}");
+        let s = 0.5f64.sqrt();
+        assert!((z[0] - s).abs() < 1e-15 && (z[1] - s).abs() < 1e-15 && z[2..4] == [0.0, 0.0]);
+    }
 }

@@ -191,22 +191,21 @@ pub fn iamax<T: Real>(x: &[T]) -> usize {
 }
 
 /// Scales `x` to unit 2-norm with its largest-magnitude component (the first, on ties)
-/// positive, as xSTEIN accepts an iterate. The norm is taken relative to that component, so
-/// it neither overflows nor underflows where the vector itself is finite.
+/// positive, as xSTEIN accepts an iterate. The norm is taken relative to that component and
+/// summed in double precision (as OpenBLAS's SNRM2 sums in single precision), so it neither
+/// overflows nor underflows where the vector itself is finite, and is correctly rounded but
+/// for a few ulps of double.
 pub fn normalize<T: Real>(x: &mut [T]) {
     let jmax = iamax(x);
-    let big = x[jmax].abs();
-    let norm = if big > T::ZERO && big.is_finite() {
-        let inv = T::ONE / big;
-        let sum = x.iter().fold(T::ZERO, |s, v| {
-            let t = *v * inv;
-            s + t * t
-        });
+    let big = x[jmax].abs().to_f64();
+    let norm = if big > 0.0 && big.is_finite() {
+        let inv = 1.0 / big;
+        let sum: f64 = x.iter().map(|v| (v.to_f64() * inv).powi(2)).sum();
         big * sum.sqrt()
     } else {
-        x.iter().fold(T::ZERO, |s, v| s + *v * *v).sqrt()
+        x.iter().map(|v| v.to_f64().powi(2)).sum::<f64>().sqrt()
     };
-    let mut scale = T::ONE / norm;
+    let mut scale = T::from_f64(1.0 / norm);
     if x[jmax] < T::ZERO {
         scale = -scale;
     }
