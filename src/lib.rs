@@ -13,6 +13,7 @@ pub mod lapack;
 pub mod real;
 pub mod sbr;
 pub mod stebz;
+pub mod stein;
 pub mod testmat;
 
 /// Facts fixed at build time.

@@ -1442,3 +1442,117 @@ pub fn dgetrs(
     };
     info
 }
+
+// LAPACK's inverse iteration for tridiagonal eigenvectors (the `stein` family's reference).
+macro_rules! impl_stein {
+    ($t:ty, $stein:ident) => {
+        symbols::system_routines! {
+            fn $stein(
+                n: *const c_int,
+                d: *const $t,
+                e: *const $t,
+                m: *const c_int,
+                w: *const $t,
+                iblock: *const c_int,
+                isplit: *const c_int,
+                z: *mut $t,
+                ldz: *const c_int,
+                work: *mut $t,
+                iwork: *mut c_int,
+                ifail: *mut c_int,
+                info: *mut c_int,
+            );
+        }
+
+        impl LapackStein for $t {
+            fn stein(
+                n: i32,
+                d: &[Self],
+                e: &[Self],
+                m: i32,
+                w: &[Self],
+                iblock: &[i32],
+                isplit: &[i32],
+                z: &mut [Self],
+                ldz: i32,
+                ifail: &mut [i32],
+            ) -> i32 {
+                // LAPACK zeroes IFAIL(1..M) before any check, and reads nothing else unless
+                // N, M and LDZ are legal.
+                let ifail_ptr = mut_ptr_for(ifail, m.max(0) as usize);
+                let legal = n >= 0 && (0..=n).contains(&m) && ldz >= n.max(1);
+                let (nu, mu, ldzu) = (n.max(0) as usize, m.max(0) as usize, ldz.max(1) as usize);
+                let blocks = if legal && mu > 0 {
+                    assert!(iblock.len() >= mu, "IBLOCK shorter than M");
+                    // Blocks 1..=IBLOCK(M) are read (when IBLOCK is in order): their ISPLIT
+                    // bounds must be increasing and inside 1..=N, or LAPACK reads past D.
+                    let last = iblock[mu - 1].max(0) as usize;
+                    assert!(
+                        iblock[..mu].windows(2).any(|p| p[1] < p[0])
+                            || (isplit.len() >= last
+                                && isplit[..last].iter().all(|&s| (1..=n).contains(&s))
+                                && isplit[..last].windows(2).all(|p| p[0] < p[1])),
+                        "ISPLIT does not bound the blocks IBLOCK names inside 1..=N"
+                    );
+                    iblock[mu - 1].max(0) as usize
+                } else {
+                    0
+                };
+                let (need_d, need_e, need_m, need_z) = if legal {
+                    (nu, nu.saturating_sub(1), mu, span(nu, mu, ldzu))
+                } else {
+                    (0, 0, 0, 0)
+                };
+                let mut work = vec![<$t>::default(); 5 * nu.max(1)];
+                let mut iwork = vec![0 as c_int; nu.max(1)];
+                let mut info = 0;
+                // SAFETY: when N, M and LDZ are legal, every array reaches the entries xSTEIN
+                // indexes (D N, E N − 1, W and IBLOCK M, ISPLIT the blocks IBLOCK names, Z
+                // LDZ x M, WORK 5N, IWORK N); otherwise xSTEIN only writes IFAIL(1..M).
+                unsafe {
+                    $stein(
+                        &n,
+                        ptr_for(d, need_d),
+                        ptr_for(e, need_e),
+                        &m,
+                        ptr_for(w, need_m),
+                        ptr_for(iblock, need_m),
+                        ptr_for(isplit, blocks),
+                        mut_ptr_for(z, need_z),
+                        &ldz,
+                        work.as_mut_ptr(),
+                        iwork.as_mut_ptr(),
+                        ifail_ptr,
+                        &mut info,
+                    )
+                };
+                info
+            }
+        }
+    };
+}
+
+/// LAPACK xSTEIN in one precision (the reference of [`crate::stein`]).
+pub trait LapackStein: Real {
+    /// xSTEIN as LAPACK declares it: the eigenvectors of the tridiagonal (D, E) of order `n`
+    /// for the first `m` eigenvalues of `w` (grouped by the blocks `iblock` names, as xSTEBZ
+    /// returns them with ORDER = 'B'), into the `ldz` x `m` array `z`; IFAIL into `ifail`
+    /// (at least `m` entries). Returns INFO. The integers are passed as given, so illegal
+    /// values reach LAPACK's own checks (and its `xerbla_`).
+    #[allow(clippy::too_many_arguments)]
+    fn stein(
+        n: i32,
+        d: &[Self],
+        e: &[Self],
+        m: i32,
+        w: &[Self],
+        iblock: &[i32],
+        isplit: &[i32],
+        z: &mut [Self],
+        ldz: i32,
+        ifail: &mut [i32],
+    ) -> i32;
+}
+
+impl_stein!(f64, dstein_);
+impl_stein!(f32, sstein_);

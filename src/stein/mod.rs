@@ -1,0 +1,400 @@
+//! xSTEIN: eigenvectors of a real symmetric tridiagonal matrix `T` (diagonal D, off-diagonal
+//! E) for given eigenvalues, by inverse iteration — the step after bisection (Volkov & Demmel
+//! 2007, conclusion), with LAPACK xSTEIN's contract and algorithm.
+//!
+//! ## The input
+//! The eigenvalues W(1..M) come as xSTEBZ returns them with ORDER = 'B': grouped by the
+//! diagonal block of T they belong to (IBLOCK(j) = b for block b, whose rows are
+//! ISPLIT(b−1)+1 ..= ISPLIT(b)), ascending within a block. Column j of Z receives the
+//! eigenvector of W(j): zero outside its block's rows, unit 2-norm, its largest-magnitude
+//! component positive.
+//!
+//! ## Inverse iteration, per eigenvalue λ of a block of order n ≥ 2
+//! Factor `T_b − λI = P L U` once (Gaussian elimination with partial pivoting, [`cpu::factor`]);
+//! start from x₀ with entries uniform on (−1, 1) ([`random`]); then repeat
+//!
+//! 1. scale x so that its largest entry is `n ‖T_b‖₁ max(ulp, |u_nn|)`,
+//! 2. solve `(T_b − λI) x' = x` ([`cpu::solve`]); a pivot too small to divide by is moved
+//!    away from zero by `tol = EPS · max|u_ij|`, then `2 tol`, `4 tol`, … (xLAGTS),
+//! 3. orthogonalize x' against the earlier vectors of λ's cluster ([`cpu::reorthogonalize`]),
+//!
+//! until `‖x'‖∞ ≥ DTPCRT = √(0.1 / n)` has held on EXTRA + 1 = 3 iterations, at most
+//! MAXITS = 5 times; x' is then normalized ([`cpu::normalize`]). Since x is scaled to
+//! `‖x‖∞ ≈ n ‖T_b‖ max(ulp, |u_nn|)` before each solve, growth past DTPCRT means
+//! `‖(T_b − λI)⁻¹ x‖ ≳ 1/(n^{3/2} ‖T_b‖ ulp)`-sized amplification: λ is within
+//! O(n ulp ‖T_b‖) of an eigenvalue and x' is dominated by its eigenvector. A vector that never
+//! meets the test is still returned (the last iterate, normalized) and reported in IFAIL; INFO
+//! counts them.
+//!
+//! ## Close eigenvalues
+//! Within a block, an eigenvalue closer than `10 ulp |λ_j|` to the previous (possibly already
+//! moved) shift is moved to `λ_{j−1} + 10 ulp |λ_j|`, so that no two shifts coincide. Shifts
+//! that follow each other by at most ORTOL = 10⁻³ ‖T_b‖₁ form a cluster (a chain: the gaps,
+//! not the width, decide), and each vector of a cluster is orthogonalized by modified
+//! Gram–Schmidt against the cluster's earlier vectors after every solve: O(n k²) per
+//! iteration for a cluster of k. Different clusters and blocks share nothing, so they run on
+//! several threads ([`crate::host::threads`]) with results independent of the thread count.
+//!
+//! ## Differences from LAPACK
+//! - The starting vectors are LAPACK's (xLARNV from ISEED = 1, 1, 1, 1, one vector per
+//!   eigenvalue of a block of order ≥ 2, in the order of W), drawn from the seed the plan
+//!   recorded for each. The arithmetic of each stage is xLAGTF's and xLAGTS's operation for
+//!   operation; the dot products ([`cpu::reorthogonalize`]) sum in another order than the
+//!   BLAS, and the final 2-norm is summed in double precision relative to the largest entry
+//!   (OpenBLAS's SNRM2 also sums in double; a single-precision sum cost up to ~1 N ulp of
+//!   orthogonality at small N), so vectors agree with LAPACK's to rounding, not bit for bit.
+//!   Where two components tie for the largest magnitude, rounding decides which is made
+//!   positive, so such a vector may come out with the opposite sign of LAPACK's.
+//! - LAPACK reads ISPLIT and D wherever IBLOCK points. A block whose rows are not inside
+//!   1..=N (ISPLIT too short, not increasing, out of range) is not read: its columns are set
+//!   to zero and reported as failed in IFAIL and INFO. Eigenvalues LAPACK never visits
+//!   (IBLOCK(1) ≤ 0 stops its block loop at once) are not visited here either: their columns
+//!   and IFAIL entries are left as they are (IFAIL zero).
+//! - [`check_args`] does not take ISPLIT: LAPACK's checks do not read it.
+
+pub mod cpu;
+pub mod random;
+
+use crate::real::Real;
+use cpu::ClusterJob;
+use random::Larnv;
+use std::sync::Mutex;
+
+/// xSTEIN's MAXITS: the most solves per eigenvector.
+pub const MAXITS: u32 = 5;
+/// xSTEIN's EXTRA: the solves after the growth test first passes.
+pub const EXTRA: u32 = 2;
+
+/// What [`stein`] returns besides Z.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SteinReport {
+    /// LAPACK's INFO: 0; −i for an illegal i-th argument (see [`check_args`]); k > 0: k
+    /// eigenvectors failed to converge in MAXITS iterations.
+    pub info: i32,
+    /// LAPACK's IFAIL (M entries): the (1-based) indices j of the failed eigenvectors,
+    /// ascending, then zeros.
+    pub ifail: Vec<i32>,
+}
+
+/// xSTEIN's argument checks, in LAPACK's order: 0, or −i when the i-th argument is illegal:
+/// −1 N < 0; −4 M < 0 or M > N; −9 LDZ < max(1, N); then for j = 2..=M in turn, −6 if
+/// IBLOCK(j) < IBLOCK(j−1), −5 if IBLOCK(j) = IBLOCK(j−1) and W(j) < W(j−1). `w` and
+/// `iblock` need M entries once N, M and LDZ have passed (they are not read before).
+pub fn check_args<T: Real>(n: i32, m: i32, w: &[T], iblock: &[i32], ldz: i32) -> i32 {
+    if n < 0 {
+        return -1;
+    }
+    if m < 0 || m > n {
+        return -4;
+    }
+    if ldz < n.max(1) {
+        return -9;
+    }
+    let m = m as usize;
+    for j in 1..m {
+        if iblock[j] < iblock[j - 1] {
+            return -6;
+        }
+        if iblock[j] == iblock[j - 1] && w[j] < w[j - 1] {
+            return -5;
+        }
+    }
+    0
+}
+
+/// One piece of work of the plan: a run of consecutive columns of Z, independent of all
+/// others.
+enum Task<T> {
+    /// Eigenvalues of a block of order 1: unit vectors e_row.
+    Unit {
+        col: usize,
+        count: usize,
+        row: usize,
+    },
+    /// Eigenvalues whose block IBLOCK/ISPLIT do not place inside T: zero columns, failed.
+    Invalid { col: usize, count: usize },
+    /// One cluster of a block of order ≥ 2.
+    Cluster {
+        col: usize,
+        rows: (usize, usize),
+        onenrm: T,
+        dtpcrt: T,
+        shifts: Vec<T>,
+        seeds: Vec<u64>,
+    },
+}
+
+impl<T> Task<T> {
+    /// The first column and the number of columns.
+    fn columns(&self) -> (usize, usize) {
+        match self {
+            Task::Unit { col, count, .. } | Task::Invalid { col, count } => (*col, *count),
+            Task::Cluster { col, shifts, .. } => (*col, shifts.len()),
+        }
+    }
+
+    /// A rough operation count, to schedule the large tasks first.
+    fn cost(&self) -> usize {
+        match self {
+            Task::Unit { count, .. } | Task::Invalid { count, .. } => *count,
+            Task::Cluster { rows, shifts, .. } => {
+                let k = shifts.len();
+                (rows.1 - rows.0) * k * (8 + k)
+            }
+        }
+    }
+}
+
+/// The rows (0-based, half-open) of block `b` (1-based) as ISPLIT gives them, if they lie
+/// inside 1..=N and are not empty.
+fn block_rows(b: i32, isplit: &[i32], n: usize) -> Option<(usize, usize)> {
+    let b = usize::try_from(b).ok()?;
+    let last = i64::from(*isplit.get(b.checked_sub(1)?)?);
+    let first = if b == 1 {
+        1
+    } else {
+        i64::from(isplit[b - 2]) + 1
+    };
+    (1 <= first && first <= last && last <= n as i64).then(|| (first as usize - 1, last as usize))
+}
+
+/// xSTEIN's ONENRM for a block of order ≥ 2: the largest row sum of |T_b|.
+fn block_one_norm<T: Real>(d: &[T], e: &[T]) -> T {
+    let n = d.len();
+    let mut norm = (d[0].abs() + e[0].abs()).max(d[n - 1].abs() + e[n - 2].abs());
+    for i in 1..n - 1 {
+        norm = norm.max(d[i].abs() + e[i - 1].abs() + e[i].abs());
+    }
+    norm
+}
+
+/// Walks the eigenvalues in xSTEIN's order and records every decision that couples them —
+/// the shifts after the perturbation of close eigenvalues, the clusters, the seed of each
+/// starting vector — so that the tasks can then run in any order. Needs M ≥ 1, N ≥ 2.
+fn plan<T: Real>(d: &[T], e: &[T], w: &[T], iblock: &[i32], isplit: &[i32]) -> Vec<Task<T>> {
+    let (n, m) = (d.len(), w.len());
+    let ulp = T::ULP;
+    let (ten, odm3, odm1) = (T::from_f64(10.0), T::from_f64(1.0e-3), T::from_f64(1.0e-1));
+    let mut rng = Larnv::stein_start();
+    let mut tasks = Vec::new();
+    let mut j1 = 0;
+    while j1 < m {
+        // LAPACK's block loop runs b = 1..=IBLOCK(M) and takes the eigenvalues from J1 on
+        // while IBLOCK(j) = b: blocks without eigenvalues are passed over, and an IBLOCK(J1)
+        // below 1 is never reached.
+        let b = iblock[j1];
+        if b < 1 {
+            break;
+        }
+        let end = j1 + iblock[j1..m].iter().take_while(|&&x| x == b).count();
+        let count = end - j1;
+        match block_rows(b, isplit, n) {
+            None => tasks.push(Task::Invalid { col: j1, count }),
+            Some((first, last)) if last - first == 1 => tasks.push(Task::Unit {
+                col: j1,
+                count,
+                row: first,
+            }),
+            Some((first, last)) => {
+                let size = last - first;
+                let (db, eb) = (&d[first..last], &e[first..last - 1]);
+                let onenrm = block_one_norm(db, eb);
+                let ortol = odm3 * onenrm;
+                let dtpcrt = (odm1 / T::from_usize(size)).sqrt();
+                let mut cluster: Option<Task<T>> = None;
+                let mut xjm = T::ZERO;
+                for (jblk, j) in (j1..end).enumerate() {
+                    let mut xj = w[j];
+                    if jblk > 0 {
+                        let pertol = ten * (ulp * xj).abs();
+                        if xj - xjm < pertol {
+                            xj = xjm + pertol;
+                        }
+                    }
+                    let seed = rng.seed();
+                    rng.skip::<T>(size);
+                    // xSTEIN restarts the cluster (GPIND = J) when the shifts are more than
+                    // ORTOL apart (a NaN gap continues it).
+                    let starts = jblk == 0 || (xj - xjm).abs() > ortol;
+                    if starts {
+                        tasks.extend(cluster.take());
+                    }
+                    let c = cluster.get_or_insert_with(|| Task::Cluster {
+                        col: j,
+                        rows: (first, last),
+                        onenrm,
+                        dtpcrt,
+                        shifts: Vec::new(),
+                        seeds: Vec::new(),
+                    });
+                    if let Task::Cluster { shifts, seeds, .. } = c {
+                        shifts.push(xj);
+                        seeds.push(seed);
+                    }
+                    xjm = xj;
+                }
+                tasks.extend(cluster);
+            }
+        }
+        j1 = end;
+    }
+    tasks
+}
+
+/// Runs one task on its columns (`z` starts at the task's first column); returns the failed
+/// columns, 0-based within the task.
+fn run_task<T: Real>(task: &Task<T>, d: &[T], e: &[T], z: &mut [T], ldz: usize) -> Vec<usize> {
+    let n = d.len();
+    match task {
+        Task::Unit { count, row, .. } => {
+            for k in 0..*count {
+                let column = &mut z[k * ldz..k * ldz + n];
+                column.fill(T::ZERO);
+                column[*row] = T::ONE;
+            }
+            Vec::new()
+        }
+        Task::Invalid { count, .. } => {
+            for k in 0..*count {
+                z[k * ldz..k * ldz + n].fill(T::ZERO);
+            }
+            (0..*count).collect()
+        }
+        Task::Cluster {
+            rows,
+            onenrm,
+            dtpcrt,
+            shifts,
+            seeds,
+            ..
+        } => {
+            let job = ClusterJob {
+                d: &d[rows.0..rows.1],
+                e: &e[rows.0..rows.1 - 1],
+                row0: rows.0,
+                n,
+                onenrm: *onenrm,
+                dtpcrt: *dtpcrt,
+                shifts,
+                seeds,
+            };
+            cpu::cluster_vectors(&job, z, ldz)
+        }
+    }
+}
+
+/// Below this many estimated operations a call runs on one thread.
+const PARALLEL_WORK: usize = 200_000;
+
+/// Eigenvectors of the symmetric tridiagonal matrix with diagonal `d` (N = `d.len()`) and
+/// off-diagonal `e` (N − 1 entries) for the eigenvalues `w` (M = `w.len()`), with LAPACK
+/// xSTEIN's contract:
+///
+/// - `w`, `iblock` (M entries), `isplit`: as xSTEBZ returns them with ORDER = 'B' (see the
+///   module notes for what happens with IBLOCK/ISPLIT that do not describe T's blocks).
+/// - `z`: the N x M result, column-major with leading dimension `ldz ≥ max(1, N)`; column j
+///   is the eigenvector of `w[j]`. Rows N.. of each column are not touched.
+///
+/// The arguments should pass [`check_args`]; if they do not, nothing is computed and the
+/// report carries its INFO (IFAIL is zeroed either way, as LAPACK zeroes it first).
+pub fn stein<T: Real>(
+    d: &[T],
+    e: &[T],
+    w: &[T],
+    iblock: &[i32],
+    isplit: &[i32],
+    z: &mut [T],
+    ldz: usize,
+) -> SteinReport {
+    stein_on(crate::host::threads(), d, e, w, iblock, isplit, z, ldz)
+}
+
+/// [`stein`] on at most `threads` threads (the answer does not depend on how many).
+#[allow(clippy::too_many_arguments)]
+pub fn stein_on<T: Real>(
+    threads: usize,
+    d: &[T],
+    e: &[T],
+    w: &[T],
+    iblock: &[i32],
+    isplit: &[i32],
+    z: &mut [T],
+    ldz: usize,
+) -> SteinReport {
+    let (n, m) = (d.len(), w.len());
+    let int = |x: usize| i32::try_from(x).unwrap_or(i32::MAX);
+    let mut report = SteinReport {
+        info: 0,
+        ifail: vec![0; m],
+    };
+    assert!(
+        iblock.len() >= m,
+        "IBLOCK has {} entries, M = {m}",
+        iblock.len()
+    );
+    report.info = check_args(int(n), int(m), w, iblock, int(ldz));
+    if report.info != 0 || n == 0 || m == 0 {
+        return report;
+    }
+    assert!(
+        e.len() + 1 >= n && z.len() >= (m - 1) * ldz + n,
+        "xSTEIN arrays too short for N = {n}, M = {m}, LDZ = {ldz}"
+    );
+    if n == 1 {
+        z[0] = T::ONE;
+        return report;
+    }
+
+    let tasks = plan(d, e, w, iblock, isplit);
+    // Each task owns the columns it writes (and reads back: a cluster's earlier vectors).
+    let mut pieces: Vec<(usize, &mut [T])> = Vec::with_capacity(tasks.len());
+    let mut rest = &mut *z;
+    let mut at = 0;
+    for (i, task) in tasks.iter().enumerate() {
+        let (col, count) = task.columns();
+        let tail = std::mem::take(&mut rest);
+        let (_, tail) = tail.split_at_mut(col * ldz - at);
+        // Whole columns, except that the last column of Z may end at row N.
+        let len = (count * ldz).min(tail.len());
+        let (mine, tail) = tail.split_at_mut(len);
+        pieces.push((i, mine));
+        rest = tail;
+        at = col * ldz + len;
+    }
+
+    let work: usize = tasks.iter().map(Task::cost).sum();
+    let threads = threads.min(tasks.len());
+    let mut failed: Vec<Vec<usize>> = vec![Vec::new(); tasks.len()];
+    if threads <= 1 || work < PARALLEL_WORK {
+        for (i, z) in pieces {
+            failed[i] = run_task(&tasks[i], d, e, z, ldz);
+        }
+    } else {
+        // Largest first, taken by whichever thread is free; each task's result depends only
+        // on its own inputs, so the schedule does not change the answer.
+        pieces.sort_by_key(|(i, _)| std::cmp::Reverse(tasks[*i].cost()));
+        let queue = Mutex::new(pieces.into_iter());
+        let results = Mutex::new(&mut failed);
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| loop {
+                    let next = queue.lock().unwrap_or_else(|p| p.into_inner()).next();
+                    let Some((i, z)) = next else { break };
+                    let f = run_task(&tasks[i], d, e, z, ldz);
+                    results.lock().unwrap_or_else(|p| p.into_inner())[i] = f;
+                });
+            }
+        });
+    }
+
+    let mut k = 0;
+    for (task, f) in tasks.iter().zip(&failed) {
+        let col = task.columns().0;
+        for &c in f {
+            report.ifail[k] = int(col + c + 1);
+            k += 1;
+        }
+    }
+    report.info = int(k);
+    report
+}
