@@ -422,6 +422,77 @@ void sstebz_gpu_(const char *range,
                  size_t range_len,
                  size_t order_len);
 
+// Eigenvectors of the symmetric tridiagonal matrix with diagonal `d[0..n]` and off-diagonal
+// `e[0..n-1]` for the `m` eigenvalues `w` that DSTEBZ returned with ORDER = 'B' (`iblock`,
+// `isplit` as it returned them), in double precision (C convention, LAPACKE's shape without
+// the layout argument: column-major). Column j of `z` (`ldz` × `m`, `ldz` >= max(1, `n`))
+// receives the eigenvector of `w[j]`, zero outside its block, of unit 2-norm, its
+// largest-magnitude component positive (eigenvectors are determined up to sign; ties between
+// largest components may come out with LAPACK's opposite sign). LAPACK DSTEIN's algorithm:
+// inverse iteration from LAPACK's own starting vectors, at most 5 iterations, vectors of
+// eigenvalues closer than 1e-3 ‖T‖₁ reorthogonalized; `ifail` (`m` entries) receives the
+// indices of the vectors that did not converge, then zeros. The GPU path is not built yet:
+// the call runs on the host's threads (results do not depend on their number).
+//
+// Returns INFO: 0 on success; −i if the i-th argument (LAPACK DSTEIN's numbering: 1 N, 4 M,
+// 9 LDZ, 5 W not ascending within a block, 6 IBLOCK decreasing; a NULL array is an illegal
+// value of its own argument: 2 D, 3 E, 5 W, 6 IBLOCK, 7 ISPLIT, 8 Z, 12 IFAIL), reported through
+// `xerbla_` as DSTEIN_GPU; k > 0 if k eigenvectors failed to converge; −1000 for an internal
+// error (printed on stderr).
+int dstein_gpu(int n,
+               const double *d,
+               const double *e,
+               int m,
+               const double *w,
+               const int *iblock,
+               const int *isplit,
+               double *z,
+               int ldz,
+               int *ifail);
+
+// Single-precision `dstein_gpu` (LAPACK SSTEIN's contract).
+int sstein_gpu(int n,
+               const float *d,
+               const float *e,
+               int m,
+               const float *w,
+               const int *iblock,
+               const int *isplit,
+               float *z,
+               int ldz,
+               int *ifail);
+
+// `dstein_gpu` in the Fortran convention: LAPACK DSTEIN's exact argument list, all by
+// reference (WORK and IWORK accepted, not used). INFO as for `dstein_gpu`.
+void dstein_gpu_(const int *n,
+                 const double *d,
+                 const double *e,
+                 const int *m,
+                 const double *w,
+                 const int *iblock,
+                 const int *isplit,
+                 double *z,
+                 const int *ldz,
+                 double *_work,
+                 int *_iwork,
+                 int *ifail,
+                 int *info);
+
+// Single-precision `dstein_gpu_` (LAPACK SSTEIN's argument list).
+void sstein_gpu_(const int *n,
+                 const float *d,
+                 const float *e,
+                 const int *m,
+                 const float *w,
+                 const int *iblock,
+                 const int *isplit,
+                 float *z,
+                 const int *ldz,
+                 float *_work,
+                 int *_iwork,
+                 int *ifail,
+                 int *info);
+
 // All eigenvalues of the real symmetric `n` x `n` matrix `a` (its `uplo` triangle, 'U' or
 // 'L'), ascending in `w` (`n` entries), in double precision (C convention, LAPACKE shape).
 //

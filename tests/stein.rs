@@ -430,3 +430,111 @@ fn blocks_outside_t_fail_instead_of_reading_past_d() {
         assert!((z[0] - s).abs() < 1e-15 && (z[1] - s).abs() < 1e-15 && z[2..4] == [0.0, 0.0]);
     }
 }
+
+/// The exported names (C and Fortran conventions): LAPACK's INFO and `xerbla_` report for
+/// each illegal argument in turn, a NULL array as an illegal value of its own argument, and
+/// on legal input the same Z, INFO and IFAIL as the library function.
+#[test]
+fn exported_names_check_as_lapack_and_agree_with_the_library() {
+    use hylapack::api::stein::{dstein_gpu, dstein_gpu_, sstein_gpu};
+    let seed = seed();
+    let mut rng = Rng::new(seed);
+    let n = 40;
+    let (d, e) = testmat::tridiag::<f64>(TridiagFamily::Random, n, &mut rng);
+    let ev = stebz_by_block(b'A', 0, 0, &d, &e);
+    let m = ev.w.len();
+    let (mut z_lib, mut z_c, mut z_f) = (vec![0.0; n * m], vec![0.0; n * m], vec![0.0; n * m]);
+    let want = stein::stein(&d, &e, &ev.w, &ev.iblock, &ev.isplit, &mut z_lib, n);
+    let (mut ifail_c, mut ifail_f) = (vec![7; m], vec![7; m]);
+    let (ni, mi) = (n as c_int, m as c_int);
+    // SAFETY: every array has the extent DSTEIN reads or writes.
+    let info_c = unsafe {
+        dstein_gpu(
+            ni,
+            d.as_ptr(),
+            e.as_ptr(),
+            mi,
+            ev.w.as_ptr(),
+            ev.iblock.as_ptr(),
+            ev.isplit.as_ptr(),
+            z_c.as_mut_ptr(),
+            ni,
+            ifail_c.as_mut_ptr(),
+        )
+    };
+    let (mut work, mut iwork, mut info_f) = (vec![0.0; 5 * n], vec![0; n], 9);
+    // SAFETY: as above, plus LAPACK's WORK (5N) and IWORK (N).
+    unsafe {
+        dstein_gpu_(
+            &ni,
+            d.as_ptr(),
+            e.as_ptr(),
+            &mi,
+            ev.w.as_ptr(),
+            ev.iblock.as_ptr(),
+            ev.isplit.as_ptr(),
+            z_f.as_mut_ptr(),
+            &ni,
+            work.as_mut_ptr(),
+            iwork.as_mut_ptr(),
+            ifail_f.as_mut_ptr(),
+            &mut info_f,
+        )
+    };
+    assert_eq!((info_c, info_f), (want.info, want.info), "seed={seed}");
+    assert_eq!(
+        (&ifail_c, &ifail_f),
+        (&want.ifail, &want.ifail),
+        "seed={seed}"
+    );
+    assert_eq!((&z_c, &z_f), (&z_lib, &z_lib), "seed={seed}");
+
+    let reported = |name: &str, arg: i32| {
+        XERBLA_CALLS
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(s, a)| s == name && *a == arg)
+            .count()
+    };
+    let wf: Vec<f32> = ev.w.iter().map(|&x| x as f32).collect();
+    let (df, ef): (Vec<f32>, Vec<f32>) = (
+        d.iter().map(|&x| x as f32).collect(),
+        e.iter().map(|&x| x as f32).collect(),
+    );
+    let mut zf = vec![0.0f32; n * m];
+    let mut ifail = vec![0; m];
+    let null = std::ptr::null::<f32>();
+    // (N, M, LDZ, D NULL, W NULL, expected INFO)
+    for (nn, mm, ldz, d_null, w_null, expect) in [
+        (-1, 0, 1, false, false, -1),
+        (ni, mi + ni + 1, ni, false, false, -4),
+        (ni, -1, 0, false, false, -4),
+        (ni, mi, ni - 1, false, false, -9),
+        (ni, mi, ni, false, true, -5),
+        (ni, mi, ni, true, false, -2),
+    ] {
+        let before = reported("SSTEIN_GPU", -expect);
+        // SAFETY: arrays of the extents above, or NULL where the case says so.
+        let info = unsafe {
+            sstein_gpu(
+                nn,
+                if d_null { null } else { df.as_ptr() },
+                ef.as_ptr(),
+                mm,
+                if w_null { null } else { wf.as_ptr() },
+                ev.iblock.as_ptr(),
+                ev.isplit.as_ptr(),
+                zf.as_mut_ptr(),
+                ldz,
+                ifail.as_mut_ptr(),
+            )
+        };
+        assert_eq!(info, expect, "N={nn} M={mm} LDZ={ldz}");
+        assert_eq!(
+            reported("SSTEIN_GPU", -expect),
+            before + 1,
+            "xerbla_ for {expect}"
+        );
+    }
+}

@@ -19,6 +19,7 @@
 
 mod gtsv;
 mod stebz;
+mod stein;
 mod syev;
 
 use hylapack::api::HYLAPACK_INFO_INTERNAL_ERROR;

@@ -8,6 +8,7 @@
 pub mod gtsv;
 pub mod interval;
 pub mod stebz;
+pub mod stein;
 pub mod syev;
 pub mod syrdb;
 

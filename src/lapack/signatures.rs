@@ -125,3 +125,20 @@ pub type SyevrFn<T> = unsafe extern "C" fn(
     usize,
     usize,
 );
+
+/// xSTEIN.
+pub type SteinFn<T> = unsafe extern "C" fn(
+    *const c_int,
+    *const T,
+    *const T,
+    *const c_int,
+    *const T,
+    *const c_int,
+    *const c_int,
+    *mut T,
+    *const c_int,
+    *mut T,
+    *mut c_int,
+    *mut c_int,
+    *mut c_int,
+);

@@ -1,0 +1,283 @@
+//! `sstein_gpu` / `dstein_gpu`: eigenvectors of a symmetric tridiagonal matrix by inverse
+//! iteration, with LAPACK xSTEIN's contract. The GPU path is not built yet: these names run
+//! hylapack's inverse iteration on the host's threads (`crate::stein`).
+
+use super::{ffi_boundary, input, output, report_illegal_argument, HYLAPACK_INFO_INTERNAL_ERROR};
+use crate::dispatch::{self, Backend};
+use crate::real::Real;
+use crate::stein;
+use std::ffi::c_int;
+use std::time::Instant;
+
+/// Why the call ran on the host.
+const NO_GPU_PATH: &str = "xSTEIN has no GPU path yet: hylapack's inverse iteration on the host";
+
+/// Checks pointers and arguments in LAPACK's order (NULL arrays as illegal values of their
+/// LAPACK argument numbers), then runs the routine and logs the call. `Err(info)` for an
+/// illegal argument, not yet reported.
+#[allow(clippy::too_many_arguments)]
+unsafe fn checked_run<T: Real>(
+    routine: &str,
+    n: c_int,
+    d: *const T,
+    e: *const T,
+    m: c_int,
+    w: *const T,
+    iblock: *const c_int,
+    isplit: *const c_int,
+    z: *mut T,
+    ldz: c_int,
+    ifail: *mut c_int,
+) -> Result<c_int, c_int> {
+    // N, M and LDZ first, without reading W or IBLOCK (LAPACK's first three checks).
+    let early = if n < 0 {
+        -1
+    } else if m < 0 || m > n {
+        -4
+    } else {
+        stein::check_args::<T>(n, 0, &[], &[], ldz)
+    };
+    if early != 0 {
+        return Err(early);
+    }
+    let (len, count) = (n as usize, m as usize);
+    let (w, iblock) = (input(w, count), input(iblock, count));
+    let (Some(w), Some(iblock)) = (w, iblock) else {
+        return Err(if w.is_none() { -5 } else { -6 });
+    };
+    let info = stein::check_args(n, m, w, iblock, ldz);
+    if info != 0 {
+        return Err(info);
+    }
+    let ifail = output(ifail, count).ok_or(-12)?;
+    ifail.fill(0);
+    if len == 0 || count == 0 {
+        return Ok(0);
+    }
+    let d = input(d, len).ok_or(-2)?;
+    let e = input(e, len - 1).ok_or(-3)?;
+    let isplit = input(isplit, len).ok_or(-7)?;
+    let z = output(z, crate::lapack::span(len, count, ldz as usize)).ok_or(-8)?;
+    let started = Instant::now();
+    let report = stein::stein(d, e, w, iblock, isplit, z, ldz as usize);
+    ifail.copy_from_slice(&report.ifail);
+    dispatch::finish_call(
+        routine,
+        len,
+        Backend::Cpu,
+        started.elapsed(),
+        Some(NO_GPU_PATH),
+    );
+    Ok(report.info)
+}
+
+/// [`checked_run`] with illegal arguments reported through `xerbla_`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn run<T: Real>(
+    routine: &str,
+    n: c_int,
+    d: *const T,
+    e: *const T,
+    m: c_int,
+    w: *const T,
+    iblock: *const c_int,
+    isplit: *const c_int,
+    z: *mut T,
+    ldz: c_int,
+    ifail: *mut c_int,
+) -> c_int {
+    checked_run(routine, n, d, e, m, w, iblock, isplit, z, ldz, ifail).unwrap_or_else(|info| {
+        report_illegal_argument(routine, info);
+        info
+    })
+}
+
+/// Eigenvectors of the symmetric tridiagonal matrix with diagonal `d[0..n]` and off-diagonal
+/// `e[0..n-1]` for the `m` eigenvalues `w` that DSTEBZ returned with ORDER = 'B' (`iblock`,
+/// `isplit` as it returned them), in double precision (C convention, LAPACKE's shape without
+/// the layout argument: column-major). Column j of `z` (`ldz` × `m`, `ldz` >= max(1, `n`))
+/// receives the eigenvector of `w[j]`, zero outside its block, of unit 2-norm, its
+/// largest-magnitude component positive (eigenvectors are determined up to sign; ties between
+/// largest components may come out with LAPACK's opposite sign). LAPACK DSTEIN's algorithm:
+/// inverse iteration from LAPACK's own starting vectors, at most 5 iterations, vectors of
+/// eigenvalues closer than 1e-3 ‖T‖₁ reorthogonalized; `ifail` (`m` entries) receives the
+/// indices of the vectors that did not converge, then zeros. The GPU path is not built yet:
+/// the call runs on the host's threads (results do not depend on their number).
+///
+/// Returns INFO: 0 on success; −i if the i-th argument (LAPACK DSTEIN's numbering: 1 N, 4 M,
+/// 9 LDZ, 5 W not ascending within a block, 6 IBLOCK decreasing; a NULL array is an illegal
+/// value of its own argument: 2 D, 3 E, 5 W, 6 IBLOCK, 7 ISPLIT, 8 Z, 12 IFAIL), reported through
+/// `xerbla_` as DSTEIN_GPU; k > 0 if k eigenvectors failed to converge; −1000 for an internal
+/// error (printed on stderr).
+#[no_mangle]
+pub unsafe extern "C" fn dstein_gpu(
+    n: c_int,
+    d: *const f64,
+    e: *const f64,
+    m: c_int,
+    w: *const f64,
+    iblock: *const c_int,
+    isplit: *const c_int,
+    z: *mut f64,
+    ldz: c_int,
+    ifail: *mut c_int,
+) -> c_int {
+    ffi_boundary!("DSTEIN_GPU", HYLAPACK_INFO_INTERNAL_ERROR, {
+        run("DSTEIN_GPU", n, d, e, m, w, iblock, isplit, z, ldz, ifail)
+    })
+}
+
+/// Single-precision `dstein_gpu` (LAPACK SSTEIN's contract).
+#[no_mangle]
+pub unsafe extern "C" fn sstein_gpu(
+    n: c_int,
+    d: *const f32,
+    e: *const f32,
+    m: c_int,
+    w: *const f32,
+    iblock: *const c_int,
+    isplit: *const c_int,
+    z: *mut f32,
+    ldz: c_int,
+    ifail: *mut c_int,
+) -> c_int {
+    ffi_boundary!("SSTEIN_GPU", HYLAPACK_INFO_INTERNAL_ERROR, {
+        run("SSTEIN_GPU", n, d, e, m, w, iblock, isplit, z, ldz, ifail)
+    })
+}
+
+/// The Fortran convention's body: LAPACK xSTEIN's argument list by reference. WORK (5N) and
+/// IWORK (N) are accepted and not used (the host threads take their own scratch).
+#[allow(clippy::too_many_arguments)]
+unsafe fn fortran<T: Real>(
+    routine: &str,
+    n: *const c_int,
+    d: *const T,
+    e: *const T,
+    m: *const c_int,
+    w: *const T,
+    iblock: *const c_int,
+    isplit: *const c_int,
+    z: *mut T,
+    ldz: *const c_int,
+    ifail: *mut c_int,
+    info: *mut c_int,
+) {
+    let result = match (n.as_ref(), m.as_ref(), ldz.as_ref()) {
+        (None, _, _) => {
+            report_illegal_argument(routine, -1);
+            -1
+        }
+        (_, None, _) => {
+            report_illegal_argument(routine, -4);
+            -4
+        }
+        (_, _, None) => {
+            report_illegal_argument(routine, -9);
+            -9
+        }
+        (Some(&n), Some(&m), Some(&ldz)) => {
+            run(routine, n, d, e, m, w, iblock, isplit, z, ldz, ifail)
+        }
+    };
+    if let Some(info) = info.as_mut() {
+        *info = result;
+    }
+}
+
+/// `dstein_gpu` in the Fortran convention: LAPACK DSTEIN's exact argument list, all by
+/// reference (WORK and IWORK accepted, not used). INFO as for `dstein_gpu`.
+#[no_mangle]
+pub unsafe extern "C" fn dstein_gpu_(
+    n: *const c_int,
+    d: *const f64,
+    e: *const f64,
+    m: *const c_int,
+    w: *const f64,
+    iblock: *const c_int,
+    isplit: *const c_int,
+    z: *mut f64,
+    ldz: *const c_int,
+    _work: *mut f64,
+    _iwork: *mut c_int,
+    ifail: *mut c_int,
+    info: *mut c_int,
+) {
+    ffi_boundary!("DSTEIN_GPU", (), {
+        fortran(
+            "DSTEIN_GPU",
+            n,
+            d,
+            e,
+            m,
+            w,
+            iblock,
+            isplit,
+            z,
+            ldz,
+            ifail,
+            info,
+        )
+    })
+}
+
+/// Single-precision `dstein_gpu_` (LAPACK SSTEIN's argument list).
+#[no_mangle]
+pub unsafe extern "C" fn sstein_gpu_(
+    n: *const c_int,
+    d: *const f32,
+    e: *const f32,
+    m: *const c_int,
+    w: *const f32,
+    iblock: *const c_int,
+    isplit: *const c_int,
+    z: *mut f32,
+    ldz: *const c_int,
+    _work: *mut f32,
+    _iwork: *mut c_int,
+    ifail: *mut c_int,
+    info: *mut c_int,
+) {
+    ffi_boundary!("SSTEIN_GPU", (), {
+        fortran(
+            "SSTEIN_GPU",
+            n,
+            d,
+            e,
+            m,
+            w,
+            iblock,
+            isplit,
+            z,
+            ldz,
+            ifail,
+            info,
+        )
+    })
+}
+
+/// The preload library's xSTEIN: hylapack's path for a call LAPACK accepts, logged under
+/// `routine` (the name the program called); `None` for an illegal argument (nothing written),
+/// which the caller forwards so that LAPACK reports it.
+///
+/// # Safety
+/// The pointers are the caller's xSTEIN arguments (each valid for LAPACK's extent or NULL).
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn interposed<T: Real>(
+    routine: &str,
+    n: *const c_int,
+    d: *const T,
+    e: *const T,
+    m: *const c_int,
+    w: *const T,
+    iblock: *const c_int,
+    isplit: *const c_int,
+    z: *mut T,
+    ldz: *const c_int,
+    ifail: *mut c_int,
+) -> Option<c_int> {
+    let (n, m, ldz) = (*n.as_ref()?, *m.as_ref()?, *ldz.as_ref()?);
+    ffi_boundary!(routine, None, {
+        checked_run(routine, n, d, e, m, w, iblock, isplit, z, ldz, ifail).ok()
+    })
+}
