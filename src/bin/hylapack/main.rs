@@ -5,6 +5,7 @@ mod bench;
 mod bench_gtsv;
 mod bench_interval;
 mod bench_overhead;
+mod bench_processes;
 mod bench_syev;
 mod demo;
 mod info;
