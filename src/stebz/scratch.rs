@@ -1,15 +1,18 @@
 //! The host workspace of one xSTEBZ call, sized in one place (the family's LWORK): every
 //! array whose size depends on N is allocated here, fallibly and before anything is computed,
-//! and the stages ([`solve`](super::solve), [`multisection`](super::multisection), the sort)
-//! take their memory from it. When it cannot be allocated, the caller falls back to the system
-//! LAPACK, which needs only 4N reals and 3N integers (see [`stebz_or_lapack`](super::stebz_or_lapack)).
+//! and the stages ([`solve`](super::solve),
+//! [`multisection`](super::multisection::multisection), the sort) take their memory from it.
+//! When it cannot be allocated, the caller falls back to the system LAPACK, which needs only
+//! 4N reals and 3N integers (see [`stebz_or_lapack`](super::stebz_or_lapack)).
 //!
 //! The bounds: at most N blocks; the active intervals of a step hold disjoint sets of
 //! eigenvalues, one at least each, so a step has at most N of them, and consuming it leaves at
 //! most N intervals and N fills; a step places at most [`Plan::points`] points (the
 //! multisection lowers its levels until its points fit).
 
-use super::{BlockRun, Fill, Interval, Order, Prep, MAX_LEVELS};
+use super::args::{decode_order, Order};
+use super::blocks::Prep;
+use super::multisection::{BlockRun, Fill, Interval, MAX_LEVELS};
 use crate::host::try_vec;
 use crate::real::Real;
 use std::mem::size_of;
@@ -55,7 +58,7 @@ impl Plan {
 /// Bytes of host workspace a call with `n` rows and ORDER `order` (`b'B'` or `b'E'`) allocates
 /// in precision `T` (the scratch query; `None` for an illegal ORDER).
 pub fn scratch_bytes<T: Real>(n: usize, order: u8) -> Option<usize> {
-    Some(Plan::new(n, super::decode_order(order)?).bytes::<T>())
+    Some(Plan::new(n, decode_order(order)?).bytes::<T>())
 }
 
 /// The workspace itself: one array per use, each of the length its [`Plan`] gives.
