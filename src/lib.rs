@@ -10,6 +10,7 @@ pub mod gtsv;
 pub mod host;
 pub mod interval;
 pub mod lapack;
+pub mod log;
 pub mod real;
 pub mod sbr;
 pub mod stebz;

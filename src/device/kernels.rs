@@ -3,7 +3,7 @@
 //! driver and NVRTC version. A cache entry that fails its checksum or does not load is rebuilt.
 
 use super::{DeviceError, Gpu, LoadedModule};
-use crate::dispatch;
+use crate::log;
 use cudarc::nvrtc::sys as nvrtc;
 use std::ffi::{c_char, CStr};
 use std::path::{Path, PathBuf};
@@ -162,7 +162,7 @@ pub fn cubin(
     }
     let cubin = compile(source, arch)?;
     if let Err(e) = write_entry(&path, &cubin) {
-        dispatch::debug(|| format!("kernel cache {}: not written ({e})", path.display()));
+        log::debug(|| format!("kernel cache {}: not written ({e})", path.display()));
     }
     Ok((cubin, Origin::Compiled))
 }
@@ -173,7 +173,7 @@ fn read_entry(path: &Path) -> Option<Vec<u8>> {
         && &data[..8] == MAGIC
         && data[8..16] == fnv1a(&[&data[16..]]).to_le_bytes();
     if !valid {
-        dispatch::debug(|| format!("kernel cache {}: corrupt entry, rebuilding", path.display()));
+        log::debug(|| format!("kernel cache {}: corrupt entry, rebuilding", path.display()));
         return None;
     }
     Some(data[16..].to_vec())
@@ -204,7 +204,7 @@ fn replacement(source: &KernelSource) -> Option<KernelSource> {
     let dir = std::env::var_os("HYLAPACK_KERNEL_DIR")?;
     let path = Path::new(&dir).join(format!("{}.cu", source.name));
     let text = std::fs::read_to_string(&path).ok()?;
-    dispatch::debug(|| format!("kernels {}: source from {}", source.name, path.display()));
+    log::debug(|| format!("kernels {}: source from {}", source.name, path.display()));
     Some(KernelSource {
         name: source.name,
         source: Box::leak(text.into_boxed_str()),
@@ -225,7 +225,7 @@ pub(super) fn load(gpu: &Gpu, source: &KernelSource) -> Result<LoadedModule, Dev
         (Ok(m), _) => m,
         (Err(e), Origin::Cache) => {
             // A valid-looking entry the driver rejects: rebuild it once.
-            dispatch::debug(|| {
+            log::debug(|| {
                 format!(
                     "kernel cache entry for {} rejected by the driver ({e}); recompiling",
                     source.name
@@ -239,7 +239,7 @@ pub(super) fn load(gpu: &Gpu, source: &KernelSource) -> Result<LoadedModule, Dev
         (Err(e), Origin::Compiled) => return Err(e.into()),
     };
     let load_time = started.elapsed();
-    dispatch::debug(|| {
+    log::debug(|| {
         format!(
             "kernels {} for {arch}: {origin:?} in {:.1} ms",
             source.name,

@@ -10,7 +10,7 @@ pub mod linalg;
 pub mod memory;
 
 use crate::config;
-use crate::dispatch;
+use crate::log;
 use cudarc::driver::{CudaContext, CudaModule, CudaStream};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -139,7 +139,7 @@ pub fn gpu() -> Result<&'static Gpu, DeviceError> {
         let found = std::panic::catch_unwind(discover)
             .unwrap_or_else(|_| Err(DeviceError::Driver("panic during GPU discovery".into())));
         match &found {
-            Ok(g) => dispatch::debug(|| {
+            Ok(g) => log::debug(|| {
                 format!(
                     "GPU {} ({}), {} MiB, budget {} MiB",
                     g.info.name,
@@ -148,7 +148,7 @@ pub fn gpu() -> Result<&'static Gpu, DeviceError> {
                     g.budget.limit() >> 20
                 )
             }),
-            Err(e) => dispatch::debug(|| format!("no GPU: {e}")),
+            Err(e) => log::debug(|| format!("no GPU: {e}")),
         }
         found
     })
