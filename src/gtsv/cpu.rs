@@ -206,9 +206,13 @@ impl<'a, T: Lapack> Spike<'a, T> {
                         })
                     })
                     .collect();
-                handles
+                // Join every thread (not `all`, which would stop at the first failure and leave
+                // a panicked thread for the scope to re-raise).
+                #[allow(clippy::unnecessary_fold)]
+                let ok = handles
                     .into_iter()
-                    .fold(true, |ok, h| h.join().unwrap_or(false) && ok)
+                    .fold(true, |ok, h| h.join().unwrap_or(false) && ok);
+                ok
             })
         };
         if !factored {

@@ -414,6 +414,9 @@ pub fn enclose_rows(
     }
 }
 
+/// One block of [`par_rows`]: its rows and their pieces of each array.
+type RowBlock<'a, const K: usize> = (Range<usize>, [&'a mut [f64]; K]);
+
 /// At most this many row blocks (and threads) in [`par_rows`].
 const MAX_BLOCKS: usize = 256;
 
@@ -429,8 +432,7 @@ fn par_rows<const K: usize>(
     // About 64K matrix entries per block is where a thread pays for itself.
     let threads = cores.min((n * n) >> 16).clamp(1, MAX_BLOCKS);
     let per = n.div_ceil(threads).max(1);
-    let mut blocks: [Option<(Range<usize>, [&mut [f64]; K])>; MAX_BLOCKS] =
-        std::array::from_fn(|_| None);
+    let mut blocks: [Option<RowBlock<'_, K>>; MAX_BLOCKS] = std::array::from_fn(|_| None);
     let mut rest = arrays;
     let mut start = 0;
     for slot in blocks.iter_mut() {
