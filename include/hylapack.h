@@ -183,7 +183,9 @@ int sgtsv_spike_strided_batch(int n,
 //
 // Returns 0, or −i if argument i is illegal (reported through `xerbla_` as DGEMM_ROUNDED:
 // 1 rnd, 2 transa, 3 transb, 4 m, 5 n, 6 k, 8 A null, 9 lda, 10 B null, 11 ldb,
-// 13 C null or overlapping A or B, 14 ldc).
+// 13 C null or overlapping A or B, 14 ldc), or −1000 (`HYLAPACK_INFO_INTERNAL_ERROR`) with
+// one line on stderr and C unchanged when host memory the call needs (the CPU path packs
+// op(A) and op(B): (m + n)·k reals) cannot be allocated; never an abort.
 int dgemm_rounded(char rnd,
                   char transa,
                   char transb,
@@ -200,7 +202,9 @@ int dgemm_rounded(char rnd,
                   int ldc);
 
 // Fortran `DGEMM_ROUNDED(RND, TRANSA, TRANSB, M, N, K, ALPHA, A, LDA, B, LDB, BETA, C, LDC)`:
-// as [`dgemm_rounded`], a BLAS-style subroutine (illegal arguments go to `xerbla_`).
+// as [`dgemm_rounded`], a BLAS-style subroutine (illegal arguments go to `xerbla_`). It has
+// no INFO: when host memory the call needs cannot be allocated, C is left unchanged and one
+// line on stderr says so (never an abort).
 void dgemm_rounded_(const char *rnd,
                     const char *transa,
                     const char *transb,
@@ -236,7 +240,10 @@ void dgemm_rounded_(const char *rnd,
 // Returns 0, or −i for an illegal argument i (through `xerbla_` as DIGEMM): 1 transa,
 // 2 transb, 3 m, 4 n, 5 k, 6/7 A_inf/A_sup null, 7 some entry of [A] is not an interval
 // (inf > sup or NaN), 8 lda, 9/10 B_inf/B_sup null, 10 [B] not an interval, 11 ldb,
-// 12/13 C_inf/C_sup null or overlapping an input or each other, 14 ldc.
+// 12/13 C_inf/C_sup null or overlapping an input or each other, 14 ldc. Returns −1000
+// (`HYLAPACK_INFO_INTERNAL_ERROR`) with one line on stderr and `[C]` unchanged when host
+// memory the call needs cannot be allocated (the CPU path holds about 2(m + n)·k + 2·m·n
+// reals: packed or split operands and the products); never an abort.
 int digemm(char transa,
            char transb,
            int m,
@@ -253,7 +260,9 @@ int digemm(char transa,
            int ldc);
 
 // Fortran `DIGEMM(TRANSA, TRANSB, M, N, K, AINF, ASUP, LDA, BINF, BSUP, LDB, CINF, CSUP,
-// LDC)`: as [`digemm`], a BLAS-style subroutine (illegal arguments go to `xerbla_`).
+// LDC)`: as [`digemm`], a BLAS-style subroutine (illegal arguments go to `xerbla_`). It has
+// no INFO: when host memory the call needs cannot be allocated, CINF and CSUP are left
+// unchanged and one line on stderr says so (never an abort).
 void digemm_(const char *transa,
              const char *transb,
              const int *m,
@@ -284,8 +293,11 @@ void digemm_(const char *transa,
 // through `xerbla_` as DGESV_VERIFIED); i in 1..n: U(i,i) of the LU factorization is exactly
 // zero (singular to working precision); n+1: some column could not be verified (A singular or
 // too ill-conditioned, or A has a NaN or ±∞ entry: that is decided before any factorization,
-// so the GPU and the CPU give n+1 alike). N = 0 or NRHS = 0: a quick return with INFO = 0. A column that is not verified is returned as [−∞, +∞]; an unverified
-// interval is never returned as verified.
+// so the GPU and the CPU give n+1 alike); −1000 (`HYLAPACK_INFO_INTERNAL_ERROR`): host
+// memory the call needs could not be allocated (14·n·nrhs reals, and on the CPU three n × n
+// matrices), X_inf and X_sup are unchanged and one line on stderr says so (never an abort).
+// N = 0 or NRHS = 0: a quick return with INFO = 0. A column that is not verified is returned
+// as [−∞, +∞]; an unverified interval is never returned as verified.
 int dgesv_verified(int n,
                    int nrhs,
                    const double *a,

@@ -8,6 +8,7 @@
 //! and printed the expected line. The margins are below what the code before the fix
 //! allocated for the same call, and above what LAPACK itself needs.
 
+use hylapack::api::interval::{dgemm_rounded_, dgesv_verified, digemm};
 use hylapack::api::stebz::{dstebz_gpu, dstebz_gpu_, sstebz_gpu_};
 use hylapack::lapack::Lapack;
 use std::ffi::c_int;
@@ -19,10 +20,16 @@ const MIB: u64 = 1 << 20;
 /// Runs `test` (this file's test function of that name) in a child process and returns its
 /// stdout, after checking that it exited normally with status 0.
 fn in_child(test: &str) -> String {
+    in_child_env(test, &[]).0
+}
+
+/// [`in_child`] with extra environment variables; returns the child's stdout and stderr.
+fn in_child_env(test: &str, env: &[(&str, &str)]) -> (String, String) {
     let exe = std::env::current_exe().expect("test binary");
     let out = Command::new(exe)
         .args([test, "--exact", "--test-threads=1", "--nocapture"])
         .env(CHILD, "1")
+        .envs(env.iter().copied())
         .output()
         .expect("run the test binary");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -39,7 +46,12 @@ fn in_child(test: &str) -> String {
         out.status
     );
     eprintln!("{test}: child stdout:\n{stdout}child stderr:\n{stderr}");
-    stdout
+    (stdout, stderr.into_owned())
+}
+
+/// How many lines of `stderr` contain `text`.
+fn lines_with(stderr: &str, text: &str) -> usize {
+    stderr.lines().filter(|l| l.contains(text)).count()
 }
 
 fn in_child_process() -> bool {
@@ -307,6 +319,229 @@ fn dstebz_gpu_c_without_memory_returns_minus_1000() {
     assert_eq!(
         result_line(&out),
         "RESULT info=-1000 m=0 same_as_lapack=false untouched=true",
+        "{out}"
+    );
+}
+
+// ---- interval family ----
+
+/// The CPU path, whatever the host has.
+const CPU_ONLY: [(&str, &str); 1] = [("HYLAPACK_DEVICE", "cpu")];
+
+/// N for the verified solve: A is 128 MB; the CPU engine's three n × n matrices (384 MB, and
+/// the old code's LU copy alone, 128 MB) do not fit a 64 MiB margin; its 14 vectors do.
+const GESV_N: usize = 4000;
+
+/// DGESV_VERIFIED (C name, CPU engine) under a 64 MiB margin: INFO = -1000, X_inf and X_sup
+/// untouched, one line on stderr.
+#[test]
+fn dgesv_verified_without_memory_returns_minus_1000() {
+    if in_child_process() {
+        let n = GESV_N;
+        let mut rng = hylapack::testmat::Rng::new(2323);
+        let a: Vec<f64> = (0..n * n).map(|_| rng.uniform() - 0.5).collect();
+        let b: Vec<f64> = (0..n).map(|_| rng.uniform()).collect();
+        let (mut lo, mut hi) = (vec![-7.0; n], vec![-7.0; n]);
+        limit_address_space(64 * MIB);
+        let nn = n as c_int;
+        // SAFETY: A is n × n, B and the outputs n × 1, leading dimensions n.
+        let info = unsafe {
+            dgesv_verified(
+                nn,
+                1,
+                a.as_ptr(),
+                nn,
+                b.as_ptr(),
+                nn,
+                lo.as_mut_ptr(),
+                hi.as_mut_ptr(),
+                nn,
+            )
+        };
+        let untouched = lo.iter().chain(&hi).all(|&v| v == -7.0);
+        println!("RESULT info={info} untouched={untouched}");
+        return;
+    }
+    let (out, err) = in_child_env(
+        "dgesv_verified_without_memory_returns_minus_1000",
+        &CPU_ONLY,
+    );
+    assert_eq!(
+        result_line(&out),
+        "RESULT info=-1000 untouched=true",
+        "{out}"
+    );
+    assert_eq!(
+        lines_with(&err, "internal error in dgesv_verified: cannot allocate"),
+        1,
+        "{err}"
+    );
+}
+
+/// Shape of the products (M = N, K): each bound of A and B is 80 MB. The CPU paths' workspace
+/// (packed or split copies of the operands, 80 MB each; the old code's first one alone) does
+/// not fit the margin. Each such array is larger than the 64 MiB that glibc reserves for a
+/// thread's arena (counted in VmSize already, so it could otherwise be served there).
+const GEMM_MN: usize = 1000;
+const GEMM_K: usize = 10_000;
+
+/// DIGEMM (C name, CPU, midpoint–radius since every bound is finite) under a 16 MiB margin:
+/// INFO = -1000, [C] untouched, one line on stderr.
+#[test]
+fn digemm_without_memory_returns_minus_1000() {
+    if in_child_process() {
+        let (n, k) = (GEMM_MN, GEMM_K);
+        let mut rng = hylapack::testmat::Rng::new(2324);
+        let mut bounds = || -> (Vec<f64>, Vec<f64>) {
+            let lo: Vec<f64> = (0..n * k).map(|_| rng.uniform() - 0.5).collect();
+            let hi = lo.iter().map(|v| v + 1e-3).collect();
+            (lo, hi)
+        };
+        let ((ai, asup), (bi, bsup)) = (bounds(), bounds());
+        let (mut ci, mut cs) = (vec![-7.0; n * n], vec![-7.0; n * n]);
+        limit_address_space(16 * MIB);
+        let (nn, kk) = (n as c_int, k as c_int);
+        // SAFETY: A is n × k (lda n), B k × n (ldb k), C n × n (ldc n).
+        let info = unsafe {
+            digemm(
+                b'N' as _,
+                b'N' as _,
+                nn,
+                nn,
+                kk,
+                ai.as_ptr(),
+                asup.as_ptr(),
+                nn,
+                bi.as_ptr(),
+                bsup.as_ptr(),
+                kk,
+                ci.as_mut_ptr(),
+                cs.as_mut_ptr(),
+                nn,
+            )
+        };
+        let untouched = ci.iter().chain(&cs).all(|&v| v == -7.0);
+        println!("RESULT info={info} untouched={untouched}");
+        return;
+    }
+    let (out, err) = in_child_env("digemm_without_memory_returns_minus_1000", &CPU_ONLY);
+    assert_eq!(
+        result_line(&out),
+        "RESULT info=-1000 untouched=true",
+        "{out}"
+    );
+    assert_eq!(
+        lines_with(&err, "internal error in digemm: cannot allocate"),
+        1,
+        "{err}"
+    );
+}
+
+/// DGEMM_ROUNDED_ (the Fortran name: a subroutine without INFO) under a 16 MiB margin: C
+/// untouched and one line on stderr, no abort.
+#[test]
+fn dgemm_rounded_fortran_without_memory_leaves_c() {
+    if in_child_process() {
+        let (n, k) = (GEMM_MN, GEMM_K);
+        let mut rng = hylapack::testmat::Rng::new(2325);
+        let a: Vec<f64> = (0..n * k).map(|_| rng.uniform() - 0.5).collect();
+        let b: Vec<f64> = (0..n * k).map(|_| rng.uniform() - 0.5).collect();
+        let mut c = vec![-7.0; n * n];
+        let (nn, kk, one, zero) = (n as c_int, k as c_int, 1.0f64, 0.0f64);
+        limit_address_space(16 * MIB);
+        // SAFETY: A is n × k (lda n), B k × n (ldb k), C n × n (ldc n); CHARACTER arguments
+        // of length 1.
+        unsafe {
+            dgemm_rounded_(
+                b"U".as_ptr().cast(),
+                b"N".as_ptr().cast(),
+                b"N".as_ptr().cast(),
+                &nn,
+                &nn,
+                &kk,
+                &one,
+                a.as_ptr(),
+                &nn,
+                b.as_ptr(),
+                &kk,
+                &zero,
+                c.as_mut_ptr(),
+                &nn,
+                1,
+                1,
+                1,
+            )
+        };
+        let untouched = c.iter().all(|&v| v == -7.0);
+        println!("RESULT untouched={untouched}");
+        return;
+    }
+    let (out, err) = in_child_env("dgemm_rounded_fortran_without_memory_leaves_c", &CPU_ONLY);
+    assert_eq!(result_line(&out), "RESULT untouched=true", "{out}");
+    assert_eq!(
+        lines_with(&err, "internal error in dgemm_rounded_: cannot allocate"),
+        1,
+        "{err}"
+    );
+}
+
+// ---- gtsv ----
+
+/// N = 2^22: the matrix and B are 128 MB; the CPU SPIKE path's workspace (X, the spikes and
+/// the block factors, about 25 bytes per row and more; the old code's X alone, 32 MB) does not
+/// fit a 16 MiB margin, while LAPACK xGTSV needs no workspace.
+const GTSV_N: usize = 1 << 22;
+
+/// SPIKE on the CPU (the Rust API with `cpu_min_n = 2`: the exported names never run SPIKE on
+/// the CPU) under a 16 MiB margin: its workspace cannot be allocated, so LAPACK xGTSV runs on
+/// the caller's arrays and the answer is LAPACK's, bit for bit.
+#[test]
+fn dgtsv_spike_cpu_without_memory_falls_back_to_lapack() {
+    use hylapack::gtsv::{gtsv_with, Options, Solver};
+    use hylapack::lapack::Lapack;
+    if in_child_process() {
+        let n = GTSV_N;
+        let mut rng = hylapack::testmat::Rng::new(2326);
+        let t = hylapack::gtsv::matrices::diagonally_dominant(n, &mut rng);
+        let b: Vec<f64> = (0..n).map(|_| rng.uniform() - 0.5).collect();
+        let (mut rdl, mut rd, mut rdu, mut rb) =
+            (t.dl.clone(), t.d.clone(), t.du.clone(), b.clone());
+        let rinfo = f64::gtsv(&mut rdl, &mut rd, &mut rdu, &mut rb, n, 1);
+        let (mut dl, mut d, mut du, mut x) = (t.dl, t.d, t.du, b);
+        drop((rdl, rd, rdu));
+        let opts = Options {
+            cpu_min_n: 2,
+            ..Options::default()
+        };
+        limit_address_space(16 * MIB);
+        let report = gtsv_with(
+            &opts,
+            &mut dl,
+            &mut d,
+            &mut du,
+            &mut x,
+            n,
+            1,
+            hylapack::dispatch::Backend::Cpu,
+        );
+        let same =
+            rinfo == report.info && x.iter().zip(&rb).all(|(p, q)| p.to_bits() == q.to_bits());
+        println!(
+            "RESULT info={} lapack={} same_as_lapack={same}",
+            report.info,
+            report.solver == Solver::Lapack
+        );
+        println!("NOTE {}", report.note.unwrap_or_default());
+        return;
+    }
+    let out = in_child("dgtsv_spike_cpu_without_memory_falls_back_to_lapack");
+    assert_eq!(
+        result_line(&out),
+        "RESULT info=0 lapack=true same_as_lapack=true",
+        "{out}"
+    );
+    assert!(
+        out.contains("cannot allocate") && out.contains("LAPACK xGTSV ran instead"),
         "{out}"
     );
 }

@@ -11,6 +11,18 @@ use crate::interval::{self, round::Dir, IntervalOperand, Operand, Trans};
 use crate::lapack::span;
 use std::ffi::{c_char, c_int};
 
+// The family's INFO for host memory that cannot be allocated is the library's internal error.
+const _: () = assert!(interval::INFO_NO_HOST_MEMORY == HYLAPACK_INFO_INTERNAL_ERROR);
+
+/// Host memory a call needs could not be allocated (issue #23): one line on stderr, and the
+/// library's internal-error INFO. `outputs` names what the call left unchanged.
+fn no_memory(routine: &str, outputs: &str, e: interval::NoMemory) -> c_int {
+    eprintln!(
+        "hylapack: internal error in {routine}: {e}; {outputs} unchanged, returning INFO = {HYLAPACK_INFO_INTERNAL_ERROR}"
+    );
+    HYLAPACK_INFO_INTERNAL_ERROR
+}
+
 fn trans_of(c: u8) -> Option<Trans> {
     match c.to_ascii_uppercase() {
         b'N' => Some(Trans::No),
@@ -46,6 +58,7 @@ fn stored_rows(t: Trans, rows_op: usize, cols_op: usize) -> (usize, usize) {
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn gemm_rounded_run(
+    routine: &str,
     rnd: u8,
     transa: u8,
     transb: u8,
@@ -121,7 +134,7 @@ unsafe fn gemm_rounded_run(
         ld: ldb,
         trans: tb,
     };
-    interval::gemm_rounded(
+    match interval::gemm_rounded(
         dir,
         mu,
         nu,
@@ -132,8 +145,10 @@ unsafe fn gemm_rounded_run(
         beta,
         c,
         ldc,
-    );
-    0
+    ) {
+        Ok(_) => 0,
+        Err(e) => no_memory(routine, "C", e),
+    }
 }
 
 /// `C := alpha·op(A)·op(B) + beta·C` with every operation rounded toward +∞ (`rnd` = 'U') or
@@ -150,7 +165,9 @@ unsafe fn gemm_rounded_run(
 ///
 /// Returns 0, or −i if argument i is illegal (reported through `xerbla_` as DGEMM_ROUNDED:
 /// 1 rnd, 2 transa, 3 transb, 4 m, 5 n, 6 k, 8 A null, 9 lda, 10 B null, 11 ldb,
-/// 13 C null or overlapping A or B, 14 ldc).
+/// 13 C null or overlapping A or B, 14 ldc), or −1000 (`HYLAPACK_INFO_INTERNAL_ERROR`) with
+/// one line on stderr and C unchanged when host memory the call needs (the CPU path packs
+/// op(A) and op(B): (m + n)·k reals) cannot be allocated; never an abort.
 #[no_mangle]
 pub unsafe extern "C" fn dgemm_rounded(
     rnd: c_char,
@@ -170,6 +187,7 @@ pub unsafe extern "C" fn dgemm_rounded(
 ) -> c_int {
     ffi_boundary!("dgemm_rounded", HYLAPACK_INFO_INTERNAL_ERROR, {
         let info = gemm_rounded_run(
+            "dgemm_rounded",
             rnd as u8,
             transa as u8,
             transb as u8,
@@ -193,7 +211,9 @@ pub unsafe extern "C" fn dgemm_rounded(
 }
 
 /// Fortran `DGEMM_ROUNDED(RND, TRANSA, TRANSB, M, N, K, ALPHA, A, LDA, B, LDB, BETA, C, LDC)`:
-/// as [`dgemm_rounded`], a BLAS-style subroutine (illegal arguments go to `xerbla_`).
+/// as [`dgemm_rounded`], a BLAS-style subroutine (illegal arguments go to `xerbla_`). It has
+/// no INFO: when host memory the call needs cannot be allocated, C is left unchanged and one
+/// line on stderr says so (never an abort).
 #[no_mangle]
 pub unsafe extern "C" fn dgemm_rounded_(
     rnd: *const c_char,
@@ -221,6 +241,7 @@ pub unsafe extern "C" fn dgemm_rounded_(
         let (alpha_v, beta_v) = (real(alpha), real(beta));
         let info = match (alpha_v, beta_v) {
             (Some(al), Some(be)) => gemm_rounded_run(
+                "dgemm_rounded_",
                 fortran_char(rnd),
                 fortran_char(transa),
                 fortran_char(transb),
@@ -247,6 +268,7 @@ pub unsafe extern "C" fn dgemm_rounded_(
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn igemm_run(
+    routine: &str,
     transa: u8,
     transb: u8,
     m: c_int,
@@ -332,8 +354,10 @@ unsafe fn igemm_run(
         Err(_) => return -10,
     };
     let method = crate::config::get().digemm_method;
-    interval::igemm(method, a_finite && b_finite, mu, nu, ku, a, b, ci, cs, ldc);
-    0
+    match interval::igemm(method, a_finite && b_finite, mu, nu, ku, a, b, ci, cs, ldc) {
+        Ok(_) => 0,
+        Err(e) => no_memory(routine, "C_inf and C_sup", e),
+    }
 }
 
 /// Interval matrix product `[C] := [A]·[B]` with `[C] ⊇ {op(A)·op(B) : A ∈ [A], B ∈ [B]}`.
@@ -353,7 +377,10 @@ unsafe fn igemm_run(
 /// Returns 0, or −i for an illegal argument i (through `xerbla_` as DIGEMM): 1 transa,
 /// 2 transb, 3 m, 4 n, 5 k, 6/7 A_inf/A_sup null, 7 some entry of [A] is not an interval
 /// (inf > sup or NaN), 8 lda, 9/10 B_inf/B_sup null, 10 [B] not an interval, 11 ldb,
-/// 12/13 C_inf/C_sup null or overlapping an input or each other, 14 ldc.
+/// 12/13 C_inf/C_sup null or overlapping an input or each other, 14 ldc. Returns −1000
+/// (`HYLAPACK_INFO_INTERNAL_ERROR`) with one line on stderr and `[C]` unchanged when host
+/// memory the call needs cannot be allocated (the CPU path holds about 2(m + n)·k + 2·m·n
+/// reals: packed or split operands and the products); never an abort.
 #[no_mangle]
 pub unsafe extern "C" fn digemm(
     transa: c_char,
@@ -373,6 +400,7 @@ pub unsafe extern "C" fn digemm(
 ) -> c_int {
     ffi_boundary!("digemm", HYLAPACK_INFO_INTERNAL_ERROR, {
         let info = igemm_run(
+            "digemm",
             transa as u8,
             transb as u8,
             m,
@@ -396,7 +424,9 @@ pub unsafe extern "C" fn digemm(
 }
 
 /// Fortran `DIGEMM(TRANSA, TRANSB, M, N, K, AINF, ASUP, LDA, BINF, BSUP, LDB, CINF, CSUP,
-/// LDC)`: as [`digemm`], a BLAS-style subroutine (illegal arguments go to `xerbla_`).
+/// LDC)`: as [`digemm`], a BLAS-style subroutine (illegal arguments go to `xerbla_`). It has
+/// no INFO: when host memory the call needs cannot be allocated, CINF and CSUP are left
+/// unchanged and one line on stderr says so (never an abort).
 #[no_mangle]
 pub unsafe extern "C" fn digemm_(
     transa: *const c_char,
@@ -419,6 +449,7 @@ pub unsafe extern "C" fn digemm_(
     ffi_boundary!("digemm_", (), {
         let int = |p: *const c_int| scalar(p).unwrap_or(-1);
         let info = igemm_run(
+            "digemm_",
             fortran_char(transa),
             fortran_char(transb),
             int(m),
@@ -442,6 +473,7 @@ pub unsafe extern "C" fn digemm_(
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn gesv_verified_run(
+    routine: &str,
     n: c_int,
     nrhs: c_int,
     a: *const f64,
@@ -492,9 +524,10 @@ unsafe fn gesv_verified_run(
     ) else {
         return HYLAPACK_INFO_INTERNAL_ERROR;
     };
-    interval::gesv_verified(nu, ku, a, lda, b, ldb, xi, xs, ldx)
-        .0
-        .info
+    match interval::gesv_verified(nu, ku, a, lda, b, ldb, xi, xs, ldx) {
+        Ok((outcome, _)) => outcome.info,
+        Err(e) => no_memory(routine, "X_inf and X_sup", e),
+    }
 }
 
 /// Verified enclosure of the solution of `A X = B` (A n×n, B n×nrhs; neither is changed):
@@ -510,8 +543,11 @@ unsafe fn gesv_verified_run(
 /// through `xerbla_` as DGESV_VERIFIED); i in 1..n: U(i,i) of the LU factorization is exactly
 /// zero (singular to working precision); n+1: some column could not be verified (A singular or
 /// too ill-conditioned, or A has a NaN or ±∞ entry: that is decided before any factorization,
-/// so the GPU and the CPU give n+1 alike). N = 0 or NRHS = 0: a quick return with INFO = 0. A column that is not verified is returned as [−∞, +∞]; an unverified
-/// interval is never returned as verified.
+/// so the GPU and the CPU give n+1 alike); −1000 (`HYLAPACK_INFO_INTERNAL_ERROR`): host
+/// memory the call needs could not be allocated (14·n·nrhs reals, and on the CPU three n × n
+/// matrices), X_inf and X_sup are unchanged and one line on stderr says so (never an abort).
+/// N = 0 or NRHS = 0: a quick return with INFO = 0. A column that is not verified is returned
+/// as [−∞, +∞]; an unverified interval is never returned as verified.
 #[no_mangle]
 pub unsafe extern "C" fn dgesv_verified(
     n: c_int,
@@ -525,7 +561,7 @@ pub unsafe extern "C" fn dgesv_verified(
     ldx: c_int,
 ) -> c_int {
     ffi_boundary!("dgesv_verified", HYLAPACK_INFO_INTERNAL_ERROR, {
-        let info = gesv_verified_run(n, nrhs, a, lda, b, ldb, x_inf, x_sup, ldx);
+        let info = gesv_verified_run("dgesv_verified", n, nrhs, a, lda, b, ldb, x_inf, x_sup, ldx);
         if info < 0 && info != HYLAPACK_INFO_INTERNAL_ERROR {
             report_illegal_argument("DGESV_VERIFIED", info);
         }
@@ -551,6 +587,7 @@ pub unsafe extern "C" fn dgesv_verified_(
     let result = ffi_boundary!("dgesv_verified_", HYLAPACK_INFO_INTERNAL_ERROR, {
         let int = |p: *const c_int| scalar(p).unwrap_or(-1);
         let result = gesv_verified_run(
+            "dgesv_verified_",
             int(n),
             int(nrhs),
             a,

@@ -6,7 +6,7 @@
 //! arrays are only read until the answer is accepted; `B` is then overwritten with `X`.
 
 use super::pivoting::BlockFactor;
-use super::{judge, refine, residual_cols, residual_rows, split_rows, Reject, Residual};
+use super::{judge, refine, residual_cols, residual_rows, split_rows, try_vec, Reject, Residual};
 use crate::lapack::Lapack;
 use crate::real::Real;
 use std::ops::Range;
@@ -42,6 +42,75 @@ impl Layout {
     }
 }
 
+/// The host workspace of one CPU SPIKE solve, allocated at once before anything is computed
+/// (issue #23): on failure the caller runs LAPACK xGTSV, which needs none.
+struct Workspace<T> {
+    /// The solution, n × nrhs (leading dimension n).
+    x: Vec<T>,
+    w: Vec<T>,
+    v: Vec<T>,
+    /// Per thread, per block: a factorization with room for the block's rows.
+    facs: Vec<Vec<BlockFactor<T>>>,
+    reduced: Reduced<T>,
+}
+
+/// The reduced (separator) system's arrays: the matrix (`rdl`, `rd`, `rdu`, kept unfactored:
+/// it is small, LAPACK refactors it per solve), a copy for LAPACK to factor, and its
+/// right-hand sides (`q × nrhs`).
+struct Reduced<T> {
+    rdl: Vec<T>,
+    rd: Vec<T>,
+    rdu: Vec<T>,
+    copy: [Vec<T>; 3],
+    xs: Vec<T>,
+}
+
+impl<T: Real> Workspace<T> {
+    /// Bytes of the workspace (an estimate of the failed request, for the note).
+    fn bytes(lay: &Layout, nrhs: usize) -> usize {
+        let (n, q) = (lay.n, lay.q);
+        let per_block = std::mem::size_of::<BlockFactor<T>>();
+        let t = std::mem::size_of::<T>();
+        (n.saturating_mul(nrhs + 2) + q.saturating_mul(6 + nrhs))
+            .saturating_mul(t)
+            .saturating_add(n.saturating_mul(1 + 2 * t))
+            .saturating_add((q + 1).saturating_mul(per_block))
+    }
+
+    /// Allocates the workspace of a solve with `nrhs` columns, threads owning the blocks
+    /// `jb[t]..jb[t+1]`; [`Reject::NoHostMemory`] when any part cannot be allocated.
+    fn try_new(lay: &Layout, jb: &[usize], nrhs: usize) -> Result<Self, Reject> {
+        let fail = || Reject::NoHostMemory(Self::bytes(lay, nrhs));
+        let (n, q) = (lay.n, lay.q);
+        let zeros = |len: usize| try_vec(len, T::ZERO).ok_or_else(fail);
+        let mut facs = Vec::new();
+        facs.try_reserve_exact(jb.len() - 1).map_err(|_| fail())?;
+        for t in 0..jb.len() - 1 {
+            let mut own = Vec::new();
+            own.try_reserve_exact(jb[t + 1] - jb[t])
+                .map_err(|_| fail())?;
+            for j in jb[t]..jb[t + 1] {
+                own.push(BlockFactor::try_with_capacity(lay.block(j).len()).ok_or_else(fail)?);
+            }
+            facs.push(own);
+        }
+        let m1 = q.max(1) - 1;
+        Ok(Workspace {
+            x: zeros(n.saturating_mul(nrhs))?,
+            w: zeros(n)?,
+            v: zeros(n)?,
+            facs,
+            reduced: Reduced {
+                rdl: zeros(m1)?,
+                rd: zeros(q)?,
+                rdu: zeros(m1)?,
+                copy: [zeros(m1)?, zeros(q)?, zeros(m1)?],
+                xs: zeros(q.saturating_mul(nrhs))?,
+            },
+        })
+    }
+}
+
 /// The SPIKE decomposition of `A`, factored: the diagonal-pivoting factors of every block (kept,
 /// so that a refinement step solves with them again without refactoring), the spikes `W`, `V`
 /// and the reduced separator matrix.
@@ -57,10 +126,7 @@ struct Spike<'a, T> {
     facs: Vec<Vec<BlockFactor<T>>>,
     w: Vec<T>,
     v: Vec<T>,
-    /// The reduced (separator) matrix, unfactored (it is small: LAPACK refactors it per solve).
-    rdl: Vec<T>,
-    rd: Vec<T>,
-    rdu: Vec<T>,
+    reduced: Reduced<T>,
 }
 
 impl<'a, T: Lapack> Spike<'a, T> {
@@ -68,9 +134,10 @@ impl<'a, T: Lapack> Spike<'a, T> {
         self.jb.len() - 1
     }
 
-    /// Pass 1 of the first solve: copies the rows of `b` into `x` (leading dimension `n`),
-    /// factors every block, computes its spikes and `Y_j = A_j⁻¹ f_j` in `x` (block rows; the
-    /// separator rows keep `f`), then builds the reduced matrix.
+    /// Pass 1 of the first solve, on the workspace `ws` (whose `x` the caller has taken:
+    /// `x`, leading dimension `n`): copies the rows of `b` into `x`, factors every block,
+    /// computes its spikes and `Y_j = A_j⁻¹ f_j` in `x` (block rows; the separator rows keep
+    /// `f`), then builds the reduced matrix.
     #[allow(clippy::too_many_arguments)]
     fn factor(
         dl: &'a [T],
@@ -79,15 +146,21 @@ impl<'a, T: Lapack> Spike<'a, T> {
         lay: Layout,
         jb: Vec<usize>,
         rb: Vec<usize>,
+        ws: Workspace<T>,
         x: &mut [T],
         b: &[T],
         ldb: usize,
         nrhs: usize,
     ) -> Result<Self, Reject> {
         let n = lay.n;
-        let mut w = vec![T::ZERO; n];
-        let mut v = vec![T::ZERO; n];
-        let facs: Option<Vec<Vec<BlockFactor<T>>>> = {
+        let Workspace {
+            mut w,
+            mut v,
+            mut facs,
+            mut reduced,
+            ..
+        } = ws;
+        let factored = {
             let xs = split_rows(x, n, nrhs, &rb);
             let ws = split_rows(&mut w, n, 1, &rb);
             let vs = split_rows(&mut v, n, 1, &rb);
@@ -97,21 +170,21 @@ impl<'a, T: Lapack> Spike<'a, T> {
                     .into_iter()
                     .zip(ws)
                     .zip(vs)
+                    .zip(facs.iter_mut())
                     .enumerate()
-                    .map(|(t, ((mut xt, mut wt), mut vt))| {
+                    .map(|(t, (((mut xt, mut wt), mut vt), facs))| {
                         let (js, r0, r1) = (jb[t]..jb[t + 1], rb[t], rb[t + 1]);
                         s.spawn(move || {
                             for (col, xc) in xt.iter_mut().enumerate() {
                                 xc.copy_from_slice(&b[col * ldb + r0..col * ldb + r1]);
                             }
-                            let mut facs = Vec::with_capacity(js.len());
-                            for j in js {
+                            for (j, fac) in js.zip(facs.iter_mut()) {
                                 let rows = lay.block(j);
                                 let (lo, hi) = (rows.start, rows.end);
                                 let (bdl, bd, bdu) = (&dl[lo..hi - 1], &d[lo..hi], &du[lo..hi - 1]);
-                                let mut fac = BlockFactor::new();
+                                // Within the capacity reserved by Workspace::try_new.
                                 if fac.factor(bdl, bd, bdu).is_err() {
-                                    return None;
+                                    return false;
                                 }
                                 let local = lo - r0..hi - r0;
                                 let wj = &mut wt[0][local.clone()];
@@ -128,25 +201,25 @@ impl<'a, T: Lapack> Spike<'a, T> {
                                 for xc in xt.iter_mut() {
                                     fac.solve(bdl, bd, bdu, &mut xc[local.clone()]);
                                 }
-                                facs.push(fac);
                             }
-                            Some(facs)
+                            true
                         })
                     })
                     .collect();
-                handles
+                // Join every thread (not `all`, which would stop at the first failure and leave
+                // a panicked thread for the scope to re-raise).
+                #[allow(clippy::unnecessary_fold)]
+                let ok = handles
                     .into_iter()
-                    .map(|h| h.join().ok().flatten())
-                    .collect()
+                    .fold(true, |ok, h| h.join().unwrap_or(false) && ok);
+                ok
             })
         };
-        let facs = facs.ok_or(Reject::ZeroPivot)?;
+        if !factored {
+            return Err(Reject::ZeroPivot);
+        }
         let q = lay.q;
-        let (mut rdl, mut rd, mut rdu) = (
-            vec![T::ZERO; q.max(1) - 1],
-            vec![T::ZERO; q],
-            vec![T::ZERO; q.max(1) - 1],
-        );
+        let (rdl, rd, rdu) = (&mut reduced.rdl, &mut reduced.rd, &mut reduced.rdu);
         for j in 0..q {
             let s = lay.separator(j);
             let (a, c) = (dl[s - 1], du[s]);
@@ -168,9 +241,7 @@ impl<'a, T: Lapack> Spike<'a, T> {
             facs,
             w,
             v,
-            rdl,
-            rd,
-            rdu,
+            reduced,
         })
     }
 
@@ -199,10 +270,12 @@ impl<'a, T: Lapack> Spike<'a, T> {
 
     /// After pass 1 (`x` holds `Y` in the block rows and `f` in the separator rows): the reduced
     /// system, then the back substitution `x = Y − W x_L − V x_R`.
-    fn finish(&self, x: &mut [T], ncols: usize) -> Result<(), Reject> {
+    fn finish(&mut self, x: &mut [T], ncols: usize) -> Result<(), Reject> {
         let (lay, n, q) = (self.lay, self.lay.n, self.lay.q);
         let (dl, du) = (self.dl, self.du);
-        let mut xs = vec![T::ZERO; q * ncols];
+        let red = &mut self.reduced;
+        // At most nrhs columns: within the workspace.
+        let xs = &mut red.xs[..q * ncols];
         // xGTSV writes a column of its B even for NRHS = 0: never call it without one.
         if q > 0 && ncols > 0 {
             for j in 0..q {
@@ -213,13 +286,16 @@ impl<'a, T: Lapack> Spike<'a, T> {
                         x[s + col * n] - a * x[s - 1 + col * n] - c * x[s + 1 + col * n];
                 }
             }
-            let (mut rdl, mut rd, mut rdu) = (self.rdl.clone(), self.rd.clone(), self.rdu.clone());
-            if T::gtsv(&mut rdl, &mut rd, &mut rdu, &mut xs, q, ncols) != 0 {
+            let [rdl, rd, rdu] = &mut red.copy;
+            rdl.copy_from_slice(&red.rdl);
+            rd.copy_from_slice(&red.rd);
+            rdu.copy_from_slice(&red.rdu);
+            if T::gtsv(rdl, rd, rdu, xs, q, ncols) != 0 {
                 return Err(Reject::ReducedSingular);
             }
         }
         let xparts = split_rows(x, n, ncols, &self.rb);
-        let (w, v, xs) = (&self.w, &self.v, &xs);
+        let (w, v, xs) = (&self.w, &self.v, &*xs);
         std::thread::scope(|s| {
             for (t, mut xt) in xparts.into_iter().enumerate() {
                 let (js, r0) = (self.jb[t]..self.jb[t + 1], self.rb[t]);
@@ -269,8 +345,9 @@ pub fn solve<T: Lapack>(
         .map(|t| if t < threads { jb[t] * lay.m } else { n })
         .collect();
 
-    let mut x = vec![T::ZERO; n * nrhs];
-    let spike = Spike::factor(dl, d, du, lay, jb, rb, &mut x, b, ldb, nrhs)?;
+    let mut ws = Workspace::try_new(&lay, &jb, nrhs)?;
+    let mut x = std::mem::take(&mut ws.x);
+    let mut spike = Spike::factor(dl, d, du, lay, jb, rb, ws, &mut x, b, ldb, nrhs)?;
     spike.finish(&mut x, nrhs)?;
     let threads = spike.threads();
     let all: Vec<usize> = (0..nrhs).collect();

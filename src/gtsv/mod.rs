@@ -112,6 +112,9 @@ pub enum Reject {
     /// Backward stable, but `max|r| / max|b|` (given) exceeds √ε: the system is so ill-conditioned
     /// that SPIKE's residual may be much larger than LAPACK's, so LAPACK's answer is returned.
     IllConditioned(f64),
+    /// SPIKE's host workspace (this many bytes) could not be allocated; LAPACK xGTSV, which
+    /// needs none, runs on the caller's arrays instead (issue #23: never an abort).
+    NoHostMemory(usize),
 }
 
 impl std::fmt::Display for Reject {
@@ -126,6 +129,11 @@ impl std::fmt::Display for Reject {
             Reject::IllConditioned(r) => write!(
                 f,
                 "SPIKE's relative residual {r:.2e} was above sqrt(eps) (ill-conditioned system)"
+            ),
+            Reject::NoHostMemory(bytes) => write!(
+                f,
+                "cannot allocate {} MiB of host memory for SPIKE",
+                bytes.div_ceil(1 << 20)
             ),
         }
     }
@@ -825,7 +833,9 @@ pub(crate) fn refine<T: Real, E>(
     mut correct: impl FnMut(&mut [T], usize) -> Result<bool, E>,
 ) -> Result<usize, E> {
     let n = d.len();
-    let mut stalled = vec![false; checks.len()];
+    let Some(mut stalled) = try_vec(checks.len(), false) else {
+        return Ok(0);
+    };
     let mut steps = 0;
     for _ in 0..refine_steps() {
         let cols: Vec<usize> = (0..checks.len())
@@ -835,7 +845,11 @@ pub(crate) fn refine<T: Real, E>(
             break;
         }
         let k = cols.len();
-        let mut r = vec![T::ZERO; n * k];
+        // Refinement is optional: without memory for the residuals, the answer is judged as
+        // it is (and LAPACK runs if it falls short).
+        let Some(mut r) = try_vec(n * k, T::ZERO) else {
+            break;
+        };
         // The residual with exact products: the current x's true residual, both the right-hand
         // side of the correction and the baseline to beat.
         let old = residual_cols(

@@ -45,6 +45,16 @@ impl<T: Real> BlockFactor<T> {
         }
     }
 
+    /// An empty factorization with room for a block of `m` rows, so that [`Self::factor`] of
+    /// such a block allocates nothing; `None` when that memory cannot be allocated.
+    pub fn try_with_capacity(m: usize) -> Option<Self> {
+        let mut f = Self::new();
+        f.first2.try_reserve_exact(m).ok()?;
+        f.piv.try_reserve_exact(m).ok()?;
+        f.mult.try_reserve_exact(m).ok()?;
+        Some(f)
+    }
+
     /// Factors the block with sub-diagonal `dl` (`m − 1`), diagonal `d` (`m`) and super-diagonal
     /// `du` (`m − 1`), in LAPACK's layout (`dl[k] = A[k+1][k]`, `du[k] = A[k][k+1]`).
     pub fn factor(&mut self, dl: &[T], d: &[T], du: &[T]) -> Result<(), ZeroPivot> {

@@ -4,7 +4,7 @@
 //! them operation for operation.
 
 use super::round::{self, Dir, ETA};
-use super::{IntervalOperand, Operand, Trans};
+use super::{alloc, IntervalOperand, NoMemory, Operand, Trans};
 use crate::lapack::Dense;
 
 /// Threads for `work` multiply–adds: one per ~4M, at most the cores.
@@ -14,47 +14,65 @@ fn threads_for(work: f64) -> usize {
 }
 
 /// Runs `f(j0, count, columns)` over chunks of the `n` columns of `c` (leading dimension
-/// `ldc`) on `threads` threads; each chunk owns its `count` columns (the last may be short).
+/// `ldc`) on up to `threads` threads; each chunk owns its `count` columns (the last may be
+/// short). A thread that cannot be started leaves its chunks to the others.
 fn for_column_chunks<F>(c: &mut [f64], ldc: usize, n: usize, threads: usize, f: F)
 where
     F: Fn(usize, usize, &mut [f64]) + Sync,
 {
-    let per = n.div_ceil(threads.max(1)).max(1);
-    std::thread::scope(|s| {
-        let mut rest = c;
-        let mut j0 = 0;
-        while j0 < n {
-            let cols = per.min(n - j0);
-            let take = if j0 + cols == n {
-                rest.len()
-            } else {
-                cols * ldc
-            };
-            let (chunk, tail) = rest.split_at_mut(take.min(rest.len()));
-            rest = tail;
-            let f = &f;
-            let start = j0;
-            if j0 + cols == n {
-                f(start, cols, chunk);
-            } else {
-                s.spawn(move || f(start, cols, chunk));
-            }
-            j0 += cols;
+    let threads = threads.clamp(1, n.clamp(1, MAX_THREADS));
+    let per = n.div_ceil(threads).max(1);
+    let mut chunks: [Option<(usize, usize, &mut [f64])>; MAX_THREADS] =
+        std::array::from_fn(|_| None);
+    let mut rest = c;
+    let mut j0 = 0;
+    for slot in chunks.iter_mut() {
+        if j0 >= n {
+            break;
+        }
+        let cols = per.min(n - j0);
+        let take = if j0 + cols == n {
+            rest.len()
+        } else {
+            cols * ldc
+        };
+        let take = take.min(rest.len());
+        let (chunk, tail) = std::mem::take(&mut rest).split_at_mut(take);
+        rest = tail;
+        *slot = Some((j0, cols, chunk));
+        j0 += cols;
+    }
+    let queue = std::sync::Mutex::new(chunks);
+    super::run_on_threads(threads, || loop {
+        let next = {
+            let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
+            q.iter_mut().find_map(Option::take)
+        };
+        match next {
+            Some((j0, cols, chunk)) => f(j0, cols, chunk),
+            None => break,
         }
     });
 }
 
+/// At most this many column chunks (and threads) per product.
+const MAX_THREADS: usize = 256;
+
 /// `op(X)` rows (or columns, for the right operand) packed contiguously: `rows` vectors of `k`.
-fn pack_rows(x: Operand, rows: usize, k: usize) -> Vec<f64> {
-    let mut p = Vec::with_capacity(rows * k);
+fn pack_rows(x: Operand, rows: usize, k: usize) -> Result<Vec<f64>, NoMemory> {
+    let len = rows.saturating_mul(k);
+    let mut p = Vec::new();
+    p.try_reserve_exact(len).map_err(|_| NoMemory {
+        bytes: len.saturating_mul(8),
+    })?;
     for i in 0..rows {
         p.extend((0..k).map(|l| x.at(i, l)));
     }
-    p
+    Ok(p)
 }
 
 /// `op(B)` columns packed contiguously.
-fn pack_cols(b: Operand, k: usize, n: usize) -> Vec<f64> {
+fn pack_cols(b: Operand, k: usize, n: usize) -> Result<Vec<f64>, NoMemory> {
     let t = Operand {
         trans: match b.trans {
             Trans::No => Trans::Yes,
@@ -118,7 +136,8 @@ pub fn epilogue(dir: Dir, alpha: f64, acc: f64, beta: f64, c: f64) -> f64 {
     }
 }
 
-/// CPU `dgemm_rounded` (see [`super::gemm_rounded`]).
+/// CPU `dgemm_rounded` (see [`super::gemm_rounded`]); aborts if the packed operands cannot
+/// be allocated (for tools; the library calls [`try_gemm_rounded`]).
 #[allow(clippy::too_many_arguments)]
 pub fn gemm_rounded(
     dir: Dir,
@@ -132,13 +151,31 @@ pub fn gemm_rounded(
     c: &mut [f64],
     ldc: usize,
 ) {
+    try_gemm_rounded(dir, m, n, k, alpha, a, b, beta, c, ldc).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// CPU `dgemm_rounded` (see [`super::gemm_rounded`]). The packed operands (`(m + n)·k`
+/// entries) are allocated first: on [`NoMemory`] C is untouched.
+#[allow(clippy::too_many_arguments)]
+pub fn try_gemm_rounded(
+    dir: Dir,
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f64,
+    a: Operand,
+    b: Operand,
+    beta: f64,
+    c: &mut [f64],
+    ldc: usize,
+) -> Result<(), NoMemory> {
     // alpha·x decreases in x when alpha < 0: accumulate the other way.
     let acc_dir = if alpha < 0.0 { dir.flip() } else { dir };
     let skip_product = alpha == 0.0 || k == 0;
     let (ap, bp) = if skip_product {
         (Vec::new(), Vec::new())
     } else {
-        (pack_rows(a, m, k), pack_cols(b, k, n))
+        (pack_rows(a, m, k)?, pack_cols(b, k, n)?)
     };
     let threads = threads_for(m as f64 * n as f64 * k as f64);
     for_column_chunks(c, ldc, n, threads, |j0, count, cols| {
@@ -154,6 +191,7 @@ pub fn gemm_rounded(
             }
         }
     });
+    Ok(())
 }
 
 /// One bound of an interval product: `x·y` rounded `dir`, with 0·∞ = 0 (an interval holds
@@ -182,7 +220,8 @@ pub fn interval_mul(ai: f64, asup: f64, bi: f64, bsup: f64) -> (f64, f64) {
 }
 
 /// CPU infimum–supremum interval product: every term's interval product and every sum
-/// rounded outward.
+/// rounded outward. Its workspace (`2(m + n)·k + 2·m·n` entries) is allocated first: on
+/// [`NoMemory`] `[C]` is untouched.
 #[allow(clippy::too_many_arguments)]
 pub fn igemm_infsup(
     m: usize,
@@ -193,12 +232,12 @@ pub fn igemm_infsup(
     c_inf: &mut [f64],
     c_sup: &mut [f64],
     ldc: usize,
-) {
-    let (ai, asup) = (pack_rows(a.inf, m, k), pack_rows(a.sup, m, k));
-    let (bi, bsup) = (pack_cols(b.inf, k, n), pack_cols(b.sup, k, n));
+) -> Result<(), NoMemory> {
+    let (ai, asup) = (pack_rows(a.inf, m, k)?, pack_rows(a.sup, m, k)?);
+    let (bi, bsup) = (pack_cols(b.inf, k, n)?, pack_cols(b.sup, k, n)?);
     let threads = threads_for(4.0 * m as f64 * n as f64 * k as f64);
     // The two outputs are filled column by column: compute both into one buffer of pairs.
-    let mut both = vec![0.0f64; 2 * m * n];
+    let mut both = alloc(2 * m * n, 0.0f64)?;
     for_column_chunks(&mut both, 2 * m, n, threads, |j0, count, cols| {
         for (jj, col) in cols.chunks_mut(2 * m).take(count).enumerate() {
             let j = j0 + jj;
@@ -222,6 +261,7 @@ pub fn igemm_infsup(
             c_sup[i + j * ldc] = both[2 * (i + j * m) + 1];
         }
     }
+    Ok(())
 }
 
 /// An interval operand split into the arrays the midpoint–radius product multiplies, in the
@@ -238,13 +278,17 @@ pub struct MidRadParts {
 }
 
 /// Splits `rows × cols` stored entries into midpoints and radii.
-pub fn split_mid_rad(x: &IntervalOperand, rows: usize, cols: usize) -> MidRadParts {
+pub fn split_mid_rad(
+    x: &IntervalOperand,
+    rows: usize,
+    cols: usize,
+) -> Result<MidRadParts, NoMemory> {
     let len = rows * cols;
-    let (mut mid, mut abs, mut rad) = (
-        Vec::with_capacity(len),
-        Vec::with_capacity(len),
-        Vec::with_capacity(len),
-    );
+    let (mut mid, mut abs, mut rad) = (alloc(0, 0.0)?, alloc(0, 0.0)?, alloc(0, 0.0)?);
+    for v in [&mut mid, &mut abs, &mut rad] {
+        v.try_reserve_exact(len)
+            .map_err(|_| NoMemory { bytes: 8 * len })?;
+    }
     let mut point = true;
     for j in 0..cols {
         for i in 0..rows {
@@ -255,12 +299,12 @@ pub fn split_mid_rad(x: &IntervalOperand, rows: usize, cols: usize) -> MidRadPar
             rad.push(r);
         }
     }
-    MidRadParts {
+    Ok(MidRadParts {
         mid,
         abs,
         rad,
         point,
-    }
+    })
 }
 
 /// `RU(x + g·y)`: a radius plus the rounding allowance `g·|mid|`.
@@ -279,36 +323,45 @@ pub struct RadiusTerms {
     pub second: Option<(Vec<f64>, Vec<f64>)>,
 }
 
-pub fn radius_terms(a: MidRadParts, b: MidRadParts, k: usize) -> RadiusTerms {
+/// The arrays of the radius product (see [`RadiusTerms`]). Takes the parts by value and
+/// reuses their arrays (A's midpoints are not needed once `P` is formed): it allocates at most
+/// one array of B's size, fallibly.
+pub fn radius_terms(a: MidRadParts, b: MidRadParts, k: usize) -> Result<RadiusTerms, NoMemory> {
     let g = round::gamma(k);
-    let map2 = |x: &[f64], y: &[f64], f: &dyn Fn(f64, f64) -> f64| -> Vec<f64> {
-        x.iter().zip(y).map(|(&p, &q)| f(p, q)).collect()
+    // out[i] := f(x[i], y[i]) in place of `out`'s old contents.
+    let map2 = |mut out: Vec<f64>, x: &[f64], y: &[f64], f: &dyn Fn(f64, f64) -> f64| {
+        for ((o, &p), &q) in out.iter_mut().zip(x).zip(y) {
+            *o = f(p, q);
+        }
+        out
     };
     if b.point {
         // (γ|mA| + rA)·|mB|
-        let left = map2(&a.rad, &a.abs, &|r, m| add_scaled_up(r, g, m));
-        return RadiusTerms {
+        let left = map2(a.mid, &a.rad, &a.abs, &|r, m| add_scaled_up(r, g, m));
+        return Ok(RadiusTerms {
             left,
             right: b.abs,
             second: None,
-        };
+        });
     }
     // |mA|·(rB + γ|mB|)
-    let right = map2(&b.rad, &b.abs, &|r, m| add_scaled_up(r, g, m));
+    let right = map2(b.mid, &b.rad, &b.abs, &|r, m| add_scaled_up(r, g, m));
     if a.point {
-        return RadiusTerms {
+        return Ok(RadiusTerms {
             left: a.abs,
             right,
             second: None,
-        };
+        });
     }
     // + rA·(|mB| + rB)
-    let right2 = map2(&b.abs, &b.rad, &|m, r| round::add(m, r, Dir::Up));
-    RadiusTerms {
+    let right2 = map2(alloc(b.abs.len(), 0.0)?, &b.abs, &b.rad, &|m, r| {
+        round::add(m, r, Dir::Up)
+    });
+    Ok(RadiusTerms {
         left: a.abs,
         right,
         second: Some((a.rad, right2)),
-    }
+    })
 }
 
 /// The final step of the midpoint–radius product: from `P = fl(mA·mB)` and
@@ -338,7 +391,8 @@ pub fn midrad_constants(k: usize, terms: usize) -> (f64, f64, f64) {
     )
 }
 
-/// CPU midpoint–radius interval product on the system BLAS (bounds must be finite).
+/// CPU midpoint–radius interval product on the system BLAS (bounds must be finite); aborts if
+/// its workspace cannot be allocated (for tools; the library calls [`try_igemm_midrad`]).
 #[allow(clippy::too_many_arguments)]
 pub fn igemm_midrad(
     m: usize,
@@ -350,19 +404,36 @@ pub fn igemm_midrad(
     c_sup: &mut [f64],
     ldc: usize,
 ) {
+    try_igemm_midrad(m, n, k, a, b, c_inf, c_sup, ldc).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// CPU midpoint–radius interval product on the system BLAS (bounds must be finite). Its
+/// workspace (three arrays per operand, one more for B, two m × n) is allocated before
+/// `[C]` is written: on [`NoMemory`] `[C]` is untouched.
+#[allow(clippy::too_many_arguments)]
+pub fn try_igemm_midrad(
+    m: usize,
+    n: usize,
+    k: usize,
+    a: IntervalOperand,
+    b: IntervalOperand,
+    c_inf: &mut [f64],
+    c_sup: &mut [f64],
+    ldc: usize,
+) -> Result<(), NoMemory> {
     let (ar, ac) = a.inf.stored_shape(m, k);
     let (br, bc) = b.inf.stored_shape(k, n);
-    let (pa, pb) = (split_mid_rad(&a, ar, ac), split_mid_rad(&b, br, bc));
+    let (pa, pb) = (split_mid_rad(&a, ar, ac)?, split_mid_rad(&b, br, bc)?);
     // C (+)= op(X)·op(Y) on the operands' stored layouts, packed to leading dimensions ar, br.
     let gemm = |x: &[f64], y: &[f64], beta: f64, c: &mut [f64]| {
         let (ta, tb) = (a.inf.trans.blas(), b.inf.trans.blas());
         <f64 as Dense>::gemm(ta, tb, m, n, k, 1.0, (x, ar), (y, br), beta, c, m);
     };
-    let (mut p, mut t) = (vec![0.0f64; m * n], vec![0.0f64; m * n]);
+    let (mut p, mut t) = (alloc(m * n, 0.0f64)?, alloc(m * n, 0.0f64)?);
     let mut summed = k;
     if k > 0 {
         gemm(&pa.mid, &pb.mid, 0.0, &mut p);
-        let terms = radius_terms(pa, pb, k);
+        let terms = radius_terms(pa, pb, k)?;
         gemm(&terms.left, &terms.right, 0.0, &mut t);
         if let Some((l2, r2)) = &terms.second {
             gemm(l2, r2, 1.0, &mut t);
@@ -377,4 +448,5 @@ pub fn igemm_midrad(
             c_sup[i + j * ldc] = hi;
         }
     }
+    Ok(())
 }

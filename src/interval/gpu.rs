@@ -31,6 +31,20 @@ fn function(m: &Arc<CudaModule>, name: &str) -> Result<CudaFunction, DeviceError
     Ok(m.load_function(name)?)
 }
 
+/// `len` zeros in host memory, or an error that sends the call to the CPU path (which then
+/// reports [`super::NoMemory`] if it cannot allocate either): never an abort.
+fn host_buf(len: usize) -> Result<Vec<f64>, DeviceError> {
+    super::alloc(len, 0.0).map_err(|e| DeviceError::Driver(format!("host staging buffer: {e}")))
+}
+
+/// A device array's contents in a new host vector (a fallible `clone_dtoh`).
+fn download_all(stream: &Arc<CudaStream>, x: &CudaSlice<f64>) -> Result<Vec<f64>, DeviceError> {
+    let mut host = host_buf(x.len())?;
+    stream.memcpy_dtoh(x, &mut host[..])?;
+    stream.synchronize()?;
+    Ok(host)
+}
+
 /// `rows × cols` entries of a column-major host array (leading dimension `ld`) on the device,
 /// packed to leading dimension `rows`.
 fn upload(
@@ -46,9 +60,9 @@ fn upload(
     if ld == rows {
         return Ok(stream.clone_htod(&x[..rows * cols])?);
     }
-    let mut packed = Vec::with_capacity(rows * cols);
+    let mut packed = host_buf(rows * cols)?;
     for j in 0..cols {
-        packed.extend_from_slice(&x[j * ld..j * ld + rows]);
+        packed[j * rows..(j + 1) * rows].copy_from_slice(&x[j * ld..j * ld + rows]);
     }
     Ok(stream.clone_htod(&packed)?)
 }
@@ -143,7 +157,7 @@ pub fn gemm_rounded(
     gemm_rounded_device(
         &stream, dir, m, n, k, alpha, ops[0], ops[1], beta, &mut dc, m,
     )?;
-    let result = stream.clone_dtoh(&dc)?;
+    let result = download_all(&stream, &dc)?;
     unpack(&result, m, n, c, ldc);
     Ok(())
 }
@@ -313,7 +327,10 @@ impl DeviceInterval {
         sup: &mut [f64],
         ld: usize,
     ) -> Result<(), DeviceError> {
-        let (lo, hi) = (stream.clone_dtoh(&self.inf)?, stream.clone_dtoh(&self.sup)?);
+        let (lo, hi) = (
+            download_all(stream, &self.inf)?,
+            download_all(stream, &self.sup)?,
+        );
         unpack(&lo, m, n, inf, ld);
         unpack(&hi, m, n, sup, ld);
         Ok(())
@@ -771,7 +788,7 @@ impl verify::Engine for Engine {
             return Err(DeviceError::Driver(format!("cusolverDnDgetrf: info {i}")));
         }
         // R = A⁻¹ by solving with the identity.
-        let mut eye = vec![0.0; n * n];
+        let mut eye = host_buf(n * n)?;
         for k in 0..n {
             eye[k + k * n] = 1.0;
         }

@@ -71,6 +71,51 @@ pub struct IntervalOperand<'a> {
 
 pub use crate::config::DigemmMethod as Method;
 
+/// INFO when host memory that a call needs cannot be allocated (the exported routines'
+/// `HYLAPACK_INFO_INTERNAL_ERROR`; the reason is printed on stderr).
+pub const INFO_NO_HOST_MEMORY: i32 = -1000;
+
+/// Host memory that a call needs could not be allocated (issue #23: never an abort). Nothing
+/// the caller gave has been written when this is returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NoMemory {
+    /// The bytes of the allocation that failed.
+    pub bytes: usize,
+}
+
+impl std::fmt::Display for NoMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "cannot allocate {} MiB of host memory",
+            self.bytes.div_ceil(1 << 20)
+        )
+    }
+}
+
+impl std::error::Error for NoMemory {}
+
+/// `len` copies of `value`, or [`NoMemory`] (the family's fallible `vec![value; len]`).
+pub(crate) fn alloc<T: Clone>(len: usize, value: T) -> Result<Vec<T>, NoMemory> {
+    crate::host::try_vec(len, value).ok_or(NoMemory {
+        bytes: len.saturating_mul(std::mem::size_of::<T>()),
+    })
+}
+
+/// Runs `work` on up to `threads` threads (the calling one included) until it returns `None`
+/// (each call takes one piece of a shared queue). A thread that cannot be started (no memory
+/// for its stack) is not an error: the threads that did start, and the caller, do its share.
+pub(crate) fn run_on_threads(threads: usize, work: impl Fn() + Sync) {
+    std::thread::scope(|s| {
+        for _ in 1..threads {
+            if std::thread::Builder::new().spawn_scoped(s, &work).is_err() {
+                break;
+            }
+        }
+        work();
+    });
+}
+
 /// The size a product counts as for the GPU threshold: the cube root of `m·n·k`.
 fn product_order(m: usize, n: usize, k: usize) -> usize {
     ((m as f64) * (n as f64) * (k as f64)).cbrt() as usize
@@ -80,6 +125,7 @@ fn product_order(m: usize, n: usize, k: usize) -> usize {
 /// signs of alpha and beta) C is an upper (`Up`) or lower (`Down`) bound of the exact result.
 /// When `alpha < 0` the products are accumulated the other way, since `alpha·x` then
 /// decreases in `x`. `beta = 0` means C is not read. Arguments are assumed checked.
+/// [`NoMemory`]: the host workspace could not be allocated; C is untouched.
 #[allow(clippy::too_many_arguments)]
 pub fn gemm_rounded(
     dir: Dir,
@@ -92,18 +138,18 @@ pub fn gemm_rounded(
     beta: f64,
     c: &mut [f64],
     ldc: usize,
-) -> Backend {
+) -> Result<Backend, NoMemory> {
     let start = Instant::now();
     if m == 0 || n == 0 {
         dispatch::finish_call("dgemm_rounded", 0, Backend::Cpu, start.elapsed(), None);
-        return Backend::Cpu;
+        return Ok(Backend::Cpu);
     }
     if k == 0 || alpha == 0.0 {
         // DGEMM's rule: no product at all (alpha is not multiplied, so alpha = ±∞ with K = 0
         // gives no NaN); C := beta·C rounded `dir`, C := 0 without reading it when beta = 0.
-        cpu::gemm_rounded(dir, m, n, 0, 0.0, a, b, beta, c, ldc);
+        cpu::try_gemm_rounded(dir, m, n, 0, 0.0, a, b, beta, c, ldc)?;
         dispatch::finish_call("dgemm_rounded", 0, Backend::Cpu, start.elapsed(), None);
-        return Backend::Cpu;
+        return Ok(Backend::Cpu);
     }
     let order = product_order(m, n, k);
     let decision = dispatch::decide(Family::Interval, order);
@@ -119,7 +165,17 @@ pub fn gemm_rounded(
         }
     }
     if backend == Backend::Cpu {
-        cpu::gemm_rounded(dir, m, n, k, alpha, a, b, beta, c, ldc);
+        if let Err(e) = cpu::try_gemm_rounded(dir, m, n, k, alpha, a, b, beta, c, ldc) {
+            let note = note.map(|s| format!("{s}; {e}")).unwrap_or(e.to_string());
+            dispatch::finish_call(
+                "dgemm_rounded",
+                order,
+                backend,
+                start.elapsed(),
+                Some(&note),
+            );
+            return Err(e);
+        }
     }
     dispatch::finish_call(
         "dgemm_rounded",
@@ -128,7 +184,7 @@ pub fn gemm_rounded(
         start.elapsed(),
         note.as_deref(),
     );
-    backend
+    Ok(backend)
 }
 
 /// Why an interval operand was refused: the bounds of some entry are not a (possibly
@@ -158,6 +214,7 @@ pub fn check_interval(x: &IntervalOperand, rows: usize, cols: usize) -> Result<b
 
 /// `[C] := [A]·[B]`: `[C] ⊇ {A·B : A ∈ [A], B ∈ [B]}`. Returns the method and backend used.
 /// The operands must have passed [`check_interval`] (`finite` is what it returned for both).
+/// [`NoMemory`]: the host workspace could not be allocated; `[C]` is untouched.
 #[allow(clippy::too_many_arguments)]
 pub fn igemm(
     method: Method,
@@ -170,7 +227,7 @@ pub fn igemm(
     c_inf: &mut [f64],
     c_sup: &mut [f64],
     ldc: usize,
-) -> (Method, Backend) {
+) -> Result<(Method, Backend), NoMemory> {
     let start = Instant::now();
     // The midpoint–radius form cannot hold an unbounded interval.
     let method = match method {
@@ -178,7 +235,7 @@ pub fn igemm(
         _ => Method::InfSup,
     };
     if m == 0 || n == 0 {
-        return (method, Backend::Cpu);
+        return Ok((method, Backend::Cpu));
     }
     if k == 0 {
         // An empty sum: [C] = [0, 0] exactly.
@@ -187,7 +244,7 @@ pub fn igemm(
             c_sup[j * ldc..j * ldc + m].fill(0.0);
         }
         dispatch::finish_call("digemm", 0, Backend::Cpu, start.elapsed(), None);
-        return (method, Backend::Cpu);
+        return Ok((method, Backend::Cpu));
     }
     let order = product_order(m, n, k);
     let decision = dispatch::decide(Family::Interval, order);
@@ -208,10 +265,14 @@ pub fn igemm(
             backend = Backend::Cpu;
         }
     }
+    let mut done = Ok(());
     if backend == Backend::Cpu {
-        match method {
-            Method::MidRad => cpu::igemm_midrad(m, n, k, a, b, c_inf, c_sup, ldc),
+        done = match method {
+            Method::MidRad => cpu::try_igemm_midrad(m, n, k, a, b, c_inf, c_sup, ldc),
             _ => cpu::igemm_infsup(m, n, k, a, b, c_inf, c_sup, ldc),
+        };
+        if let Err(e) = done {
+            note = Some(note.map(|s| format!("{s}; {e}")).unwrap_or(e.to_string()));
         }
     }
     let note = match note {
@@ -219,7 +280,7 @@ pub fn igemm(
         None => format!("method={}", method.name()),
     };
     dispatch::finish_call("digemm", order, backend, start.elapsed(), Some(&note));
-    (method, backend)
+    done.map(|()| (method, backend))
 }
 
 /// Turns `[lo, hi]` (elementwise) into a midpoint and a radius with `[mid ± rad] ⊇ [lo, hi]`.
@@ -233,6 +294,8 @@ pub fn mid_rad(lo: f64, hi: f64) -> (f64, f64) {
 
 /// Encloses the solution of `A X = B` (`A` n×n, `B` n×nrhs): `X_inf ≤ A⁻¹B ≤ X_sup` for every
 /// verified column. See [`verify`] for the algorithm and [`verify::Outcome`] for INFO.
+/// [`NoMemory`]: the host workspace ([`verify::Workspace`], and the CPU engine's three n × n
+/// matrices when the CPU runs) could not be allocated; the outputs are untouched.
 #[allow(clippy::too_many_arguments)]
 pub fn gesv_verified(
     n: usize,
@@ -244,13 +307,25 @@ pub fn gesv_verified(
     x_inf: &mut [f64],
     x_sup: &mut [f64],
     ldx: usize,
-) -> (verify::Outcome, Backend) {
+) -> Result<(verify::Outcome, Backend), NoMemory> {
     let start = Instant::now();
+    let fail = |e: NoMemory, note: Option<String>| {
+        let note = note.map(|s| format!("{s}; {e}")).unwrap_or(e.to_string());
+        dispatch::finish_call(
+            "dgesv_verified",
+            n,
+            Backend::Cpu,
+            start.elapsed(),
+            Some(&note),
+        );
+        e
+    };
     // A NaN or ±∞ in A is not a real matrix: nothing can be verified, and no pivot is exactly
     // zero. Both engines would reach that by different routes (cuSOLVER's and the system
     // LAPACK's LU treat NaN differently), so it is decided here, once, for both.
     if (0..n).any(|j| a[j * lda..j * lda + n].iter().any(|v| !v.is_finite())) {
-        let outcome = verify::unverifiable(n, nrhs, x_inf, x_sup, ldx);
+        let outcome =
+            verify::unverifiable(n, nrhs, x_inf, x_sup, ldx).map_err(|e| fail(e, None))?;
         let summary = "info=n+1: A has an entry that is not finite";
         dispatch::finish_call(
             "dgesv_verified",
@@ -259,24 +334,33 @@ pub fn gesv_verified(
             start.elapsed(),
             Some(summary),
         );
-        return (outcome, Backend::Cpu);
+        return Ok((outcome, Backend::Cpu));
     }
     let decision = dispatch::decide(Family::Interval, n);
     let mut note = decision.why_not_gpu.clone();
     let mut result = None;
     if decision.backend == Backend::Gpu && n > 0 && nrhs > 0 {
-        let attempt = gpu::Engine::new(n, a, lda, b, ldb)
-            .and_then(|mut e| verify::solve(&mut e, n, nrhs, b, ldb, x_inf, x_sup, ldx));
+        let ws = verify::Workspace::try_new(n, nrhs).map_err(|e| fail(e, note.clone()))?;
+        let attempt = gpu::Engine::new(n, a, lda, b, ldb).and_then(|mut e| {
+            let mut ws = ws;
+            verify::solve_in(&mut e, &mut ws, n, nrhs, b, ldb, x_inf, x_sup, ldx)
+        });
         match attempt {
             Ok(o) => result = Some((o, Backend::Gpu)),
             Err(e) => note = Some(format!("GPU failed, ran on the CPU: {e}")),
         }
     }
-    let (outcome, backend) = result.unwrap_or_else(|| {
-        let mut e = verify::CpuEngine::new(n, a, lda, b, ldb);
-        let Ok(o) = verify::solve(&mut e, n, nrhs, b, ldb, x_inf, x_sup, ldx);
-        (o, Backend::Cpu)
-    });
+    let (outcome, backend) = match result {
+        Some(r) => r,
+        None => {
+            let cpu = verify::Workspace::try_new(n, nrhs)
+                .and_then(|ws| Ok((ws, verify::CpuEngine::try_new(n, a, lda, b, ldb)?)))
+                .and_then(|(mut ws, mut e)| {
+                    verify::solve_in(&mut e, &mut ws, n, nrhs, b, ldb, x_inf, x_sup, ldx)
+                });
+            (cpu.map_err(|e| fail(e, note.clone()))?, Backend::Cpu)
+        }
+    };
     let summary = format!(
         "info={} refine={} verify={}{}",
         outcome.info,
@@ -291,5 +375,5 @@ pub fn gesv_verified(
         start.elapsed(),
         Some(&summary),
     );
-    (outcome, backend)
+    Ok((outcome, backend))
 }

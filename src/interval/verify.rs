@@ -11,7 +11,9 @@
 //! work, the O(n) interval bookkeeping stays on the host.
 
 use super::round::{self, Dir};
+use super::{alloc, NoMemory};
 use crate::lapack::Dense;
+use std::ops::Range;
 
 /// The per-engine operations; vectors are n × nrhs, column-major with leading dimension n, on
 /// the host.
@@ -69,26 +71,88 @@ pub struct Outcome {
 }
 
 /// The outcome when nothing can be verified (INFO = n + 1): every column [−∞, +∞].
+/// [`NoMemory`] (the per-column flags cannot be allocated): the outputs are untouched.
 pub fn unverifiable(
     n: usize,
     nrhs: usize,
     x_inf: &mut [f64],
     x_sup: &mut [f64],
     ldx: usize,
-) -> Outcome {
+) -> Result<Outcome, NoMemory> {
+    let verified = alloc(nrhs, false)?;
     for c in 0..nrhs {
         x_inf[c * ldx..c * ldx + n].fill(f64::NEG_INFINITY);
         x_sup[c * ldx..c * ldx + n].fill(f64::INFINITY);
     }
-    Outcome {
+    Ok(Outcome {
         info: n as i32 + 1,
-        verified: vec![false; nrhs],
+        verified,
         refine_steps: 0,
         verify_steps: 0,
+    })
+}
+
+/// The host workspace of [`solve_in`]: every vector it needs (n × nrhs each), allocated at
+/// once, before anything is computed.
+pub struct Workspace {
+    bp: Vec<f64>,
+    x: Vec<f64>,
+    d: Vec<f64>,
+    lo: Vec<f64>,
+    hi: Vec<f64>,
+    dx: Vec<f64>,
+    vm: Vec<f64>,
+    vr: Vec<f64>,
+    z_lo: Vec<f64>,
+    z_hi: Vec<f64>,
+    y_lo: Vec<f64>,
+    y_hi: Vec<f64>,
+    cy_lo: Vec<f64>,
+    cy_hi: Vec<f64>,
+    verified: Vec<bool>,
+}
+
+impl Workspace {
+    /// Vectors of n × nrhs entries the solver holds.
+    const VECTORS: usize = 14;
+
+    /// Bytes of the workspace of an n × nrhs solve.
+    pub fn bytes(n: usize, nrhs: usize) -> usize {
+        (n.saturating_mul(nrhs))
+            .saturating_mul(8 * Self::VECTORS)
+            .saturating_add(nrhs)
+    }
+
+    /// The workspace of an n × nrhs solve, or [`NoMemory`] (then nothing is held).
+    pub fn try_new(n: usize, nrhs: usize) -> Result<Workspace, NoMemory> {
+        let len = n.saturating_mul(nrhs);
+        let fail = |_| NoMemory {
+            bytes: Self::bytes(n, nrhs),
+        };
+        let v = || alloc(len, 0.0).map_err(fail);
+        Ok(Workspace {
+            bp: v()?,
+            x: v()?,
+            d: v()?,
+            lo: v()?,
+            hi: v()?,
+            dx: v()?,
+            vm: v()?,
+            vr: v()?,
+            z_lo: v()?,
+            z_hi: v()?,
+            y_lo: v()?,
+            y_hi: v()?,
+            cy_lo: v()?,
+            cy_hi: v()?,
+            verified: alloc(nrhs, false).map_err(fail)?,
+        })
     }
 }
 
-/// Solves with `engine`, writing the enclosures (n × nrhs, leading dimension `ldx`).
+/// [`solve_in`] with a workspace allocated here; aborts if it cannot be allocated (for tools:
+/// the library allocates a [`Workspace`] first and calls [`solve_in`]).
+#[allow(clippy::too_many_arguments)]
 pub fn solve<E: Engine>(
     engine: &mut E,
     n: usize,
@@ -99,13 +163,53 @@ pub fn solve<E: Engine>(
     x_sup: &mut [f64],
     ldx: usize,
 ) -> Result<Outcome, E::Error> {
+    let mut ws = Workspace::try_new(n, nrhs).unwrap_or_else(|e| panic!("{e}"));
+    solve_in(engine, &mut ws, n, nrhs, b, ldb, x_inf, x_sup, ldx)
+}
+
+/// Solves with `engine` on the workspace `ws` (of an n × nrhs solve; used up: one call per
+/// workspace), writing the enclosures (n × nrhs, leading dimension `ldx`). Allocates nothing
+/// whose size depends on n or nrhs.
+#[allow(clippy::too_many_arguments)]
+pub fn solve_in<E: Engine>(
+    engine: &mut E,
+    ws: &mut Workspace,
+    n: usize,
+    nrhs: usize,
+    b: &[f64],
+    ldb: usize,
+    x_inf: &mut [f64],
+    x_sup: &mut [f64],
+    ldx: usize,
+) -> Result<Outcome, E::Error> {
     let len = n * nrhs;
+    assert!(
+        ws.x.len() == len && ws.verified.len() == nrhs,
+        "the workspace of another size"
+    );
     let mut outcome = Outcome {
         info: 0,
-        verified: vec![false; nrhs],
+        verified: std::mem::take(&mut ws.verified),
         refine_steps: 0,
         verify_steps: 0,
     };
+    let Workspace {
+        bp,
+        x,
+        d,
+        lo,
+        hi,
+        dx,
+        vm,
+        vr,
+        z_lo,
+        z_hi,
+        y_lo,
+        y_hi,
+        cy_lo,
+        cy_hi,
+        ..
+    } = ws;
     let unbounded = |x_inf: &mut [f64], x_sup: &mut [f64], cols: &[bool]| {
         for (c, _) in cols.iter().enumerate().filter(|(_, v)| !**v) {
             for i in 0..n {
@@ -121,22 +225,14 @@ pub fn solve<E: Engine>(
     }
 
     // x̃ = R·b, then residual iteration while the correction keeps shrinking.
-    let mut bp = vec![0.0; len];
     for c in 0..nrhs {
         bp[c * n..(c + 1) * n].copy_from_slice(&b[c * ldb..c * ldb + n]);
     }
-    let mut x = vec![0.0; len];
-    engine.apply_r(&bp, &mut x)?;
-    let (mut d, mut lo, mut hi, mut dx) = (
-        vec![0.0; len],
-        vec![0.0; len],
-        vec![0.0; len],
-        vec![0.0; len],
-    );
+    engine.apply_r(bp, x)?;
     let mut last = f64::INFINITY;
     for _ in 0..MAX_REFINE {
-        engine.residual(&x, &mut d, &mut lo, &mut hi)?;
-        engine.apply_r(&d, &mut dx)?;
+        engine.residual(x, d, lo, hi)?;
+        engine.apply_r(d, dx)?;
         outcome.refine_steps += 1;
         // Largest correction relative to its column of x̃.
         let mut rel = 0.0f64;
@@ -152,7 +248,7 @@ pub fn solve<E: Engine>(
         if !rel.is_finite() || rel >= last {
             break;
         }
-        for (xi, di) in x.iter_mut().zip(&dx) {
+        for (xi, di) in x.iter_mut().zip(dx.iter()) {
             *xi += di;
         }
         last = rel;
@@ -167,17 +263,15 @@ pub fn solve<E: Engine>(
         return Ok(outcome);
     }
     // [z] ⊇ R·(b − A·x̃), from the residual's exact enclosure [lo, hi].
-    engine.residual(&x, &mut d, &mut lo, &mut hi)?;
-    let (mut vm, mut vr) = (vec![0.0; len], vec![0.0; len]);
+    engine.residual(x, d, lo, hi)?;
     for i in 0..len {
         (vm[i], vr[i]) = super::mid_rad(lo[i], hi[i]);
     }
-    let (mut z_lo, mut z_hi) = (vec![0.0; len], vec![0.0; len]);
-    engine.enclose_r(&vm, &vr, &mut z_lo, &mut z_hi)?;
+    engine.enclose_r(vm, vr, z_lo, z_hi)?;
 
     // Verification iteration on [y], starting from [z].
-    let (mut y_lo, mut y_hi) = (z_lo.clone(), z_hi.clone());
-    let (mut cy_lo, mut cy_hi) = (vec![0.0; len], vec![0.0; len]);
+    y_lo.copy_from_slice(z_lo);
+    y_hi.copy_from_slice(z_hi);
     for _ in 0..MAX_VERIFY {
         if outcome.verified.iter().all(|v| *v) {
             break;
@@ -190,7 +284,7 @@ pub fn solve<E: Engine>(
             y_hi[i] = round::add(y_hi[i], grow, Dir::Up);
             (vm[i], vr[i]) = super::mid_rad(y_lo[i], y_hi[i]);
         }
-        engine.enclose_c(&vm, &vr, &mut cy_lo, &mut cy_hi)?;
+        engine.enclose_c(vm, vr, cy_lo, cy_hi)?;
         for c in 0..nrhs {
             if outcome.verified[c] {
                 continue;
@@ -280,17 +374,25 @@ pub fn norm2_up(x: impl Iterator<Item = f64>) -> f64 {
 }
 
 /// `[lo, hi] ⊇ M·⟨vm, vr⟩ (+ [−Mr, Mr]·⟨vm, vr⟩)` for the rows `rows` of the column-major
-/// n × n `m` (and `mr`), walking columns so that the matrix is read contiguously.
+/// n × n `m` (and `mr`), walking columns so that the matrix is read contiguously. `lo`, `hi`
+/// and the scratch `r` hold the rows' entries (`lo[0]` is row `rows.start`).
+#[allow(clippy::too_many_arguments)]
 pub fn enclose_rows(
     m: &[f64],
     mr: Option<&[f64]>,
     n: usize,
-    rows: std::ops::Range<usize>,
+    rows: Range<usize>,
     vm: &[f64],
     vr: &[f64],
-) -> Vec<(f64, f64)> {
+    lo: &mut [f64],
+    hi: &mut [f64],
+    r: &mut [f64],
+) {
     let len = rows.len();
-    let (mut s_lo, mut s_hi, mut r) = (vec![0.0f64; len], vec![0.0f64; len], vec![0.0f64; len]);
+    let (s_lo, s_hi, r) = (&mut lo[..len], &mut hi[..len], &mut r[..len]);
+    for v in [&mut *s_lo, &mut *s_hi, &mut *r] {
+        v.fill(0.0);
+    }
     for l in 0..n {
         let col = &m[l * n + rows.start..l * n + rows.end];
         let (x, xr) = (vm[l], vr[l]);
@@ -306,70 +408,136 @@ pub fn enclose_rows(
             }
         }
     }
-    (0..len)
-        .map(|k| {
-            (
-                round::sub(s_lo[k], r[k], Dir::Down),
-                round::add(s_hi[k], r[k], Dir::Up),
-            )
-        })
-        .collect()
+    for k in 0..len {
+        s_lo[k] = round::sub(s_lo[k], r[k], Dir::Down);
+        s_hi[k] = round::add(s_hi[k], r[k], Dir::Up);
+    }
 }
 
-/// Runs `f` on blocks of the rows `0..n` on the host's threads and concatenates the results.
-fn par_rows<T: Send>(n: usize, f: impl Fn(std::ops::Range<usize>) -> Vec<T> + Sync) -> Vec<T> {
+/// One block of [`par_rows`]: its rows and their pieces of each array.
+type RowBlock<'a, const K: usize> = (Range<usize>, [&'a mut [f64]; K]);
+
+/// At most this many row blocks (and threads) in [`par_rows`].
+const MAX_BLOCKS: usize = 256;
+
+/// Runs `f(rows, parts)` on blocks of the rows `0..n` on the host's threads, `parts` being
+/// the block's rows of each of the `K` arrays (n entries each). Allocates nothing; a thread
+/// that cannot be started leaves its blocks to the others.
+fn par_rows<const K: usize>(
+    n: usize,
+    arrays: [&mut [f64]; K],
+    f: impl Fn(Range<usize>, [&mut [f64]; K]) + Sync,
+) {
     let cores = crate::host::threads();
     // About 64K matrix entries per block is where a thread pays for itself.
-    let threads = cores.min((n * n) >> 16).max(1);
+    let threads = cores.min((n * n) >> 16).clamp(1, MAX_BLOCKS);
     let per = n.div_ceil(threads).max(1);
-    let blocks: Vec<_> = (0..n).step_by(per).map(|s| s..(s + per).min(n)).collect();
-    std::thread::scope(|sc| {
-        let handles: Vec<_> = blocks.into_iter().map(|b| sc.spawn(|| f(b))).collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    })
+    let mut blocks: [Option<RowBlock<'_, K>>; MAX_BLOCKS] = std::array::from_fn(|_| None);
+    let mut rest = arrays;
+    let mut start = 0;
+    for slot in blocks.iter_mut() {
+        if start >= n {
+            break;
+        }
+        let len = per.min(n - start);
+        let mut heads: [&mut [f64]; K] = std::array::from_fn(|_| Default::default());
+        for (head, tail) in heads.iter_mut().zip(rest.iter_mut()) {
+            let (h, t) = std::mem::take(tail).split_at_mut(len);
+            (*head, *tail) = (h, t);
+        }
+        *slot = Some((start..start + len, heads));
+        start += len;
+    }
+    let queue = std::sync::Mutex::new(blocks);
+    super::run_on_threads(threads, || loop {
+        let next = {
+            let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
+            q.iter_mut().find_map(Option::take)
+        };
+        match next {
+            Some((rows, parts)) => f(rows, parts),
+            None => break,
+        }
+    });
 }
 
-/// The CPU engine: LAPACK's LU and BLAS's DGEMM, the rest in the loops above.
+/// The CPU engine: LAPACK's LU and BLAS's DGEMM, the rest in the loops above. Its host
+/// memory (three n × n matrices and a few vectors of n) is allocated by [`CpuEngine::try_new`],
+/// before anything is computed.
 pub struct CpuEngine<'a> {
     n: usize,
     a: &'a [f64],
     lda: usize,
     b: &'a [f64],
     ldb: usize,
+    /// The LU factors, then (once R is formed) the radii of [C].
+    lu_c_rad: Vec<f64>,
+    ipiv: Vec<i32>,
     r: Vec<f64>,
+    /// fl(R·A), then the midpoints of [C].
     c_mid: Vec<f64>,
-    c_rad: Vec<f64>,
+    r_norms: Vec<f64>,
+    a_norms: Vec<f64>,
+    /// Per-row scratch of the residual and the enclosures.
+    scratch: Vec<f64>,
 }
 
 impl<'a> CpuEngine<'a> {
-    pub fn new(n: usize, a: &'a [f64], lda: usize, b: &'a [f64], ldb: usize) -> Self {
-        CpuEngine {
+    /// Bytes of host memory the engine of order `n` holds.
+    pub fn bytes(n: usize) -> usize {
+        n.saturating_mul(n)
+            .saturating_mul(3 * 8)
+            .saturating_add(n.saturating_mul(4 + 3 * 8))
+    }
+
+    /// The engine for A (n × n) and B, or [`NoMemory`] when its memory cannot be allocated.
+    pub fn try_new(
+        n: usize,
+        a: &'a [f64],
+        lda: usize,
+        b: &'a [f64],
+        ldb: usize,
+    ) -> Result<Self, NoMemory> {
+        let fail = |_| NoMemory {
+            bytes: Self::bytes(n),
+        };
+        let nn = n.saturating_mul(n);
+        Ok(CpuEngine {
             n,
             a,
             lda,
             b,
             ldb,
-            r: Vec::new(),
-            c_mid: Vec::new(),
-            c_rad: Vec::new(),
-        }
+            lu_c_rad: alloc(nn, 0.0).map_err(fail)?,
+            ipiv: alloc(n, 0).map_err(fail)?,
+            r: alloc(nn, 0.0).map_err(fail)?,
+            c_mid: alloc(nn, 0.0).map_err(fail)?,
+            r_norms: alloc(n, 0.0).map_err(fail)?,
+            a_norms: alloc(n, 0.0).map_err(fail)?,
+            scratch: alloc(n, 0.0).map_err(fail)?,
+        })
+    }
+
+    /// [`CpuEngine::try_new`] that aborts when the memory cannot be allocated (for tools).
+    pub fn new(n: usize, a: &'a [f64], lda: usize, b: &'a [f64], ldb: usize) -> Self {
+        Self::try_new(n, a, lda, b, ldb).unwrap_or_else(|e| panic!("{e}"))
     }
 }
 
+/// Stack of the thread that runs the LU (see [`CpuEngine::invert`]).
+const LU_STACK: usize = 64 << 20;
+
 impl Engine for CpuEngine<'_> {
-    type Error = std::convert::Infallible;
+    /// Only a thread that cannot be started (its stack is host memory).
+    type Error = NoMemory;
 
     fn invert(&mut self) -> Result<Option<usize>, Self::Error> {
         let n = self.n;
-        let mut lu = vec![0.0; n * n];
+        let (lu, ipiv, r) = (&mut self.lu_c_rad, &mut self.ipiv, &mut self.r);
         for j in 0..n {
             lu[j * n..(j + 1) * n].copy_from_slice(&self.a[j * self.lda..j * self.lda + n]);
         }
-        let mut ipiv = vec![0i32; n];
-        let mut r = vec![0.0; n * n];
+        r.fill(0.0);
         for i in 0..n {
             r[i + i * n] = 1.0;
         }
@@ -377,25 +545,23 @@ impl Engine for CpuEngine<'_> {
         // of a typical secondary thread: run it on a thread with room.
         let info = std::thread::scope(|s| {
             std::thread::Builder::new()
-                .stack_size(64 << 20)
+                .stack_size(LU_STACK)
                 .spawn_scoped(s, || {
-                    let info = crate::lapack::dgetrf(n, &mut lu, n, &mut ipiv);
+                    let info = crate::lapack::dgetrf(n, lu, n, ipiv);
                     if info == 0 {
-                        crate::lapack::dgetrs(n, n, &lu, n, &ipiv, &mut r, n);
+                        crate::lapack::dgetrs(n, n, lu, n, ipiv, r, n);
                     }
                     info
                 })
                 .map(|h| h.join())
         });
         match info {
-            Ok(Ok(0)) => {}
-            Ok(Ok(i)) if i > 0 => return Ok(Some(i as usize)),
+            Ok(Ok(0)) => Ok(None),
+            Ok(Ok(i)) if i > 0 => Ok(Some(i as usize)),
             Ok(Ok(i)) => panic!("DGETRF rejected its arguments (INFO {i})"),
             Ok(Err(p)) => std::panic::resume_unwind(p),
-            Err(e) => panic!("cannot start the LU thread: {e}"),
+            Err(_) => Err(NoMemory { bytes: LU_STACK }),
         }
-        self.r = r;
-        Ok(None)
     }
 
     fn apply_r(&mut self, v: &[f64], out: &mut [f64]) -> Result<(), Self::Error> {
@@ -428,14 +594,23 @@ impl Engine for CpuEngine<'_> {
             let xc = &x[c * n..(c + 1) * n];
             let b = &self.b[c * self.ldb..c * self.ldb + n];
             let (a, lda) = (self.a, self.lda);
-            // Column by column, so that A is read contiguously.
-            let rows = par_rows(n, |rows| {
-                let len = rows.len();
-                let mut p = b[rows.clone()].to_vec();
-                let (mut s, mut t_lo, mut t_hi) = (vec![0.0; len], vec![0.0; len], vec![0.0; len]);
+            let col = c * n..(c + 1) * n;
+            let arrays = [
+                &mut d[col.clone()],
+                &mut lo[col.clone()],
+                &mut hi[col],
+                &mut self.scratch[..],
+            ];
+            // Column by column, so that A is read contiguously; d holds the running sum p,
+            // lo and hi the tail's bounds, the scratch its rounded value s.
+            par_rows(n, arrays, |rows, [p, t_lo, t_hi, s]| {
+                p.copy_from_slice(&b[rows.clone()]);
+                for v in [&mut *t_lo, &mut *t_hi, &mut *s] {
+                    v.fill(0.0);
+                }
                 for (l, xl) in xc.iter().enumerate() {
                     let col = &a[l * lda + rows.start..l * lda + rows.end];
-                    for k in 0..len {
+                    for k in 0..rows.len() {
                         dot2_step(
                             col[k],
                             *xl,
@@ -446,20 +621,19 @@ impl Engine for CpuEngine<'_> {
                         );
                     }
                 }
-                (0..len)
-                    .map(|k| dot2_finish(p[k], s[k], t_lo[k], t_hi[k], n))
-                    .collect()
+                for k in 0..rows.len() {
+                    (p[k], t_lo[k], t_hi[k]) = dot2_finish(p[k], s[k], t_lo[k], t_hi[k], n);
+                }
             });
-            for (i, (di, li, hi_)) in rows.into_iter().enumerate() {
-                (d[i + c * n], lo[i + c * n], hi[i + c * n]) = (di, li, hi_);
-            }
         }
         Ok(())
     }
 
     fn build_c(&mut self) -> Result<bool, Self::Error> {
         let n = self.n;
-        let mut p = vec![0.0; n * n];
+        // P = fl(R·A) into c_mid; the LU factors are no longer needed: their array takes the
+        // radii.
+        let (r, p, c_rad) = (&self.r, &mut self.c_mid, &mut self.lu_c_rad);
         <f64 as Dense>::gemm(
             b'N',
             b'N',
@@ -467,28 +641,34 @@ impl Engine for CpuEngine<'_> {
             n,
             n,
             1.0,
-            (&self.r, n),
+            (r, n),
             (self.a, self.lda),
             0.0,
-            &mut p,
+            p,
             n,
         );
-        let r_norms: Vec<f64> = (0..n)
-            .map(|i| norm2_up((0..n).map(|l| self.r[i + l * n])))
-            .collect();
-        let a_norms: Vec<f64> = (0..n)
-            .map(|j| norm2_up(self.a[j * self.lda..j * self.lda + n].iter().copied()))
-            .collect();
+        for (i, v) in self.r_norms.iter_mut().enumerate() {
+            *v = norm2_up((0..n).map(|l| r[i + l * n]));
+        }
+        for (j, v) in self.a_norms.iter_mut().enumerate() {
+            *v = norm2_up(self.a[j * self.lda..j * self.lda + n].iter().copied());
+        }
         let (gamma, n_eta) = (round::gamma(n), round::mul(n as f64, round::ETA, Dir::Up));
-        self.c_mid = vec![0.0; n * n];
-        self.c_rad = vec![0.0; n * n];
         let mut finite = true;
         for j in 0..n {
             for i in 0..n {
-                let (m, r) = c_entry(p[i + j * n], i == j, r_norms[i], a_norms[j], gamma, n_eta);
-                finite &= m.is_finite() && r.is_finite();
-                self.c_mid[i + j * n] = m;
-                self.c_rad[i + j * n] = r;
+                let at = i + j * n;
+                let (m, rad) = c_entry(
+                    p[at],
+                    i == j,
+                    self.r_norms[i],
+                    self.a_norms[j],
+                    gamma,
+                    n_eta,
+                );
+                finite &= m.is_finite() && rad.is_finite();
+                p[at] = m;
+                c_rad[at] = rad;
             }
         }
         Ok(finite)
@@ -518,19 +698,27 @@ impl Engine for CpuEngine<'_> {
 }
 
 impl CpuEngine<'_> {
-    fn enclose(&self, interval_c: bool, vm: &[f64], vr: &[f64], lo: &mut [f64], hi: &mut [f64]) {
+    fn enclose(
+        &mut self,
+        interval_c: bool,
+        vm: &[f64],
+        vr: &[f64],
+        lo: &mut [f64],
+        hi: &mut [f64],
+    ) {
         let n = self.n;
         let (m, mr) = if interval_c {
-            (&self.c_mid, Some(&self.c_rad[..]))
+            (&self.c_mid[..], Some(&self.lu_c_rad[..]))
         } else {
-            (&self.r, None)
+            (&self.r[..], None)
         };
         for c in 0..vm.len() / n.max(1) {
-            let (x, xr) = (&vm[c * n..(c + 1) * n], &vr[c * n..(c + 1) * n]);
-            let rows = par_rows(n, |rows| enclose_rows(m, mr, n, rows, x, xr));
-            for (i, (l, h)) in rows.into_iter().enumerate() {
-                (lo[i + c * n], hi[i + c * n]) = (l, h);
-            }
+            let col = c * n..(c + 1) * n;
+            let (x, xr) = (&vm[col.clone()], &vr[col.clone()]);
+            let arrays = [&mut lo[col.clone()], &mut hi[col], &mut self.scratch[..]];
+            par_rows(n, arrays, |rows, [l, h, r]| {
+                enclose_rows(m, mr, n, rows, x, xr, l, h, r)
+            });
         }
     }
 }

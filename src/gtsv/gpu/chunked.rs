@@ -47,7 +47,10 @@ pub fn solve_chunked<T: Lapack>(
     })?;
     let threads = crate::host::threads();
     let chunks = (n - 1) / (c + 1) + 1;
-    let mut x = vec![T::ZERO; n * nrhs];
+    let mut x = match host::<T>(n * nrhs) {
+        Ok(x) => x,
+        Err(r) => return Ok(Err(r)),
+    };
     let t0 = Instant::now();
     let mut on_gpu = |dl: &[T], d: &[T], du: &[T], g: &mut [T], ld: usize, k: usize| {
         solve_whole(o, dl, d, du, g, ld, k, false)
@@ -80,7 +83,10 @@ pub fn solve_chunked<T: Lapack>(
         &mut checks,
         threads,
         |r: &mut [T], k: usize| {
-            let mut delta = vec![T::ZERO; n * k];
+            // Refinement is optional: without memory for it, the answer is judged as it is.
+            let Ok(mut delta) = host::<T>(n * k) else {
+                return Ok(false);
+            };
             let solved = chunked_pass(dl, d, du, r, n, k, c, &mut delta, threads, &mut on_gpu)?;
             r.copy_from_slice(&delta);
             Ok::<bool, DeviceError>(solved.is_ok())
@@ -119,14 +125,29 @@ pub(super) fn chunked_pass<T: Lapack>(
     let n = d.len();
     let m = c + 1; // a chunk and its separator
     let q = (n - 1) / m; // separators; chunk j is rows j m .. j m + c (the last: .. n)
-    let (mut w, mut v) = (vec![T::ZERO; n], vec![T::ZERO; n]);
     let k = nrhs + 2;
+    // Every host array of the pass, allocated before the first chunk is solved. The last
+    // chunk may have c + 1 rows.
+    let alloc = || -> Result<_, Reject> {
+        let q1 = q.max(1) - 1;
+        Ok((
+            [host::<T>(n)?, host::<T>(n)?],
+            host::<T>((c + 1).min(n) * k)?,
+            [host::<T>(q1)?, host::<T>(q)?, host::<T>(q1)?],
+            host::<T>(q * nrhs)?,
+        ))
+    };
+    let ([mut w, mut v], mut gbuf, [mut rdl, mut rd, mut rdu], mut rf) = match alloc() {
+        Ok(bufs) => bufs,
+        Err(r) => return Ok(Err(r)),
+    };
     for j in 0..=q {
         let r0 = j * m;
         let r1 = if j < q { r0 + c } else { n };
         let rows = r1 - r0;
         // The chunk's right-hand sides, then its spikes: A_j⁻¹ (a e_1) and A_j⁻¹ (c e_last).
-        let mut g = vec![T::ZERO; rows * k];
+        let g = &mut gbuf[..rows * k];
+        g.fill(T::ZERO);
         for col in 0..nrhs {
             g[col * rows..(col + 1) * rows].copy_from_slice(&f[col * ldf + r0..col * ldf + r1]);
         }
@@ -141,7 +162,7 @@ pub(super) fn chunked_pass<T: Lapack>(
             &dl[r0..r0 + tail],
             &d[r0..r1],
             &du[r0..r0 + tail],
-            &mut g,
+            g,
             rows,
             k,
         )? {
@@ -157,8 +178,6 @@ pub(super) fn chunked_pass<T: Lapack>(
         return Ok(Ok(()));
     }
     // The separator system (see the module comment of `gtsv`): unknown j is x at s_j.
-    let (mut rdl, mut rd, mut rdu) = (vec![T::ZERO; q - 1], vec![T::ZERO; q], vec![T::ZERO; q - 1]);
-    let mut rf = vec![T::ZERO; q * nrhs];
     for j in 0..q {
         let s = (j + 1) * m - 1;
         let (top, bot) = (s + 1, s - 1); // first row of chunk j + 1, last row of chunk j

@@ -35,6 +35,12 @@ mod chunked;
 mod plan;
 mod streamed;
 
+/// Host memory of `len` elements of T, or the rejection that sends the call to LAPACK xGTSV
+/// on the caller's arrays (issue #23: never an abort).
+fn host<T: Real>(len: usize) -> Result<Vec<T>, Reject> {
+    super::try_vec(len, T::ZERO).ok_or(Reject::NoHostMemory(len.saturating_mul(sz::<T>())))
+}
+
 pub use chunked::{chunk_rows, solve_chunked};
 use plan::*;
 pub use streamed::{slice_partitions, solve_streamed, streamed_bytes};
@@ -337,14 +343,19 @@ fn solve_whole<T: Real>(
     }
     let t1 = Instant::now();
     let mut plan = Plan::<T>::new(gpu, stream.clone(), o, a, nrhs)?;
-    // Save B while the GPU works.
-    let (mut saved, mut plain) = (None, None);
-    let verdict = plan.run(f, || {
-        if keep_b {
-            saved = Some(SavedB::new(b, ldb, n, nrhs))
-        } else {
-            plain = Some(b)
+    // Save B while the GPU works, in memory allocated before it starts.
+    let words = if keep_b {
+        match SavedB::<T>::reserve(n, nrhs) {
+            Ok(words) => Some(words),
+            Err(r) => return Ok(Err(r)),
         }
+    } else {
+        None
+    };
+    let (mut saved, mut plain) = (None, None);
+    let verdict = plan.run(f, || match words {
+        Some(words) => saved = Some(SavedB::new(b, ldb, n, nrhs, words)),
+        None => plain = Some(b),
     })?;
     let t2 = Instant::now();
     if let Err(r) = verdict {
@@ -472,9 +483,22 @@ struct SavedB<'a, T: Copy> {
 }
 
 impl<'a, T: Real> SavedB<'a, T> {
-    fn new(b: &'a mut [T], ldb: usize, n: usize, nrhs: usize) -> Self {
+    /// The words that will hold `n × nrhs` elements (from the pool when it has them), or
+    /// [`Reject::NoHostMemory`] when they cannot be allocated.
+    fn reserve(n: usize, nrhs: usize) -> Result<Vec<u64>, Reject> {
+        let words = n.saturating_mul(nrhs).saturating_mul(sz::<T>()).div_ceil(8);
         let mut saved = std::mem::take(&mut *SAVE_POOL.lock().unwrap_or_else(|p| p.into_inner()));
-        saved.resize((n * nrhs * sz::<T>()).div_ceil(8), 0);
+        saved.clear();
+        saved
+            .try_reserve_exact(words)
+            .map_err(|_| Reject::NoHostMemory(words.saturating_mul(8)))?;
+        saved.resize(words, 0);
+        Ok(saved)
+    }
+
+    /// Copies B into `saved` (from [`Self::reserve`] with the same `n` and `nrhs`).
+    fn new(b: &'a mut [T], ldb: usize, n: usize, nrhs: usize, saved: Vec<u64>) -> Self {
+        assert!(saved.len() * 8 >= n * nrhs * sz::<T>(), "saved B too small");
         let mut s = SavedB {
             b,
             ldb,

@@ -403,6 +403,9 @@ pub(super) struct Plan<T> {
     spec: CUdeviceptr,
     /// Owns every buffer above.
     _work: Work,
+    /// The host copy of `sums` and the flags (6·nrhs + 1 elements), allocated by
+    /// [`Self::reserve_host_sums`] before the GPU works.
+    host_sums: Vec<T>,
     _elem: std::marker::PhantomData<T>,
 }
 
@@ -484,9 +487,20 @@ impl<T: Real> Plan<T> {
             scratch: at(scratch_at),
             spec: at(spec_at),
             _work: work,
+            host_sums: Vec::new(),
             _elem: std::marker::PhantomData,
             stream,
         })
+    }
+
+    /// Allocates the host copy of the summaries (see `host_sums`); [`Reject::NoHostMemory`]
+    /// when it cannot be allocated (the call then runs LAPACK xGTSV: issue #23).
+    pub(super) fn reserve_host_sums(&mut self) -> Result<(), Reject> {
+        let need = 6 * self.nrhs.max(1) + 1;
+        if self.host_sums.len() < need {
+            self.host_sums = host::<T>(need)?;
+        }
+        Ok(())
     }
 
     pub(super) fn x_cols(&self) -> DevCols {
@@ -895,7 +909,10 @@ impl<T: Real> Plan<T> {
     }
 
     /// Reads the flags and the summaries of `ncols` columns (waits for the stream).
-    pub(super) fn read_sums(&self, ncols: usize) -> Result<(i32, Vec<Residual<T>>), DeviceError> {
+    pub(super) fn read_sums(
+        &mut self,
+        ncols: usize,
+    ) -> Result<(i32, Vec<Residual<T>>), DeviceError> {
         let (flags, sums, _) = self.read_both_sums(ncols)?;
         Ok((flags, sums))
     }
@@ -904,15 +921,23 @@ impl<T: Real> Plan<T> {
     /// refinement step ([`Top::Update`]).
     #[allow(clippy::type_complexity)]
     pub(super) fn read_both_sums(
-        &self,
+        &mut self,
         ncols: usize,
     ) -> Result<(i32, Vec<Residual<T>>, Vec<Residual<T>>), DeviceError> {
         let k = self.nrhs.max(1);
-        let mut s = vec![T::ZERO; 6 * k + 1];
+        let s = match self.host_sums.get_mut(..6 * k + 1) {
+            Some(s) => s,
+            None => {
+                return Err(DeviceError::Driver(
+                    "gtsv: summaries read before their host buffer was allocated".into(),
+                ))
+            }
+        };
         let cs = self.stream.cu_stream();
         // SAFETY: the summaries and the flags' element lie inside this plan's allocation; the
         // host buffer outlives the synchronize below.
         unsafe { cu::memcpy_dtoh_async(&mut s[..], self.sums, cs)? };
+        let s = &*s;
         self.stream.synchronize()?;
         // The kernels' int flags are the first 4 bytes of the last element (T has 4 or 8).
         // SAFETY: an i32 is no larger than T and every bit pattern is a valid i32.
@@ -996,6 +1021,9 @@ impl<T: Real> Plan<T> {
     ) -> Result<Result<(), Reject>, DeviceError> {
         let (n, nrhs) = (self.a.n, self.nrhs);
         let device_check = !self.levels.is_empty();
+        if let Err(r) = self.reserve_host_sums() {
+            return Ok(Err(r));
+        }
         let x = self.x_cols();
         self.clear()?;
         let top = if device_check { Top::Check } else { Top::Solve };

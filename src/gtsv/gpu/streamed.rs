@@ -126,7 +126,13 @@ pub fn solve_streamed<T: Real>(
             ld: cap + 1,
         },
     );
-    let mut x = vec![T::ZERO; n * nrhs];
+    let mut x = match host::<T>(n * nrhs) {
+        Ok(x) => x,
+        Err(r) => return Ok(Err(r)),
+    };
+    if let Err(r) = plan.reserve_host_sums() {
+        return Ok(Err(r));
+    }
     // The checking pass: reduce every slice, solve below, back-substitute every slice.
     plan.clear()?;
     for &(j0, k) in &slices {
@@ -150,7 +156,9 @@ pub fn solve_streamed<T: Real>(
     }
     // Refinement, as Plan::run's with levels: every column corrected together, kept where it
     // lowers the residual.
-    let mut stalled = vec![false; nrhs];
+    let Some(mut stalled) = crate::gtsv::try_vec(nrhs, false) else {
+        return Ok(Err(Reject::NoHostMemory(nrhs)));
+    };
     let mut steps = 0;
     let mut spec_ready = o.speculate;
     let mut cand: Vec<T> = Vec::new();
@@ -158,6 +166,14 @@ pub fn solve_streamed<T: Real>(
         let cols = columns_to_refine(&checks, &stalled);
         if cols.is_empty() {
             break;
+        }
+        if cand.is_empty() {
+            // Refinement is optional: without memory for the candidate, the answer is judged
+            // as it is.
+            match host::<T>(n * nrhs) {
+                Ok(v) => cand = v,
+                Err(_) => break,
+            }
         }
         let from_spec = std::mem::take(&mut spec_ready);
         if from_spec {
@@ -172,7 +188,6 @@ pub fn solve_streamed<T: Real>(
             }
         }
         plan.solve_below(nrhs)?;
-        cand.resize(n * nrhs, T::ZERO);
         for &(j0, k) in &slices {
             let s = slice(j0, k);
             io.upload(&s, m, Some((&x, n)))?;
