@@ -3,34 +3,12 @@
 //! program defines its own `xerbla_`, which must win over the system LAPACK's, as with LAPACK),
 //! hidden CHARACTER lengths never read, N = 0.
 
+mod common;
+use common::reported;
+
 use hylapack::api::stebz::{dstebz_gpu, dstebz_gpu_, sstebz_gpu};
-use std::ffi::{c_char, c_int};
+use std::ffi::c_char;
 use std::ptr::{null, null_mut};
-use std::sync::Mutex;
-
-/// (routine name, argument number) of every xerbla_ call in this process.
-static XERBLA_CALLS: Mutex<Vec<(String, i32)>> = Mutex::new(Vec::new());
-
-/// # Safety
-/// `srname` points to `len` readable bytes and `info` to an integer (as LAPACK passes them).
-#[no_mangle]
-pub unsafe extern "C" fn xerbla_(srname: *const c_char, info: *const c_int, len: usize) {
-    // SAFETY: the library passes a name of `len` bytes and a readable integer.
-    let name = unsafe { std::slice::from_raw_parts(srname as *const u8, len) };
-    let arg = unsafe { *info };
-    XERBLA_CALLS
-        .lock()
-        .unwrap()
-        .push((String::from_utf8_lossy(name).trim().to_string(), arg));
-}
-
-fn reported(name: &str, arg: i32) -> bool {
-    XERBLA_CALLS
-        .lock()
-        .unwrap()
-        .iter()
-        .any(|(n, a)| n == name && *a == arg)
-}
 
 /// Calls the Fortran entry on tridiag(-1, 2, -1) of order `n`; `null_*` replace a scalar by NULL.
 fn fortran(

@@ -4,39 +4,12 @@
 //! solver, unreadable configuration files and misaligned device pointers. Every case checks
 //! the exact INFO, and xerbla where LAPACK calls it.
 
+mod common;
+use common::{reported, seed};
+
 use hylapack::lapack::Lapack;
-use hylapack::testmat::{seed_from_time, Rng};
+use hylapack::testmat::Rng;
 use std::ffi::{c_char, c_int};
-use std::sync::Mutex;
-
-static XERBLA_CALLS: Mutex<Vec<(String, i32)>> = Mutex::new(Vec::new());
-
-/// # Safety
-/// `srname` points to `len` readable bytes and `info` to an integer (as LAPACK passes them).
-#[no_mangle]
-pub unsafe extern "C" fn xerbla_(srname: *const c_char, info: *const c_int, len: usize) {
-    // SAFETY: the library passes a name of `len` bytes and a readable integer.
-    let name = unsafe { std::slice::from_raw_parts(srname as *const u8, len) };
-    let arg = unsafe { *info };
-    XERBLA_CALLS
-        .lock()
-        .unwrap()
-        .push((String::from_utf8_lossy(name).trim().to_string(), arg));
-}
-
-fn reported(name: &str, arg: i32) -> bool {
-    XERBLA_CALLS
-        .lock()
-        .unwrap()
-        .iter()
-        .any(|(n, a)| n == name && *a == arg)
-}
-
-fn seed() -> u64 {
-    let s = seed_from_time();
-    println!("seed {s}");
-    s
-}
 
 /// A random tridiagonal system; with probability 1/2 a diagonal entry and the sub-diagonal
 /// entry below it are zero, which often makes one of xGTSV's pivots exactly zero.

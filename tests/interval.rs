@@ -7,60 +7,28 @@
 //! `HYLAPACK_DEVICE=gpu` runs the GPU path; with `HYLAPACK_REQUIRE_GPU=1` a call that did not
 //! run there fails. The seed is printed; `HYLAPACK_TEST_SEED` replays one.
 
+mod common;
+use common::{gpu_required, reported, seed};
+
 use hylapack::api::interval::{
     dgemm_rounded, dgemm_rounded_, dgesv_verified, dgesv_verified_, digemm,
 };
 use hylapack::dispatch::{last_backend, Backend};
 use hylapack::interval::{self, IntervalOperand, Method, Operand, Trans};
-use hylapack::testmat::{seed_from_time, Rng};
+use hylapack::testmat::Rng;
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{Signed, Zero};
 use std::ffi::{c_char, c_int};
-use std::sync::Mutex;
-
-static XERBLA_CALLS: Mutex<Vec<(String, i32)>> = Mutex::new(Vec::new());
-
-/// # Safety
-/// `srname` points to `len` readable bytes and `info` to an integer (as LAPACK passes them).
-#[no_mangle]
-pub unsafe extern "C" fn xerbla_(srname: *const c_char, info: *const c_int, len: usize) {
-    // SAFETY: the library passes a name of `len` bytes and a readable integer.
-    let name = unsafe { std::slice::from_raw_parts(srname as *const u8, len) };
-    let arg = unsafe { *info };
-    XERBLA_CALLS
-        .lock()
-        .unwrap()
-        .push((String::from_utf8_lossy(name).trim().to_string(), arg));
-}
-
-fn reported(name: &str, arg: i32) -> bool {
-    XERBLA_CALLS
-        .lock()
-        .unwrap()
-        .iter()
-        .any(|(n, a)| n == name && *a == arg)
-}
-
-fn require_gpu() -> bool {
-    std::env::var("HYLAPACK_DEVICE").as_deref() == Ok("gpu")
-        && std::env::var("HYLAPACK_REQUIRE_GPU").as_deref() == Ok("1")
-}
 
 fn check_backend(what: &str) {
-    if require_gpu() {
+    if std::env::var("HYLAPACK_DEVICE").as_deref() == Ok("gpu") && gpu_required() {
         assert_eq!(
             last_backend(),
             Some(Backend::Gpu),
             "{what}: HYLAPACK_REQUIRE_GPU=1 but the GPU path did not run"
         );
     }
-}
-
-fn seed() -> u64 {
-    let s = seed_from_time();
-    println!("seed {s} (HYLAPACK_TEST_SEED={s} replays it)");
-    s
 }
 
 fn q(x: f64) -> BigRational {

@@ -11,32 +11,14 @@
 //!
 //! Seeds change from run to run and are printed; `HYLAPACK_TEST_SEED` replays one.
 
+mod common;
+use common::{reported, seed, xerbla_count};
+
 use hylapack::lapack::{Dense, Lapack, LapackStein};
 use hylapack::real::Real;
 use hylapack::stein::{self, check_args, SteinReport};
 use hylapack::testmat::{self, Rng, TridiagFamily};
-use std::ffi::{c_char, c_int};
-use std::sync::Mutex;
-
-/// (routine name, argument number) of every xerbla_ call in this process.
-static XERBLA_CALLS: Mutex<Vec<(String, i32)>> = Mutex::new(Vec::new());
-
-/// # Safety
-/// `srname` points to `len` readable bytes and `info` to an integer (as LAPACK passes them).
-#[no_mangle]
-pub unsafe extern "C" fn xerbla_(srname: *const c_char, info: *const c_int, len: usize) {
-    // SAFETY: LAPACK passes a name of `len` bytes and a readable integer.
-    let name = unsafe { std::slice::from_raw_parts(srname as *const u8, len) };
-    let arg = unsafe { *info };
-    XERBLA_CALLS
-        .lock()
-        .unwrap()
-        .push((String::from_utf8_lossy(name).trim().to_string(), arg));
-}
-
-fn seed() -> u64 {
-    testmat::seed_from_time()
-}
+use std::ffi::c_int;
 
 /// The eigenvalues as the system LAPACK's xSTEBZ returns them with ORDER = 'B'.
 struct Eigenvalues<T> {
@@ -345,11 +327,7 @@ fn bad_arguments_in_lapack_order() {
         assert!(ours < 0, "n={n} m={m} ldz={ldz} is legal");
         let name = format!("{}STEIN", T::PREFIX.to_ascii_uppercase());
         assert!(
-            XERBLA_CALLS
-                .lock()
-                .unwrap()
-                .iter()
-                .any(|(s, a)| *s == name && *a == -ours),
+            reported(&name, -ours),
             "xerbla_ not called for {name} argument {}",
             -ours
         );
@@ -489,14 +467,6 @@ fn exported_names_check_as_lapack_and_agree_with_the_library() {
     );
     assert_eq!((&z_c, &z_f), (&z_lib, &z_lib), "seed={seed}");
 
-    let reported = |name: &str, arg: i32| {
-        XERBLA_CALLS
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(s, a)| s == name && *a == arg)
-            .count()
-    };
     let wf: Vec<f32> = ev.w.iter().map(|&x| x as f32).collect();
     let (df, ef): (Vec<f32>, Vec<f32>) = (
         d.iter().map(|&x| x as f32).collect(),
@@ -514,7 +484,7 @@ fn exported_names_check_as_lapack_and_agree_with_the_library() {
         (ni, mi, ni, false, true, -5),
         (ni, mi, ni, true, false, -2),
     ] {
-        let before = reported("SSTEIN_GPU", -expect);
+        let before = xerbla_count("SSTEIN_GPU", -expect);
         // SAFETY: arrays of the extents above, or NULL where the case says so.
         let info = unsafe {
             sstein_gpu(
@@ -532,7 +502,7 @@ fn exported_names_check_as_lapack_and_agree_with_the_library() {
         };
         assert_eq!(info, expect, "N={nn} M={mm} LDZ={ldz}");
         assert_eq!(
-            reported("SSTEIN_GPU", -expect),
+            xerbla_count("SSTEIN_GPU", -expect),
             before + 1,
             "xerbla_ for {expect}"
         );
