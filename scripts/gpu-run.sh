@@ -13,7 +13,8 @@
 # --test-threads=N, ...) and with
 #   HYLAPACK_DEVICE=gpu  HYLAPACK_REQUIRE_GPU=1   (override either by setting it)
 # then (with HYLAPACK_PACK_TESTERS=1) LAPACK's GT/SEP/SE2 testers under the
-# preload library, then `hylapack info` runs. HYLAPACK_PACK_ONLY=gtsv,api limits the run to those binaries. The combined log goes to ${OUT:-/tmp}/gpu-check.log
+# preload library (HYLAPACK_PACK_TESTERS_ONLY="SEP double,GT double" picks some),
+# then `hylapack info` runs. HYLAPACK_PACK_ONLY=gtsv,api limits the run to those binaries. The combined log goes to ${OUT:-/tmp}/gpu-check.log
 # and the summary to ${OUT:-/tmp}/gpu-check-summary.txt. Exit status: 0 when
 # every binary passed.
 set -uo pipefail
@@ -113,6 +114,7 @@ if [ "${HYLAPACK_PACK_TESTERS:-0}" = 1 ] && [ -d "$work/testers" ]; then
     chmod +x "$work"/testers/x* 2>/dev/null
     HYLAPACK_LOG=off python3 "$here/lapack-testers" --dir "$work/testers" \
         --preload "$work/lib/libhylapack_preload.so" --jobs 4 --logs "$out/lapack-testers" \
+        ${HYLAPACK_PACK_TESTERS_ONLY:+--only "$HYLAPACK_PACK_TESTERS_ONLY"} \
         2>&1 | tee -a "$log"
     ((PIPESTATUS[0] == 0)) || bin_fail+=("lapack-testers")
 fi
