@@ -1,6 +1,6 @@
 //! xSYRDB: reduction of a dense symmetric matrix to symmetric band form by orthogonal
 //! similarity, out of core (Davidović & Quintana-Ortí; the SBR toolbox's SYRDB), with the
-//! contract of LAPACK's xSYTRD_SY2SB; and the eigenvalue drivers built on it (see [`syev`]).
+//! contract of LAPACK's xSYTRD_SY2SB; the eigenvalue drivers built on it are [`crate::syev`].
 //!
 //! Step `i` (`i = 0, kd, 2kd, …` while `i + kd < n`) works on the lower view `L` of `A`
 //! (`UPLO = 'U'` is read transposed, so both triangles run the same code):
@@ -64,7 +64,6 @@ pub mod gpu;
 mod host;
 pub mod sb2st;
 pub mod sbrdb;
-pub mod syev;
 
 use crate::config::SbrPanel;
 use crate::device::memory::{copy_threads, par_copy};
