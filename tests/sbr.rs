@@ -23,7 +23,7 @@
 use hylapack::dispatch::Backend;
 use hylapack::lapack::Dense;
 use hylapack::real::Real;
-use hylapack::sbr::gpu::CublasReal;
+use hylapack::sbr::CublasReal;
 use hylapack::sbr::{self, Mode, Path};
 use hylapack::testmat::{self, DenseFamily, Rng};
 

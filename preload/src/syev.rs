@@ -13,7 +13,7 @@ use hylapack::dispatch::{Backend, Family};
 use hylapack::lapack::signatures::{SyevFn, SyevdFn, SyevrFn, SyevxFn};
 use hylapack::lapack::{span, Dense};
 use hylapack::real::Real;
-use hylapack::sbr::gpu::CublasReal;
+use hylapack::sbr::CublasReal;
 use hylapack::sbr::Path;
 use hylapack::syev::{self, EigReport};
 use std::ffi::{c_char, c_int};

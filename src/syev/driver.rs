@@ -4,8 +4,8 @@
 use crate::dispatch::{self, Backend};
 use crate::lapack::Dense;
 use crate::real::Real;
-use crate::sbr::cpu::CpuExecutor;
-use crate::sbr::gpu::{self, CublasReal, GpuExecutor};
+use crate::sbr::executor::cpu::CpuExecutor;
+use crate::sbr::executor::gpu::{self, CublasReal, GpuExecutor};
 use crate::sbr::sbrdb::{self, narrow as narrow_band};
 use crate::sbr::{plan, sb2st, streaming_budget, syrdb_band, Mode, Path, SyrdbReport};
 

@@ -17,8 +17,7 @@ pub use driver::{bandwidth, bandwidth_streaming, driver_bandwidths, wide_bandwid
 use crate::dispatch::Backend;
 use crate::lapack::Dense;
 use crate::real::Real;
-use crate::sbr::gpu::CublasReal;
-use crate::sbr::{Path, SyrdbReport};
+use crate::sbr::{CublasReal, Path, SyrdbReport};
 use driver::{all_by_bisection, tridiagonal};
 use scale::{scale_into_range, triangle_max_abs};
 

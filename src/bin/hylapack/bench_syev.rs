@@ -22,7 +22,8 @@
 
 use crate::table::{time, Table};
 use hylapack::lapack::{Dense, Lapack};
-use hylapack::sbr::{self, gpu::GpuExecutor, Executor, Path};
+use hylapack::sbr::executor::gpu::GpuExecutor;
+use hylapack::sbr::{self, Executor, Path};
 use hylapack::testmat::{self, DenseFamily, Rng};
 use std::time::Instant;
 
