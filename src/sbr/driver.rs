@@ -3,26 +3,15 @@
 //! after an executor stops: the one place that decides between restarting on the untouched
 //! input and resuming where the host's state allows (see the module notes of [`super`]).
 
-use crate::config::SbrPanel;
-use crate::device::memory::par_copy;
 use crate::dispatch::Backend;
 use crate::lapack::Dense;
 use crate::real::Real;
-use crate::sbr::executor::{cpu, gpu, op, op_mut, ExecError, Executor, Phases};
+use crate::sbr::executor::{cpu, gpu, ExecError, Executor};
 use crate::sbr::host::{put_band, HostMat};
-use crate::sbr::panel::device::panel_mode;
-use crate::sbr::panel::{
-    cholqr, factor_panel, panel_through_executor, panel_v, upload_panel, upload_panels, PanelBufs,
-    PanelSet, SubPanels,
-};
-use crate::sbr::plan::{block_columns, describe, symm_columns, Mode, SUB_PANEL, TRANSFER_BLOCK};
-use crate::sbr::resident::{
-    band_from_device, band_from_panels, lookahead, resident_steps, Resident,
-};
-use crate::sbr::streaming::{symm_pass, syr2k_pass, upload_v, NextStep, Pending, Ring, DIAG_TILE};
-use crate::sbr::update::finish_x;
+use crate::sbr::plan::{describe, Mode};
+use crate::sbr::streaming::Pending;
 use crate::sbr::{plan, CublasReal, Path, SyrdbReport, FACTOPTNB};
-use std::time::Instant;
+use crate::sbr::{resident, streaming};
 
 /// The arguments of one reduction.
 pub(super) struct Problem<'a, T> {
@@ -263,7 +252,18 @@ pub(super) struct Job<'h, 'a, T> {
     pub(super) direct: bool,
 }
 
-/// Runs the reduction from `progress` on `exec`, updating `progress` as it goes.
+/// The executor buffers of every step: `V`, `Z = V T` and `X` (n x kd each), two kd x kd
+/// matrices (`T` and scratch).
+pub(super) struct StepBufs<B> {
+    pub(super) v: B,
+    pub(super) z: B,
+    pub(super) x: B,
+    pub(super) s: B,
+    pub(super) t: B,
+}
+
+/// Runs the reduction from `progress` on `exec`, updating `progress` as it goes: the step
+/// buffers, then the plan's mode.
 pub(super) fn run<T: Real + Dense, E: Executor<T>>(
     exec: &mut E,
     job: &mut Job<T>,
@@ -273,319 +273,17 @@ pub(super) fn run<T: Real + Dense, E: Executor<T>>(
     let (n, kd) = (job.n, job.kd);
     let pk_max = kd.min(n.saturating_sub(kd + progress.i));
     let panel_len = n * pk_max.max(1);
-    let mut vbuf = exec.alloc(panel_len)?;
-    let mut zbuf = exec.alloc(panel_len)?;
-    let mut xbuf = exec.alloc(panel_len)?;
-    let mut sbuf = exec.alloc((pk_max * pk_max).max(1))?;
-    let mut tbuf = exec.alloc((pk_max * pk_max).max(1))?;
-
+    let bufs = StepBufs {
+        v: exec.alloc(panel_len)?,
+        z: exec.alloc(panel_len)?,
+        x: exec.alloc(panel_len)?,
+        s: exec.alloc((pk_max * pk_max).max(1))?,
+        t: exec.alloc((pk_max * pk_max).max(1))?,
+    };
     match mode {
-        Mode::Resident => {
-            let on_host = panel_mode() == SbrPanel::Host || !exec.can_factor();
-            let mut ph = Phases::new(&["upload", "panel", "symm", "syr2k", "download", "band"]);
-            let mut whole = exec.alloc(n * n)?;
-            let mut taubuf = exec.alloc(n)?;
-            // The lower triangle only, by block columns (rows c.. of columns c..c + w): the
-            // strict upper triangle of the resident copy is never read.
-            let host = &*job.host;
-            let t_up = Instant::now();
-            for (c, w) in block_columns(n, TRANSFER_BLOCK) {
-                exec.upload_block(&mut whole, c + c * n, n, n - c, w, &mut |start, out| {
-                    host.gather(c, n - c, c, start, out)
-                })?;
-            }
-            exec.sync()?;
-            let up = t_up.elapsed().as_secs_f64();
-            ph.end(exec, 0)?;
-            if on_host {
-                while progress.i + kd < n {
-                    let i = progress.i;
-                    let (h, s) = (n - i, i + kd);
-                    let (pn, pk) = (n - s, (n - s).min(kd));
-                    // Columns i..i+kd, rows i.. of the resident copy, through a contiguous span.
-                    let span_off = i + i * n;
-                    let span_len = n * (kd - 1) + h;
-                    let mut span = vec![T::ZERO; span_len];
-                    exec.download(&whole, span_off, span_len, &mut |start, piece| {
-                        span[start..start + piece.len()].copy_from_slice(piece)
-                    })?;
-                    let (v, t) = factor_panel(job, i, &mut span, n);
-                    exec.upload(&mut whole, span_off, span_len, &mut |start, out| {
-                        out.copy_from_slice(&span[start..start + out.len()])
-                    })?;
-                    progress.banded = i + pk;
-                    upload_panel(exec, &mut vbuf, &mut tbuf, &mut zbuf, &v, &t, pn, pk)?;
-                    ph.end(exec, 1)?;
-                    let trailing = s + s * n;
-                    exec.symm(
-                        pn,
-                        pk,
-                        T::ONE,
-                        op(&whole, trailing, n),
-                        op(&zbuf, 0, pn),
-                        T::ZERO,
-                        op_mut(&mut xbuf, 0, pn),
-                    )?;
-                    finish_x(exec, pn, pk, &vbuf, &zbuf, &mut xbuf, &mut sbuf)?;
-                    ph.end(exec, 2)?;
-                    exec.syr2k(
-                        pn,
-                        pk,
-                        -T::ONE,
-                        op(&vbuf, 0, pn),
-                        op(&xbuf, 0, pn),
-                        T::ONE,
-                        op_mut(&mut whole, trailing, n),
-                    )?;
-                    ph.end(exec, 3)?;
-                    progress.i += kd;
-                }
-            } else {
-                let first = PanelSet {
-                    v: vbuf,
-                    z: zbuf,
-                    s: sbuf,
-                    t: tbuf,
-                    q: exec.alloc(cholqr::scratch_len(pk_max).max(1))?,
-                };
-                let ahead = if lookahead() {
-                    let small = (pk_max * pk_max).max(1);
-                    let second = PanelSet {
-                        v: exec.alloc(panel_len)?,
-                        z: exec.alloc(panel_len)?,
-                        s: exec.alloc(small)?,
-                        t: exec.alloc(small)?,
-                        q: exec.alloc(cholqr::scratch_len(pk_max).max(1))?,
-                    };
-                    Some((second, exec.alloc(panel_len)?))
-                } else {
-                    None
-                };
-                let resident = Resident {
-                    whole: &mut whole,
-                    taubuf: &mut taubuf,
-                    xbuf: &mut xbuf,
-                };
-                // Panels wider than a sub-panel are factored by sub-panels, as the streaming
-                // mode's: one CholeskyQR2 of k columns costs O(k³) on the host (40 s at
-                // n = 32768, kd = 1024).
-                let sub = if kd > SUB_PANEL {
-                    Some(SubPanels::new(exec, n - kd, kd)?)
-                } else {
-                    None
-                };
-                resident_steps(exec, n, kd, progress, resident, first, ahead, sub, &mut ph)?;
-            }
-            exec.sync()?;
-            let t_down = Instant::now();
-            if job.band_only && !on_host {
-                // Only the band goes back; the host's A keeps the input.
-                band_from_device(exec, &whole, job)?;
-                progress.banded = n;
-                ph.end(exec, 4)?;
-            } else {
-                if !on_host {
-                    let tau = &mut *job.tau;
-                    exec.download(&taubuf, 0, n - kd, &mut |start, piece| {
-                        tau[start..start + piece.len()].copy_from_slice(piece)
-                    })?;
-                }
-                // The lower triangle by block columns, as it went up: the rest is not ours.
-                let host = &mut *job.host;
-                for (c, w) in block_columns(n, TRANSFER_BLOCK) {
-                    let written = &mut progress.written_back;
-                    exec.download_block(&whole, c + c * n, n, n - c, w, &mut |start, piece| {
-                        *written = true;
-                        host.scatter(c, n - c, c, start, piece)
-                    })?;
-                }
-                ph.end(exec, 4)?;
-                if !on_host {
-                    progress.banded = band_from_panels(job);
-                }
-            }
-            progress.transfer_secs = Some(up + t_down.elapsed().as_secs_f64());
-            ph.end(exec, 5)?;
-            ph.report(n, kd, "resident");
-            if let (true, Some(split)) = (ph.on, cholqr::report()) {
-                eprintln!("hylapack: syrdb panel steps n={n} kd={kd}: {split}");
-            }
-        }
-        Mode::Streaming { nb } => {
-            let mut host_ph = Phases::new(&["map", "buffers", "unmap"]);
-            // SAFETY: the host matrix outlives the run; `unmap_host` ends it below.
-            // Upper storage: block columns of L are block rows of A, which go through two
-            // buffers to be transposed, in the ring's room (five buffers of 3/5 its width).
-            job.direct = crate::config::get().sbr.direct
-                && (!job.host.upper || nb >= 2)
-                && unsafe { exec.map_host(job.host.a.as_mut_ptr(), job.host.a.len()) };
-            let turn = job.direct && job.host.upper;
-            let nb = if turn { nb * 3 / 5 } else { nb };
-            if job.direct && progress.direct.is_none() {
-                progress.direct = Some(if turn {
-                    format!("direct transfers of block rows, transposed, {nb} wide")
-                } else {
-                    "direct block-column transfers".into()
-                });
-            }
-            // Timing only: a failing wait shows again in the run below, which unmaps.
-            host_ph.end(exec, 0).ok();
-            // The host buffers of the steps (X, two panels, the diagonal block's tiles),
-            // allocated once so that their pages are in place, and mapped beside the matrix.
-            // They live here, in `spare` (between steps and during a step's panel and SYMM
-            // pass) or in `progress.pending`, all of which outlive `unmap_host`; `p_next` holds
-            // the next step's panel while a pass factors it.
-            let (mut x, mut p, mut p_next, mut diagonal) = (
-                Vec::with_capacity(n * kd),
-                Vec::with_capacity(n * kd),
-                Vec::with_capacity(n * kd),
-                Vec::with_capacity(DIAG_TILE.min(nb) * nb),
-            );
-            if job.direct {
-                for b in [&mut x, &mut p, &mut p_next, &mut diagonal] {
-                    // SAFETY: the buffers are not reallocated (they stay within their
-                    // capacity) and outlive the run, which ends with `unmap_host`.
-                    unsafe { exec.map_host(b.as_mut_ptr(), b.capacity()) };
-                }
-            }
-            let mut spare: Option<(Vec<T>, Vec<T>)> = None;
-            host_ph.end(exec, 1).ok();
-            let ran = (|| -> Result<(), ExecError> {
-                let mut x_next = exec.alloc(panel_len)?;
-                let ring_len = n * nb;
-                let mut ring = Ring {
-                    slots: [
-                        exec.alloc(ring_len)?,
-                        exec.alloc(ring_len)?,
-                        exec.alloc(ring_len)?,
-                    ],
-                    turn: if turn {
-                        Some([exec.alloc(ring_len)?, exec.alloc(ring_len)?])
-                    } else {
-                        None
-                    },
-                };
-                let mut ph = Phases::new(&["panel", "symm pass", "X", "syr2k pass"]);
-                let on_executor = panel_mode() != SbrPanel::Host && exec.can_factor();
-                let mut sub = SubPanels::new(exec, n.saturating_sub(kd + progress.i), kd)?;
-                let mut taubuf = exec.alloc(kd)?;
-                // The last pass factored this step's panel (in `p_next`, Z in `zbuf`) and
-                // formed its A₂ Z (in `x_next`), see `syr2k_pass`.
-                let mut ahead = false;
-                while progress.i + kd < n {
-                    let i = progress.i;
-                    let (h, s) = (n - i, i + kd);
-                    let (pn, pk) = (n - s, (n - s).min(kd));
-                    if let Some(pending) = &progress.pending {
-                        // A SYR2K pass another executor left: its V and X come from the host.
-                        let v = panel_v(&pending.panel, h, kd, pn, pending.pk);
-                        upload_panels(exec, &mut vbuf, &mut xbuf, &v, &pending.x)?;
-                    } else {
-                        let (x, p) = spare.get_or_insert_with(|| {
-                            (std::mem::take(&mut x), std::mem::take(&mut p))
-                        });
-                        if ahead {
-                            std::mem::swap(p, &mut p_next);
-                            std::mem::swap(&mut xbuf, &mut x_next);
-                            upload_v(exec, job, &mut vbuf, p, h, pn, pk)?;
-                            ph.end(exec, 0)?;
-                            ph.end(exec, 1)?;
-                        } else if on_executor && pn > kd {
-                            p.resize(h * kd, T::ZERO);
-                            // The diagonal block: the rows below come back factored.
-                            for c in 0..kd {
-                                job.host.gather(i, kd, i + c, 0, &mut p[c * h..c * h + kd]);
-                            }
-                            let bufs = PanelBufs {
-                                p: &mut xbuf,
-                                tau: &mut taubuf,
-                                v: &mut vbuf,
-                                z: &mut zbuf,
-                                sub: &mut sub,
-                                // (n · nb entries: room for the panel's n · kd if kd ≤ nb)
-                                turn: ring.turn.as_mut().filter(|_| kd <= nb).map(|t| &mut t[0]),
-                            };
-                            let how = panel_through_executor(exec, job, i, p, h, bufs)?;
-                            progress.count(how);
-                        } else {
-                            p.resize(h * kd, T::ZERO);
-                            job.host.gather(i, h, i, 0, p);
-                            let (v, t) = factor_panel(job, i, p, h);
-                            upload_panel(exec, &mut vbuf, &mut tbuf, &mut zbuf, &v, &t, pn, pk)?;
-                        }
-                        if !ahead {
-                            ph.end(exec, 0)?;
-                            let cols = symm_columns(pn, nb, kd);
-                            symm_pass(exec, job, &cols, &mut ring, &zbuf, &mut xbuf, s, pk)?;
-                            ph.end(exec, 1)?;
-                        }
-                        finish_x(exec, pn, pk, &vbuf, &zbuf, &mut xbuf, &mut sbuf)?;
-                        x.resize(pn * pk, T::ZERO);
-                        if job.direct {
-                            // SAFETY: `x` holds pn·pk entries and is ours alone.
-                            let to = x.as_mut_ptr();
-                            unsafe { exec.download_direct(&xbuf, 0, pn, pn, pk, to, pn)? };
-                        } else {
-                            exec.download(&xbuf, 0, pn * pk, &mut |start, piece| {
-                                par_copy(&mut x[start..start + piece.len()], piece)
-                            })?;
-                        }
-                        progress.pending = Some(Pending {
-                            x: std::mem::take(x),
-                            pk,
-                            done: 0,
-                            panel: std::mem::take(p),
-                        });
-                        ph.end(exec, 2)?;
-                    }
-                    // The next step's panel and SYMM ride along where its panel is the first
-                    // kd columns of this pass's first block column and is factored on the
-                    // executor (as `panel_through_executor` would, pn − kd > kd).
-                    let fresh = progress.pending.as_ref().is_some_and(|p| p.done == 0);
-                    let fuse = job.stream_ahead && on_executor && nb > kd && pn > 2 * kd && fresh;
-                    let next = fuse.then_some(NextStep {
-                        z: &mut zbuf,
-                        x: &mut x_next,
-                        tau: &mut taubuf,
-                        sub: &mut sub,
-                        panel: &mut p_next,
-                    });
-                    let (done, how) = syr2k_pass(
-                        exec,
-                        job,
-                        progress,
-                        nb,
-                        &mut ring,
-                        &vbuf,
-                        &xbuf,
-                        s,
-                        &mut diagonal,
-                        next,
-                    )?;
-                    spare = Some((done.x, done.panel));
-                    // The step is on the host: count it before anything else can fail.
-                    progress.i += kd;
-                    progress.count(how);
-                    ahead = fuse;
-                    ph.end(exec, 3)?;
-                }
-                ph.report(n, kd, &describe(mode));
-                if let (true, Some(split)) = (ph.on, cholqr::report()) {
-                    eprintln!("hylapack: syrdb panel steps n={n} kd={kd}: {split}");
-                }
-                Ok(())
-            })();
-            if job.direct {
-                host_ph.last = Instant::now();
-                exec.unmap_host();
-                job.direct = false;
-                host_ph.end(exec, 2)?;
-                host_ph.report(n, kd, "host memory");
-            }
-            ran?;
-        }
+        Mode::Resident => resident::run(exec, job, progress, bufs, pk_max, panel_len),
+        Mode::Streaming { nb } => streaming::run(exec, job, progress, mode, nb, bufs, panel_len),
     }
-    Ok(())
 }
 
 #[cfg(test)]

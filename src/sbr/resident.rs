@@ -2,14 +2,18 @@
 //! step (the panels factored on the executor with look-ahead, or on the host), and brought back
 //! whole or as its band alone.
 
+use crate::config::SbrPanel;
 use crate::lapack::Dense;
 use crate::real::Real;
-use crate::sbr::driver::{Job, Progress};
+use crate::sbr::driver::{Job, Progress, StepBufs};
 use crate::sbr::executor::{op, op_mut, ExecError, Executor, OpMut, Phases};
 use crate::sbr::host::put_band;
-use crate::sbr::panel::device::{blocked_panel, panel_on_executor};
-use crate::sbr::panel::{PanelSet, SubPanels};
+use crate::sbr::panel::cholqr;
+use crate::sbr::panel::device::{blocked_panel, panel_mode, panel_on_executor};
+use crate::sbr::panel::{factor_panel, upload_panel, PanelSet, SubPanels};
+use crate::sbr::plan::{block_columns, SUB_PANEL, TRANSFER_BLOCK};
 use crate::sbr::update::finish_x;
+use std::time::Instant;
 
 /// Whether the resident mode factors the next panel on a second lane of the executor while the
 /// rest of the trailing matrix is updated: on unless `HYLAPACK_SBR_LOOKAHEAD=0`. On the H100
@@ -243,6 +247,157 @@ pub(super) fn band_from_device<T: Real, E: Executor<T>>(
             let c = j - t0;
             put_band(job.ab, job.ldab, kd, n, upper, j, |d| tail[c + d + c * h]);
         }
+    }
+    Ok(())
+}
+
+/// The resident mode's run (see [`super::driver::run`]): the lower triangle up by block
+/// columns, the steps (panels on the host, or on the executor with look-ahead), and the result
+/// back (the whole triangle, or the band alone).
+pub(super) fn run<T: Real + Dense, E: Executor<T>>(
+    exec: &mut E,
+    job: &mut Job<T>,
+    progress: &mut Progress<T>,
+    bufs: StepBufs<E::Buf>,
+    pk_max: usize,
+    panel_len: usize,
+) -> Result<(), ExecError> {
+    let (n, kd) = (job.n, job.kd);
+    let StepBufs {
+        v: mut vbuf,
+        z: mut zbuf,
+        x: mut xbuf,
+        s: mut sbuf,
+        t: mut tbuf,
+    } = bufs;
+    let on_host = panel_mode() == SbrPanel::Host || !exec.can_factor();
+    let mut ph = Phases::new(&["upload", "panel", "symm", "syr2k", "download", "band"]);
+    let mut whole = exec.alloc(n * n)?;
+    let mut taubuf = exec.alloc(n)?;
+    // The lower triangle only, by block columns (rows c.. of columns c..c + w): the
+    // strict upper triangle of the resident copy is never read.
+    let host = &*job.host;
+    let t_up = Instant::now();
+    for (c, w) in block_columns(n, TRANSFER_BLOCK) {
+        exec.upload_block(&mut whole, c + c * n, n, n - c, w, &mut |start, out| {
+            host.gather(c, n - c, c, start, out)
+        })?;
+    }
+    exec.sync()?;
+    let up = t_up.elapsed().as_secs_f64();
+    ph.end(exec, 0)?;
+    if on_host {
+        while progress.i + kd < n {
+            let i = progress.i;
+            let (h, s) = (n - i, i + kd);
+            let (pn, pk) = (n - s, (n - s).min(kd));
+            // Columns i..i+kd, rows i.. of the resident copy, through a contiguous span.
+            let span_off = i + i * n;
+            let span_len = n * (kd - 1) + h;
+            let mut span = vec![T::ZERO; span_len];
+            exec.download(&whole, span_off, span_len, &mut |start, piece| {
+                span[start..start + piece.len()].copy_from_slice(piece)
+            })?;
+            let (v, t) = factor_panel(job, i, &mut span, n);
+            exec.upload(&mut whole, span_off, span_len, &mut |start, out| {
+                out.copy_from_slice(&span[start..start + out.len()])
+            })?;
+            progress.banded = i + pk;
+            upload_panel(exec, &mut vbuf, &mut tbuf, &mut zbuf, &v, &t, pn, pk)?;
+            ph.end(exec, 1)?;
+            let trailing = s + s * n;
+            exec.symm(
+                pn,
+                pk,
+                T::ONE,
+                op(&whole, trailing, n),
+                op(&zbuf, 0, pn),
+                T::ZERO,
+                op_mut(&mut xbuf, 0, pn),
+            )?;
+            finish_x(exec, pn, pk, &vbuf, &zbuf, &mut xbuf, &mut sbuf)?;
+            ph.end(exec, 2)?;
+            exec.syr2k(
+                pn,
+                pk,
+                -T::ONE,
+                op(&vbuf, 0, pn),
+                op(&xbuf, 0, pn),
+                T::ONE,
+                op_mut(&mut whole, trailing, n),
+            )?;
+            ph.end(exec, 3)?;
+            progress.i += kd;
+        }
+    } else {
+        let first = PanelSet {
+            v: vbuf,
+            z: zbuf,
+            s: sbuf,
+            t: tbuf,
+            q: exec.alloc(cholqr::scratch_len(pk_max).max(1))?,
+        };
+        let ahead = if lookahead() {
+            let small = (pk_max * pk_max).max(1);
+            let second = PanelSet {
+                v: exec.alloc(panel_len)?,
+                z: exec.alloc(panel_len)?,
+                s: exec.alloc(small)?,
+                t: exec.alloc(small)?,
+                q: exec.alloc(cholqr::scratch_len(pk_max).max(1))?,
+            };
+            Some((second, exec.alloc(panel_len)?))
+        } else {
+            None
+        };
+        let resident = Resident {
+            whole: &mut whole,
+            taubuf: &mut taubuf,
+            xbuf: &mut xbuf,
+        };
+        // Panels wider than a sub-panel are factored by sub-panels, as the streaming
+        // mode's: one CholeskyQR2 of k columns costs O(k³) on the host (40 s at
+        // n = 32768, kd = 1024).
+        let sub = if kd > SUB_PANEL {
+            Some(SubPanels::new(exec, n - kd, kd)?)
+        } else {
+            None
+        };
+        resident_steps(exec, n, kd, progress, resident, first, ahead, sub, &mut ph)?;
+    }
+    exec.sync()?;
+    let t_down = Instant::now();
+    if job.band_only && !on_host {
+        // Only the band goes back; the host's A keeps the input.
+        band_from_device(exec, &whole, job)?;
+        progress.banded = n;
+        ph.end(exec, 4)?;
+    } else {
+        if !on_host {
+            let tau = &mut *job.tau;
+            exec.download(&taubuf, 0, n - kd, &mut |start, piece| {
+                tau[start..start + piece.len()].copy_from_slice(piece)
+            })?;
+        }
+        // The lower triangle by block columns, as it went up: the rest is not ours.
+        let host = &mut *job.host;
+        for (c, w) in block_columns(n, TRANSFER_BLOCK) {
+            let written = &mut progress.written_back;
+            exec.download_block(&whole, c + c * n, n, n - c, w, &mut |start, piece| {
+                *written = true;
+                host.scatter(c, n - c, c, start, piece)
+            })?;
+        }
+        ph.end(exec, 4)?;
+        if !on_host {
+            progress.banded = band_from_panels(job);
+        }
+    }
+    progress.transfer_secs = Some(up + t_down.elapsed().as_secs_f64());
+    ph.end(exec, 5)?;
+    ph.report(n, kd, "resident");
+    if let (true, Some(split)) = (ph.on, cholqr::report()) {
+        eprintln!("hylapack: syrdb panel steps n={n} kd={kd}: {split}");
     }
     Ok(())
 }

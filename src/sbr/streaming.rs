@@ -2,14 +2,21 @@
 //! the trailing matrix's block columns, which stream through a ring of executor buffers,
 //! straight from and to the page-locked user's matrix where the executor can map it.
 
+use crate::config::SbrPanel;
+use crate::device::memory::par_copy;
 use crate::lapack::Dense;
 use crate::real::Real;
-use crate::sbr::driver::{Job, Progress};
-use crate::sbr::executor::{op, op_mut, DirectBlock, ExecError, Executor};
-use crate::sbr::panel::device::blocked_panel;
-use crate::sbr::panel::{panel_home, panel_v, SubPanels};
-use crate::sbr::plan::block_columns;
-use crate::sbr::update::symm_block;
+use crate::sbr::driver::{Job, Progress, StepBufs};
+use crate::sbr::executor::{op, op_mut, DirectBlock, ExecError, Executor, Phases};
+use crate::sbr::panel::cholqr;
+use crate::sbr::panel::device::{blocked_panel, panel_mode};
+use crate::sbr::panel::{
+    factor_panel, panel_home, panel_through_executor, panel_v, upload_panel, upload_panels,
+    PanelBufs, SubPanels,
+};
+use crate::sbr::plan::{block_columns, describe, symm_columns, Mode};
+use crate::sbr::update::{finish_x, symm_block};
+use std::time::Instant;
 
 pub(super) struct Pending<T> {
     pub(super) x: Vec<T>,
@@ -470,6 +477,199 @@ pub(super) fn finish_pass<T: Real>(job: &mut Job<T>, progress: &mut Progress<T>)
     job.host.scatter(i, job.n - i, i, 0, &pending.panel);
     progress.banded = i + pending.pk;
     pending
+}
+
+/// The streaming mode's run (see [`super::driver::run`]): the user's matrix and the steps'
+/// host buffers mapped where the executor can, the steps (panel, SYMM pass, SYR2K pass), and
+/// the mapping undone on every exit of the steps.
+pub(super) fn run<T: Real + Dense, E: Executor<T>>(
+    exec: &mut E,
+    job: &mut Job<T>,
+    progress: &mut Progress<T>,
+    mode: Mode,
+    nb: usize,
+    bufs: StepBufs<E::Buf>,
+    panel_len: usize,
+) -> Result<(), ExecError> {
+    let (n, kd) = (job.n, job.kd);
+    let StepBufs {
+        v: mut vbuf,
+        z: mut zbuf,
+        x: mut xbuf,
+        s: mut sbuf,
+        t: mut tbuf,
+    } = bufs;
+    let mut host_ph = Phases::new(&["map", "buffers", "unmap"]);
+    // SAFETY: the host matrix outlives the run; `unmap_host` ends it below.
+    // Upper storage: block columns of L are block rows of A, which go through two
+    // buffers to be transposed, in the ring's room (five buffers of 3/5 its width).
+    job.direct = crate::config::get().sbr.direct
+        && (!job.host.upper || nb >= 2)
+        && unsafe { exec.map_host(job.host.a.as_mut_ptr(), job.host.a.len()) };
+    let turn = job.direct && job.host.upper;
+    let nb = if turn { nb * 3 / 5 } else { nb };
+    if job.direct && progress.direct.is_none() {
+        progress.direct = Some(if turn {
+            format!("direct transfers of block rows, transposed, {nb} wide")
+        } else {
+            "direct block-column transfers".into()
+        });
+    }
+    // Timing only: a failing wait shows again in the run below, which unmaps.
+    host_ph.end(exec, 0).ok();
+    // The host buffers of the steps (X, two panels, the diagonal block's tiles),
+    // allocated once so that their pages are in place, and mapped beside the matrix.
+    // They live here, in `spare` (between steps and during a step's panel and SYMM
+    // pass) or in `progress.pending`, all of which outlive `unmap_host`; `p_next` holds
+    // the next step's panel while a pass factors it.
+    let (mut x, mut p, mut p_next, mut diagonal) = (
+        Vec::with_capacity(n * kd),
+        Vec::with_capacity(n * kd),
+        Vec::with_capacity(n * kd),
+        Vec::with_capacity(DIAG_TILE.min(nb) * nb),
+    );
+    if job.direct {
+        for b in [&mut x, &mut p, &mut p_next, &mut diagonal] {
+            // SAFETY: the buffers are not reallocated (they stay within their
+            // capacity) and outlive the run, which ends with `unmap_host`.
+            unsafe { exec.map_host(b.as_mut_ptr(), b.capacity()) };
+        }
+    }
+    let mut spare: Option<(Vec<T>, Vec<T>)> = None;
+    host_ph.end(exec, 1).ok();
+    let ran = (|| -> Result<(), ExecError> {
+        let mut x_next = exec.alloc(panel_len)?;
+        let ring_len = n * nb;
+        let mut ring = Ring {
+            slots: [
+                exec.alloc(ring_len)?,
+                exec.alloc(ring_len)?,
+                exec.alloc(ring_len)?,
+            ],
+            turn: if turn {
+                Some([exec.alloc(ring_len)?, exec.alloc(ring_len)?])
+            } else {
+                None
+            },
+        };
+        let mut ph = Phases::new(&["panel", "symm pass", "X", "syr2k pass"]);
+        let on_executor = panel_mode() != SbrPanel::Host && exec.can_factor();
+        let mut sub = SubPanels::new(exec, n.saturating_sub(kd + progress.i), kd)?;
+        let mut taubuf = exec.alloc(kd)?;
+        // The last pass factored this step's panel (in `p_next`, Z in `zbuf`) and
+        // formed its A₂ Z (in `x_next`), see `syr2k_pass`.
+        let mut ahead = false;
+        while progress.i + kd < n {
+            let i = progress.i;
+            let (h, s) = (n - i, i + kd);
+            let (pn, pk) = (n - s, (n - s).min(kd));
+            if let Some(pending) = &progress.pending {
+                // A SYR2K pass another executor left: its V and X come from the host.
+                let v = panel_v(&pending.panel, h, kd, pn, pending.pk);
+                upload_panels(exec, &mut vbuf, &mut xbuf, &v, &pending.x)?;
+            } else {
+                let (x, p) =
+                    spare.get_or_insert_with(|| (std::mem::take(&mut x), std::mem::take(&mut p)));
+                if ahead {
+                    std::mem::swap(p, &mut p_next);
+                    std::mem::swap(&mut xbuf, &mut x_next);
+                    upload_v(exec, job, &mut vbuf, p, h, pn, pk)?;
+                    ph.end(exec, 0)?;
+                    ph.end(exec, 1)?;
+                } else if on_executor && pn > kd {
+                    p.resize(h * kd, T::ZERO);
+                    // The diagonal block: the rows below come back factored.
+                    for c in 0..kd {
+                        job.host.gather(i, kd, i + c, 0, &mut p[c * h..c * h + kd]);
+                    }
+                    let bufs = PanelBufs {
+                        p: &mut xbuf,
+                        tau: &mut taubuf,
+                        v: &mut vbuf,
+                        z: &mut zbuf,
+                        sub: &mut sub,
+                        // (n · nb entries: room for the panel's n · kd if kd ≤ nb)
+                        turn: ring.turn.as_mut().filter(|_| kd <= nb).map(|t| &mut t[0]),
+                    };
+                    let how = panel_through_executor(exec, job, i, p, h, bufs)?;
+                    progress.count(how);
+                } else {
+                    p.resize(h * kd, T::ZERO);
+                    job.host.gather(i, h, i, 0, p);
+                    let (v, t) = factor_panel(job, i, p, h);
+                    upload_panel(exec, &mut vbuf, &mut tbuf, &mut zbuf, &v, &t, pn, pk)?;
+                }
+                if !ahead {
+                    ph.end(exec, 0)?;
+                    let cols = symm_columns(pn, nb, kd);
+                    symm_pass(exec, job, &cols, &mut ring, &zbuf, &mut xbuf, s, pk)?;
+                    ph.end(exec, 1)?;
+                }
+                finish_x(exec, pn, pk, &vbuf, &zbuf, &mut xbuf, &mut sbuf)?;
+                x.resize(pn * pk, T::ZERO);
+                if job.direct {
+                    // SAFETY: `x` holds pn·pk entries and is ours alone.
+                    let to = x.as_mut_ptr();
+                    unsafe { exec.download_direct(&xbuf, 0, pn, pn, pk, to, pn)? };
+                } else {
+                    exec.download(&xbuf, 0, pn * pk, &mut |start, piece| {
+                        par_copy(&mut x[start..start + piece.len()], piece)
+                    })?;
+                }
+                progress.pending = Some(Pending {
+                    x: std::mem::take(x),
+                    pk,
+                    done: 0,
+                    panel: std::mem::take(p),
+                });
+                ph.end(exec, 2)?;
+            }
+            // The next step's panel and SYMM ride along where its panel is the first
+            // kd columns of this pass's first block column and is factored on the
+            // executor (as `panel_through_executor` would, pn − kd > kd).
+            let fresh = progress.pending.as_ref().is_some_and(|p| p.done == 0);
+            let fuse = job.stream_ahead && on_executor && nb > kd && pn > 2 * kd && fresh;
+            let next = fuse.then_some(NextStep {
+                z: &mut zbuf,
+                x: &mut x_next,
+                tau: &mut taubuf,
+                sub: &mut sub,
+                panel: &mut p_next,
+            });
+            let (done, how) = syr2k_pass(
+                exec,
+                job,
+                progress,
+                nb,
+                &mut ring,
+                &vbuf,
+                &xbuf,
+                s,
+                &mut diagonal,
+                next,
+            )?;
+            spare = Some((done.x, done.panel));
+            // The step is on the host: count it before anything else can fail.
+            progress.i += kd;
+            progress.count(how);
+            ahead = fuse;
+            ph.end(exec, 3)?;
+        }
+        ph.report(n, kd, &describe(mode));
+        if let (true, Some(split)) = (ph.on, cholqr::report()) {
+            eprintln!("hylapack: syrdb panel steps n={n} kd={kd}: {split}");
+        }
+        Ok(())
+    })();
+    if job.direct {
+        host_ph.last = Instant::now();
+        exec.unmap_host();
+        job.direct = false;
+        host_ph.end(exec, 2)?;
+        host_ph.report(n, kd, "host memory");
+    }
+    ran?;
+    Ok(())
 }
 
 #[cfg(test)]
