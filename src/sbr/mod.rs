@@ -6,13 +6,13 @@
 //! (`UPLO = 'U'` is read transposed, so both triangles run the same code):
 //! 1. QR of the panel `L[s.., i..i+kd]`, `s = i + kd`: `Q = I − V T Vᵀ`, and `Z = V T` on
 //!    the executor. Resident: the executor factors the panel in place by CholeskyQR2 with
-//!    Householder reconstruction (see [`cholqr`]), or by xGEQRF (cuSOLVER on the GPU) where
+//!    Householder reconstruction (see [`panel::cholqr`]), or by xGEQRF (cuSOLVER on the GPU) where
 //!    that cannot be trusted, the host forming the small `T` from `VᵀV` (see
-//!    [`panel_on_executor`]), so the panel never travels; with look-ahead (the default) the
+//!    [`panel::device::panel_on_executor`]), so the panel never travels; with look-ahead (the default) the
 //!    next panel is factored on a second lane (a stream of the highest priority) while the
-//!    rest of the trailing matrix is updated (see [`resident_steps`]). Streaming: the panel
+//!    rest of the trailing matrix is updated (see [`resident::resident_steps`]). Streaming: the panel
 //!    is factored on the executor by sub-panels of 64 columns (each as the resident panels,
-//!    see [`blocked_panel`]; a wide band's panel on the host's xGEQRT3 took 0.7 s of each 1 s
+//!    see [`panel::device::blocked_panel`]; a wide band's panel on the host's xGEQRT3 took 0.7 s of each 1 s
 //!    step at n = 32768, kd = 1024) and comes back to the host; `V` and `Z` stay. Unless
 //!    `HYLAPACK_SBR_STREAM_AHEAD=0` it is factored where the last step's update pass left it,
 //!    during that pass.
@@ -25,7 +25,7 @@
 //! each step's SYMM takes a pass that uploads them, and its SYR2K a pass that uploads, updates
 //! and downloads them, the next upload and the previous download overlapping the current
 //! block's arithmetic. The SYR2K pass also factors the next panel and forms the next step's
-//! SYMM (see [`syr2k_pass`]; `HYLAPACK_SBR_STREAM_AHEAD=0` turns this off), so that the
+//! SYMM (see [`streaming::syr2k_pass`]; `HYLAPACK_SBR_STREAM_AHEAD=0` turns this off), so that the
 //! trailing matrix travels once each way per step (not for the first step, a resumed pass, or
 //! blocks no wider than kd). The block width comes from the executor's byte budget.
 //!
