@@ -15,6 +15,7 @@ pub mod real;
 pub mod sbr;
 pub mod stebz;
 pub mod stein;
+pub mod syev;
 pub mod testmat;
 
 /// Facts fixed at build time.

@@ -23,7 +23,7 @@
 use hylapack::dispatch::Backend;
 use hylapack::lapack::Dense;
 use hylapack::real::Real;
-use hylapack::sbr::gpu::CublasReal;
+use hylapack::sbr::CublasReal;
 use hylapack::sbr::{self, Mode, Path};
 use hylapack::testmat::{self, DenseFamily, Rng};
 
@@ -381,7 +381,7 @@ fn illegal_arguments_in_lapack_order() {
 /// The paths the driver tests run: the blocked reduction streaming 7-column blocks and
 /// resident, and the GPU when asked.
 fn driver_paths<T>(n: usize) -> Vec<Path> {
-    let kd = sbr::syev::bandwidth(n);
+    let kd = hylapack::syev::bandwidth(n);
     let mut p = vec![
         Path::CpuBlocked {
             budget: budget_for::<T>(n, kd, 7),
@@ -422,7 +422,8 @@ fn syev_suite<T: Real + Dense + CublasReal>() {
                     let upper = uplo == b'U';
                     let mut a = one_triangle(&full, n, upper);
                     let mut w_ref = vec![T::ZERO; n];
-                    let info = sbr::syev::syev(uplo, n, &mut a, n.max(1), &mut w_ref, Path::Lapack);
+                    let info =
+                        hylapack::syev::syev(uplo, n, &mut a, n.max(1), &mut w_ref, Path::Lapack);
                     assert_eq!(info.info, 0);
                     let lam: Vec<f64> = w_ref.iter().map(|x| x.to_f64()).collect();
                     let tol = agreement::<T>(n, norm_of(&lam));
@@ -435,11 +436,11 @@ fn syev_suite<T: Real + Dense + CublasReal>() {
                         );
                         let mut a = one_triangle(&full, n, upper);
                         let mut w = vec![T::from_f64(f64::NAN); n];
-                        let r = sbr::syev::syev(uplo, n, &mut a, n.max(1), &mut w, path);
+                        let r = hylapack::syev::syev(uplo, n, &mut a, n.max(1), &mut w, path);
                         assert_eq!(r.info, 0, "{what}");
                         if matches!(path, Path::Gpu { .. })
                             && require_gpu()
-                            && n > sbr::syev::bandwidth(n) + 1
+                            && n > hylapack::syev::bandwidth(n) + 1
                         {
                             assert_eq!(r.backend(), Backend::Gpu, "{what}: {:?}", r.reduction);
                         }
@@ -485,7 +486,7 @@ fn dsyev_matches_lapack_n2500() {
     let full = testmat::dense_symmetric::<f64>(DenseFamily::Random, n, &mut rng);
     let lam = eigenvalues(&full, n, b'L');
     let tol = 2.0 * n as f64 * f64::EPSILON * norm_of(&lam);
-    let kd = sbr::syev::bandwidth(n);
+    let kd = hylapack::syev::bandwidth(n);
     let mut paths = vec![Path::CpuBlocked {
         budget: budget_for::<f64>(n, kd, 300),
     }];
@@ -498,7 +499,7 @@ fn dsyev_matches_lapack_n2500() {
     for path in paths {
         let mut a = full.clone();
         let mut w = vec![0.0; n];
-        let r = sbr::syev::syev(b'U', n, &mut a, n, &mut w, path);
+        let r = hylapack::syev::syev(b'U', n, &mut a, n, &mut w, path);
         assert_eq!(r.info, 0);
         let err = max_diff(&w, &lam);
         assert!(
@@ -516,7 +517,7 @@ fn syev_wide_band_suite<T: Real + Dense + CublasReal>() {
     let mut rng = Rng::new(seed);
     let n = 1500;
     let elem = std::mem::size_of::<T>();
-    let kd = sbr::syev::bandwidth(n);
+    let kd = hylapack::syev::bandwidth(n);
     let budget = 2 * sbr::streaming_budget(n, 4 * kd, 0, elem);
     assert!(budget < (n * n * elem) as u64);
     let mut paths = vec![Path::CpuBlocked { budget }];
@@ -527,7 +528,7 @@ fn syev_wide_band_suite<T: Real + Dense + CublasReal>() {
     }
     for &path in &paths {
         assert_eq!(
-            sbr::syev::driver_bandwidths::<T>(n, path),
+            hylapack::syev::driver_bandwidths::<T>(n, path),
             (kd, Some(4 * kd)),
             "{path:?}"
         );
@@ -546,7 +547,7 @@ fn syev_wide_band_suite<T: Real + Dense + CublasReal>() {
                 );
                 let mut a = one_triangle(&full, n, uplo == b'U');
                 let mut w = vec![T::ZERO; n];
-                let r = sbr::syev::syev(uplo, n, &mut a, n, &mut w, path);
+                let r = hylapack::syev::syev(uplo, n, &mut a, n, &mut w, path);
                 assert_eq!(r.info, 0, "{what}");
                 let note = r.reduction.as_ref().and_then(|r| r.note.clone());
                 let narrowed = format!("band {} → {kd}", 4 * kd);
@@ -647,7 +648,7 @@ fn syevx_suite<T: Real + Dense + CublasReal>() {
                         );
                         let mut a = one_triangle(&full, n, uplo == b'U');
                         let mut w = vec![T::from_f64(f64::NAN); n];
-                        let got = sbr::syev::syevx(
+                        let got = hylapack::syev::syevx(
                             range,
                             uplo,
                             n,
@@ -685,7 +686,7 @@ fn ssyevx_matches_lapack() {
 
 #[test]
 fn driver_argument_checks_in_lapack_order() {
-    use sbr::syev::{syev_check, syevx_check};
+    use hylapack::syev::{syev_check, syevx_check};
     assert_eq!(syev_check(b'N', b'L', 5, 5, 14), 0);
     assert_eq!(
         syev_check(b'V', b'L', 5, 5, 14),

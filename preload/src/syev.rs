@@ -13,9 +13,9 @@ use hylapack::dispatch::{Backend, Family};
 use hylapack::lapack::signatures::{SyevFn, SyevdFn, SyevrFn, SyevxFn};
 use hylapack::lapack::{span, Dense};
 use hylapack::real::Real;
-use hylapack::sbr::gpu::CublasReal;
-use hylapack::sbr::syev::{self, EigReport};
+use hylapack::sbr::CublasReal;
 use hylapack::sbr::Path;
+use hylapack::syev::{self, EigReport};
 use std::ffi::{c_char, c_int};
 
 /// The driver an intercepted name is, for its workspace rule.

@@ -8,7 +8,7 @@ use super::{
 };
 use crate::dispatch;
 use crate::lapack::span;
-use crate::sbr::syev::{self as drivers, EigReport};
+use crate::syev::{self as drivers, EigReport};
 use std::ffi::{c_char, c_int};
 use std::time::Instant;
 

@@ -8,7 +8,7 @@ use super::{
 use crate::dispatch::{self, Backend, Family};
 use crate::lapack::{span, Dense};
 use crate::real::Real;
-use crate::sbr::{self, gpu::CublasReal, Path};
+use crate::sbr::{self, CublasReal, Path};
 use std::ffi::{c_char, c_int};
 use std::time::Instant;
 

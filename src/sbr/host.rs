@@ -193,3 +193,110 @@ impl<T: Real> RawMat<T> {
         }
     }
 }
+
+/// Where band column `j` of the lower view goes in LAPACK's band storage: entry `d` (row
+/// `j + d` of `L`) for `d = 0..=kd`.
+pub(super) fn band_index(upper: bool, kd: usize, ldab: usize, j: usize, d: usize) -> usize {
+    if upper {
+        (kd - d) + (j + d) * ldab
+    } else {
+        d + j * ldab
+    }
+}
+
+/// Writes band column `j` (entry `d` is row `j + d` of `L`) into AB.
+pub(super) fn put_band<T: Real>(
+    ab: &mut [T],
+    ldab: usize,
+    kd: usize,
+    n: usize,
+    upper: bool,
+    j: usize,
+    column: impl Fn(usize) -> T,
+) {
+    for d in 0..=kd.min(n - 1 - j) {
+        ab[band_index(upper, kd, ldab, j, d)] = column(d);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testmat::Rng;
+
+    /// Gather and scatter in arbitrary pieces (as the GPU's staging chunks cut them) agree with
+    /// entry-by-entry copies, and scatter writes nothing above the diagonal of `L`.
+    #[test]
+    fn gather_and_scatter_in_pieces() {
+        gather_and_scatter(
+            70,
+            75,
+            &[(0, 0, 70, 70), (5, 5, 65, 40), (30, 3, 40, 33)],
+            5,
+        );
+    }
+
+    /// The same with blocks large enough to be copied by several threads (pieces that start
+    /// and end inside columns).
+    #[test]
+    fn gather_and_scatter_on_threads() {
+        gather_and_scatter(1100, 1103, &[(0, 0, 1100, 1100), (9, 9, 1091, 900)], 2);
+    }
+
+    fn gather_and_scatter(
+        n: usize,
+        lda: usize,
+        blocks: &[(usize, usize, usize, usize)],
+        extra_cuts: usize,
+    ) {
+        let mut rng = Rng::new(crate::testmat::seed_from_time());
+        for upper in [false, true] {
+            for &(r0, c0, h, w) in blocks {
+                let a0: Vec<f64> = (0..lda * n).map(|_| rng.range(-1.0, 1.0)).collect();
+                let mut a = a0.clone();
+                let host = HostMat {
+                    a: &mut a,
+                    lda,
+                    upper,
+                };
+                let want: Vec<f64> = (0..h * w)
+                    .map(|t| host.get(r0 + t % h, c0 + t / h))
+                    .collect();
+                let mut cuts = vec![0, h * w];
+                for _ in 0..extra_cuts {
+                    cuts.push(rng.below(h * w));
+                }
+                cuts.sort();
+                let mut got = vec![0.0; h * w];
+                for p in cuts.windows(2) {
+                    host.gather(r0, h, c0, p[0], &mut got[p[0]..p[1]]);
+                }
+                assert_eq!(got, want, "gather upper={upper} {:?}", (r0, c0, h, w));
+                let data: Vec<f64> = (0..h * w).map(|_| rng.range(2.0, 3.0)).collect();
+                let mut host = HostMat {
+                    a: &mut a,
+                    lda,
+                    upper,
+                };
+                for p in cuts.windows(2) {
+                    host.scatter(r0, h, c0, p[0], &data[p[0]..p[1]]);
+                }
+                for t in 0..h * w {
+                    let (r, c) = (r0 + t % h, c0 + t / h);
+                    let idx = host.index(r, c);
+                    let expect = if r >= c { data[t] } else { a0[idx] };
+                    assert_eq!(host.a[idx], expect, "scatter upper={upper} ({r},{c})");
+                }
+                let mut touched = vec![false; lda * n];
+                for t in 0..h * w {
+                    touched[host.index(r0 + t % h, c0 + t / h)] = true;
+                }
+                for i in (0..lda * n).step_by(7) {
+                    if !touched[i] {
+                        assert_eq!(host.a[i], a0[i], "scatter wrote outside the block");
+                    }
+                }
+            }
+        }
+    }
+}

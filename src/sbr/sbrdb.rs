@@ -35,7 +35,10 @@
 //!
 //! `HYLAPACK_SBR_PROFILE=1` prints the steps, the time and the QRs' split on stderr.
 
-use super::{apply_qt, finish_x, op, op_mut, panel_on_executor, ExecError, Executor, PanelSet};
+use super::executor::{op, op_mut, ExecError, Executor};
+use super::panel::device::panel_on_executor;
+use super::panel::PanelSet;
+use super::update::{apply_qt, finish_x};
 use crate::lapack::Dense;
 use crate::real::Real;
 
@@ -44,7 +47,7 @@ use crate::real::Real;
 pub fn footprint(n: usize, kd: usize, kd2: usize) -> usize {
     let (nb, d) = (kd2, kd - kd2);
     let m = nb + d;
-    let step = 4 * m * nb + kd * nb + 2 * nb * nb + nb + super::cholqr::scratch_len(nb);
+    let step = 4 * m * nb + kd * nb + 2 * nb * nb + nb + super::panel::cholqr::scratch_len(nb);
     (kd + nb + d) * n + step + (kd2 + 1) * n
 }
 
@@ -94,7 +97,7 @@ pub fn narrow<T: Real + Dense, E: Executor<T>>(
         z: exec.alloc(m_max * nb)?,
         s: exec.alloc(nb * nb)?,
         t: exec.alloc(nb * nb)?,
-        q: exec.alloc(super::cholqr::scratch_len(nb))?,
+        q: exec.alloc(super::panel::cholqr::scratch_len(nb))?,
     };
 
     let (started, mut steps) = (std::time::Instant::now(), 0);
@@ -177,7 +180,7 @@ pub fn narrow<T: Real + Dense, E: Executor<T>>(
         out[start..start + piece.len()].copy_from_slice(piece)
     })?;
     if crate::config::get().sbr.profile {
-        let split = super::cholqr::report().unwrap_or_default();
+        let split = super::panel::cholqr::report().unwrap_or_default();
         let secs = started.elapsed().as_secs_f64();
         eprintln!(
             "hylapack: sbrdb n={n} {kd}→{kd2}: {steps} steps in {secs:.3} s; QR steps: {split}"
@@ -190,7 +193,7 @@ pub fn narrow<T: Real + Dense, E: Executor<T>>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sbr::cpu::CpuExecutor;
+    use crate::sbr::executor::cpu::CpuExecutor;
     use crate::testmat::Rng;
 
     /// A random symmetric band matrix in LAPACK band storage of `uplo` (entries past the end

@@ -22,7 +22,8 @@
 
 use crate::table::{time, Table};
 use hylapack::lapack::{Dense, Lapack};
-use hylapack::sbr::{self, gpu::GpuExecutor, Executor, Path};
+use hylapack::sbr::executor::gpu::GpuExecutor;
+use hylapack::sbr::{self, Executor, Path};
 use hylapack::testmat::{self, DenseFamily, Rng};
 use std::time::Instant;
 
@@ -337,7 +338,7 @@ fn run(o: &Options) -> i32 {
             };
         if gpu.is_ok() {
             let kds = if o.kds.is_empty() {
-                vec![sbr::syev::bandwidth(n)]
+                vec![hylapack::syev::bandwidth(n)]
             } else {
                 o.kds.iter().map(|&k| k.clamp(1, n - 1)).collect()
             };
@@ -490,7 +491,7 @@ fn run(o: &Options) -> i32 {
                 let mut w = vec![0.0; n];
                 let mut report = None;
                 let s = secs(|| {
-                    report = Some(sbr::syev::syev(
+                    report = Some(hylapack::syev::syev(
                         b'L',
                         n,
                         &mut work,
@@ -517,7 +518,7 @@ fn run(o: &Options) -> i32 {
                 let path = Path::Gpu {
                     budget: Some(budget),
                 };
-                let (kd, wide) = sbr::syev::driver_bandwidths::<f64>(n, path);
+                let (kd, wide) = hylapack::syev::driver_bandwidths::<f64>(n, path);
                 let first = wide.unwrap_or(kd);
                 // Dense → band at `first` on `path`: seconds, the report's note, the band.
                 let band = |path| {
@@ -591,7 +592,9 @@ fn run(o: &Options) -> i32 {
                     let mut w = vec![0.0; n];
                     let mut report = None;
                     let s = secs(|| {
-                        report = Some(sbr::syev::syev(o.ooc_uplo, n, &mut work, n, &mut w, path))
+                        report = Some(hylapack::syev::syev(
+                            o.ooc_uplo, n, &mut work, n, &mut w, path,
+                        ))
                     });
                     let report = report.expect("set above");
                     let note = report.reduction.and_then(|r| r.note).unwrap_or_default();
@@ -662,7 +665,7 @@ fn run(o: &Options) -> i32 {
             );
         }
         if !o.no_peers && fits(lapack_rate[1]) {
-            let kd = sbr::syev::bandwidth(n);
+            let kd = hylapack::syev::bandwidth(n);
             let mut work = a.clone();
             let (mut ab, mut tau) = (vec![0.0; (kd + 1) * n], vec![0.0; n - kd]);
             let (mut d, mut e) = (vec![0.0; n], vec![0.0; n]);
@@ -746,7 +749,7 @@ fn run_in_place(o: &Options) -> i32 {
         let mut w = vec![0.0; n];
         let mut report = None;
         let s = secs(|| {
-            report = Some(sbr::syev::syev(
+            report = Some(hylapack::syev::syev(
                 b'L',
                 n,
                 &mut a,

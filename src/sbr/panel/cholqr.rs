@@ -22,9 +22,11 @@
 //! conditioned panels, NaN, overflow of `PᵀP`), [`factor`] returns false with the panel
 //! untouched and the caller runs xGEQRF.
 
-use super::{gram_matrix, op, op_mut, ExecError, Executor, OpMut, PanelSet};
+use super::device::gram_matrix;
+use super::PanelSet;
 use crate::lapack::Dense;
 use crate::real::Real;
+use crate::sbr::executor::{op, op_mut, ExecError, Executor, OpMut};
 use std::cell::RefCell;
 use std::time::Instant;
 
@@ -84,7 +86,7 @@ impl Drop for Clock {
 }
 
 /// The summed step times of the CholeskyQR2 panels since the last call (profiling), if any.
-pub(super) fn report() -> Option<String> {
+pub(in crate::sbr) fn report() -> Option<String> {
     let (secs, panels) = SPLIT.with(|s| std::mem::take(&mut *s.borrow_mut()));
     (panels > 0).then(|| {
         let parts: Vec<String> = (STEPS.iter().zip(secs))
@@ -96,7 +98,7 @@ pub(super) fn report() -> Option<String> {
 
 /// Entries of the executor buffer [`PanelSet::q`] for panels of k columns: `[R₁ | G₂ | Q₁'s
 /// top block]` on the way down, `[top | V₁ | U R₂ | T]` on the way up.
-pub(super) fn scratch_len(k: usize) -> usize {
+pub(in crate::sbr) fn scratch_len(k: usize) -> usize {
     4 * k * k
 }
 
@@ -105,7 +107,7 @@ pub(super) fn scratch_len(k: usize) -> usize {
 /// `taubuf[tau_at..tau_at + k]`, V (unit diagonal, zeros above) in `bufs.v` and `Z = V T` in
 /// `bufs.z`. Returns false, with the panel and `taubuf` untouched, where CholeskyQR2 cannot be
 /// trusted.
-pub(super) fn factor<T: Real + Dense, E: Executor<T>>(
+pub(in crate::sbr) fn factor<T: Real + Dense, E: Executor<T>>(
     exec: &mut E,
     panel: OpMut<E::Buf>,
     taubuf: &mut E::Buf,
@@ -380,7 +382,7 @@ mod tiny {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sbr::cpu::CpuExecutor;
+    use crate::sbr::executor::cpu::CpuExecutor;
     use crate::testmat::Rng;
 
     /// Runs [`factor`] on the CPU executor for the m x k `p` (leading dimension m + 3, in the
