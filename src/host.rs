@@ -19,3 +19,40 @@ pub fn try_vec<T: Clone>(len: usize, value: T) -> Option<Vec<T>> {
     v.resize(len, value);
     Some(v)
 }
+
+/// Types for which all-zero bytes are a valid value.
+///
+/// # Safety
+/// Only for types whose every field is a number (no references, no niches).
+pub unsafe trait ZeroBits: Copy {}
+// SAFETY: plain numbers; zero bytes are 0 (or +0.0).
+unsafe impl ZeroBits for f32 {}
+unsafe impl ZeroBits for f64 {}
+unsafe impl ZeroBits for i32 {}
+unsafe impl ZeroBits for u32 {}
+unsafe impl ZeroBits for u8 {}
+unsafe impl ZeroBits for usize {}
+
+/// A vector of `len` zeros, or `None` when the allocation fails. Unlike [`try_vec`] it writes
+/// nothing: a large block comes zeroed from the system (calloc), and only the pages a stage
+/// touches cost anything, so a generous workspace that a small problem barely uses is cheap.
+pub fn try_zeroed<T: ZeroBits>(len: usize) -> Option<Vec<T>> {
+    if len == 0 || std::mem::size_of::<T>() == 0 {
+        return try_vec(len, unsafe_zero());
+    }
+    let layout = std::alloc::Layout::array::<T>(len).ok()?;
+    // SAFETY: a layout of non-zero size; the memory is zeroed, which is a valid `T`.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) } as *mut T;
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: allocated by the global allocator with `T`'s layout for `len` elements, all
+    // initialised (zero).
+    Some(unsafe { Vec::from_raw_parts(ptr, len, len) })
+}
+
+/// The zero of a `ZeroBits` type.
+fn unsafe_zero<T: ZeroBits>() -> T {
+    // SAFETY: all-zero bytes are a valid `T` (the trait's contract).
+    unsafe { std::mem::zeroed() }
+}

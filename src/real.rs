@@ -7,6 +7,7 @@ use std::ops::{Add, Div, Mul, Neg, Sub};
 /// A LAPACK working precision: `f32` (the `s` routines) or `f64` (the `d` routines).
 pub trait Real:
     crate::device::memory::PlainData
+    + crate::host::ZeroBits
     + Send
     + Sync
     + Default

@@ -223,7 +223,8 @@ unsafe fn fortran<T: Lapack>(
 /// overflow threshold that LAPACK's widened Gerschgorin interval overflows: no eigenvalues
 /// (M = 0) and INFO = 1 (4 for RANGE = 'I' where the index search fails), on every backend.
 ///
-/// Host memory: the workspace this routine needs (about 200 bytes per row, see
+/// Host memory: the workspace this routine needs (about 200 bytes per row, plus up to 64 MiB
+/// for the multisection's points; see
 /// `hylapack::stebz::scratch_bytes`) is allocated after the quick returns (N = 0, N = 1) and
 /// before anything is computed. When it cannot be, the call runs the system LAPACK's DSTEBZ on
 /// a workspace of 4N reals and 3N integers allocated for it (same contract, same outputs); when

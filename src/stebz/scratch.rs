@@ -8,14 +8,23 @@
 //! The bounds: at most N blocks; the active intervals of a step hold disjoint sets of
 //! eigenvalues, one at least each, so a step has at most N of them, and consuming it leaves at
 //! most N intervals and N fills; a step places at most [`Plan::points`] points (the
-//! multisection lowers its levels until its points fit).
+//! multisection lowers its levels until its points fit): 2N, or 127 per row up to 2²².
 
 use super::args::{decode_order, Order};
 use super::blocks::Prep;
 use super::multisection::{BlockRun, Fill, Interval, MAX_LEVELS};
-use crate::host::try_vec;
+use crate::host::{try_vec, try_zeroed};
 use crate::real::Real;
 use std::mem::size_of;
+
+/// Points per row a step may place, up to [`POINTS_CAP`]: the GPU's cost model asks for up to
+/// 127 points per interval while there are thousands of intervals (n = 8000); room for only
+/// 2N points forced fewer levels per step and made the GPU path 1.5–4× slower there (H200,
+/// 2026-11-26, `hylapack bench stebz`).
+const POINTS_PER_ROW: usize = 127;
+/// The most points the per-row rule asks for: 2²² (64 MiB of points, counts and blocks in
+/// double precision); beyond it steps place 2N at most, as large problems need few levels.
+const POINTS_CAP: usize = 1 << 22;
 
 /// The sizes of the workspace of a call with N rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,7 +42,9 @@ impl Plan {
     pub(super) fn new(n: usize, order: Order) -> Plan {
         Plan {
             n,
-            points: (2 * n).max((1 << MAX_LEVELS) - 1),
+            points: (2 * n)
+                .max((POINTS_PER_ROW * n).min(POINTS_CAP))
+                .max((1 << MAX_LEVELS) - 1),
             tree: match order {
                 Order::Entire => 2 * n.next_power_of_two(),
                 Order::ByBlock => 0,
@@ -97,18 +108,18 @@ impl<T: Real> Scratch<T> {
             ib: 0,
         };
         Some(Scratch {
-            e2: try_vec(n, T::ZERO)?,
-            ends: try_vec(n, 0)?,
+            e2: try_zeroed(n)?,
+            ends: try_zeroed(n)?,
             preps: try_vec(n, Prep::Skip)?,
             runs: try_vec(n, BlockRun::default())?,
             active: try_vec(n, interval)?,
             next: try_vec(n, interval)?,
             fills: try_vec(n, fill)?,
-            levels: try_vec(n, 0)?,
-            xs: try_vec(plan.points, T::ZERO)?,
-            blocks: try_vec(plan.points, 0)?,
-            counts: try_vec(plan.points, 0)?,
-            tree: try_vec(plan.tree, 0)?,
+            levels: try_zeroed(n)?,
+            xs: try_zeroed(plan.points)?,
+            blocks: try_zeroed(plan.points)?,
+            counts: try_zeroed(plan.points)?,
+            tree: try_zeroed(plan.tree)?,
         })
     }
 }
