@@ -7,6 +7,9 @@
 //! Seeds change from run to run and are printed with every failure; set `HYLAPACK_TEST_SEED`
 //! to replay one. `HYLAPACK_DEVICE=gpu` runs the bisection's counts on the GPU.
 
+mod common;
+use common::{seed, xerbla_count};
+
 use hylapack::api::stebz::{dstebz_gpu, dstebz_gpu_, sstebz_gpu};
 use hylapack::api::syev::dsyevx_ooc;
 use hylapack::api::syrdb::{dsyrdb_ooc, dsyrdb_ooc_, ssyrdb_ooc, ssyrdb_ooc_};
@@ -19,39 +22,6 @@ use hylapack::syev::{syev, syevx, syevx_info_from_stebz};
 use hylapack::testmat::{self, DenseFamily, Rng, TridiagFamily};
 use std::ffi::{c_char, c_int};
 use std::ptr::null_mut;
-use std::sync::Mutex;
-
-static XERBLA_CALLS: Mutex<Vec<(String, i32)>> = Mutex::new(Vec::new());
-
-/// # Safety
-/// `srname` must point to `len` readable bytes and `info` to a readable integer.
-#[no_mangle]
-pub unsafe extern "C" fn xerbla_(srname: *const c_char, info: *const c_int, len: usize) {
-    // SAFETY: the library passes a name of `len` bytes and a readable integer.
-    let name = unsafe { std::slice::from_raw_parts(srname as *const u8, len) };
-    let arg = unsafe { *info };
-    XERBLA_CALLS
-        .lock()
-        .unwrap()
-        .push((String::from_utf8_lossy(name).trim().to_string(), arg));
-}
-
-/// How many times `xerbla_` was called with this name and argument so far.
-fn reported(name: &str, arg: i32) -> usize {
-    XERBLA_CALLS
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|(n, a)| n == name && *a == arg)
-        .count()
-}
-
-fn seed() -> u64 {
-    match std::env::var("HYLAPACK_TEST_SEED") {
-        Ok(s) => s.trim().parse().expect("HYLAPACK_TEST_SEED is a u64"),
-        Err(_) => testmat::seed_from_time(),
-    }
-}
 
 fn backend() -> Backend {
     match std::env::var("HYLAPACK_DEVICE").as_deref() {
@@ -71,7 +41,7 @@ fn syrdb_kd_int_max_is_an_ldab_error_not_a_write() {
         let mut a = [1.0f64, 2.0, 3.0, 2.0, 4.0, 5.0, 3.0, 5.0, 6.0];
         let mut ab = [-7.0f64; 3];
         let mut tau = [-7.0f64; 3];
-        let before = reported("DSYRDB_OOC", 7);
+        let before = xerbla_count("DSYRDB_OOC", 7);
         // SAFETY: A is 3 x 3, AB 1 x 3, TAU 3: what the call may read before its checks fail.
         let info = unsafe {
             dsyrdb_ooc(
@@ -86,7 +56,7 @@ fn syrdb_kd_int_max_is_an_ldab_error_not_a_write() {
             )
         };
         assert_eq!(info, -7, "UPLO={}", uplo as char);
-        assert!(reported("DSYRDB_OOC", 7) > before);
+        assert!(xerbla_count("DSYRDB_OOC", 7) > before);
         assert_eq!((ab, tau), ([-7.0; 3], [-7.0; 3]));
 
         let mut af = [1.0f32, 2.0, 3.0, 2.0, 4.0, 5.0, 3.0, 5.0, 6.0];
@@ -167,7 +137,7 @@ fn syrdb_kd_int_max_is_an_ldab_error_not_a_write() {
 #[test]
 fn syrdb_c_name_accepts_n_131072_kd_8192() {
     let (n, kd) = (131_072, 8_192);
-    let before = reported("DSYRDB_OOC", 4);
+    let before = xerbla_count("DSYRDB_OOC", 4);
     // SAFETY: A is NULL: the call must stop there.
     let info = unsafe {
         dsyrdb_ooc(
@@ -182,7 +152,7 @@ fn syrdb_c_name_accepts_n_131072_kd_8192() {
         )
     };
     assert_eq!(info, -4);
-    assert!(reported("DSYRDB_OOC", 4) > before);
+    assert!(xerbla_count("DSYRDB_OOC", 4) > before);
     // SAFETY: as above.
     let info = unsafe {
         ssyrdb_ooc(
@@ -653,11 +623,11 @@ fn syevx_scaled_vl_equal_vu_is_minus_5_not_n_minus_5() {
     let (vl, vu) = (1e-200, 2e-200);
     let (mut a, mut b) = (a0.clone(), a0.clone());
     let (mut w1, mut w2) = (vec![0.0; n], vec![0.0; n]);
-    let before = reported("DSTEBZ", 5);
+    let before = xerbla_count("DSTEBZ", 5);
     let (m, info) = f64::syevx_values(b'V', b'L', n, &mut a, n, vl, vu, 0, 0, 0.0, &mut w1);
     assert_eq!((info, m), (-5, 0), "seed={seed}: the system LAPACK");
     assert!(
-        reported("DSTEBZ", 5) > before,
+        xerbla_count("DSTEBZ", 5) > before,
         "the system LAPACK's xerbla_ call"
     );
     let path = Path::CpuBlocked { budget: 1 << 20 };

@@ -4,36 +4,15 @@
 //! queries, and a small problem through each entry against the system LAPACK. This program
 //! defines its own `xerbla_`, which must win over the system LAPACK's.
 
+mod common;
+use common::reported;
+
 use hylapack::api::syev::{dsyev_ooc, dsyev_ooc_, dsyevx_ooc, dsyevx_ooc_};
 use hylapack::api::syrdb::{dsyrdb_ooc, dsyrdb_ooc_, ssyrdb_ooc};
 use hylapack::lapack::Dense;
 use hylapack::testmat::{self, DenseFamily, Rng};
 use std::ffi::{c_char, c_int};
 use std::ptr::{null, null_mut};
-use std::sync::Mutex;
-
-static XERBLA_CALLS: Mutex<Vec<(String, i32)>> = Mutex::new(Vec::new());
-
-/// # Safety
-/// `srname` must point to `len` readable bytes and `info` to a readable integer.
-#[no_mangle]
-pub unsafe extern "C" fn xerbla_(srname: *const c_char, info: *const c_int, len: usize) {
-    // SAFETY: the library passes a name of `len` bytes and a readable integer.
-    let name = unsafe { std::slice::from_raw_parts(srname as *const u8, len) };
-    let arg = unsafe { *info };
-    XERBLA_CALLS
-        .lock()
-        .unwrap()
-        .push((String::from_utf8_lossy(name).trim().to_string(), arg));
-}
-
-fn reported(name: &str, arg: i32) -> bool {
-    XERBLA_CALLS
-        .lock()
-        .unwrap()
-        .iter()
-        .any(|(n, a)| n == name && *a == arg)
-}
 
 fn c(ch: u8) -> c_char {
     ch as c_char
