@@ -6,9 +6,9 @@
 //! usual (`HYLAPACK_PRELOAD`, `HYLAPACK_DEVICE`).
 
 use crate::table::Table;
-use hylapack::lapack::signatures::{GtsvFn, StebzFn, SyevFn, SyevdFn, SyevrFn, SyevxFn};
+use hylapack::lapack::signatures::{GtsvFn, StebzFn, SteinFn, SyevFn, SyevdFn, SyevrFn, SyevxFn};
 use hylapack::lapack::symbols;
-use hylapack::real::Real;
+use hylapack::lapack::Lapack;
 use hylapack::testmat::Rng;
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::time::{Duration, Instant};
@@ -27,16 +27,36 @@ struct Problem<T> {
     work: Vec<T>,
     iwork: Vec<c_int>,
     ints: Vec<c_int>,
+    /// xSTEBZ's eigenvalues with ORDER = 'B' (W, IBLOCK, ISPLIT), xSTEIN's input.
+    by_block: (Vec<T>, Vec<c_int>, Vec<c_int>),
 }
 
-impl<T: Real> Problem<T> {
+impl<T: Lapack> Problem<T> {
     fn new(n: usize, rng: &mut Rng) -> Self {
-        let d = (0..n)
+        let d: Vec<T> = (0..n)
             .map(|_| T::from_f64(rng.uniform() * 2.0 - 1.0))
             .collect();
-        let e = (0..n)
+        let e: Vec<T> = (0..n)
             .map(|_| T::from_f64(rng.uniform() * 2.0 - 1.0))
             .collect();
+        let (mut w, mut iblock, mut isplit) = (vec![T::ZERO; n], vec![0; n], vec![0; n]);
+        let z = T::ZERO;
+        let found = T::stebz(
+            b'A',
+            b'B',
+            z,
+            z,
+            0,
+            0,
+            z,
+            &d,
+            &e[..n - 1],
+            &mut w,
+            &mut iblock,
+            &mut isplit,
+        );
+        w.truncate(found.m.max(0) as usize);
+        iblock.truncate(w.len());
         let mut a = vec![T::ZERO; n * n];
         for j in 0..n {
             for i in j..n {
@@ -56,12 +76,13 @@ impl<T: Real> Problem<T> {
             work: vec![T::ZERO; lwork],
             iwork: vec![0; 16 * n + 64],
             ints: vec![0; 8 * n + 8],
+            by_block: (w, iblock, isplit),
         }
     }
 }
 
 /// One call of the named routine at `f` on `p` (inputs copied in first).
-unsafe fn call<T: Real>(name: &str, f: usize, p: &mut Problem<T>) {
+unsafe fn call<T: Lapack>(name: &str, f: usize, p: &mut Problem<T>) {
     let n = p.n as c_int;
     let (c_a, c_n, c_v, c_b, c_e, c_u) = (b'A', b'N', b'V', b'B', b'E', b'U');
     let ch = |c: &u8| c as *const u8 as *const c_char;
@@ -103,6 +124,26 @@ unsafe fn call<T: Real>(name: &str, f: usize, p: &mut Problem<T>) {
                 1,
             );
             let _ = c_e;
+        }
+        "stein_" => {
+            let (w, iblock, isplit) = &p.by_block;
+            let m = w.len() as c_int;
+            let f: SteinFn<T> = std::mem::transmute(f);
+            f(
+                &n,
+                p.d.as_ptr(),
+                p.e.as_ptr(),
+                &m,
+                w.as_ptr(),
+                iblock.as_ptr(),
+                isplit.as_ptr(),
+                s.as_mut_ptr(),
+                &n,
+                p.work.as_mut_ptr(),
+                p.iwork.as_mut_ptr(),
+                ifail.as_mut_ptr(),
+                &mut info,
+            );
         }
         "gtsv_" => {
             // DL, D, DU, B in the scratch matrix's room.
@@ -224,7 +265,7 @@ unsafe fn call<T: Real>(name: &str, f: usize, p: &mut Problem<T>) {
 }
 
 /// The median time of one call over batches of repeated calls.
-fn per_call<T: Real>(name: &str, f: usize, p: &mut Problem<T>) -> Duration {
+fn per_call<T: Lapack>(name: &str, f: usize, p: &mut Problem<T>) -> Duration {
     // SAFETY: `f` is `name` in LAPACK or the preload library; `call` passes its arguments.
     let once = |p: &mut Problem<T>| unsafe { call(name, f, p) };
     once(p);
@@ -271,7 +312,7 @@ fn open_preload(path: Option<&str>) -> Result<(usize, String), String> {
     Err("libhylapack_preload.so not found (build it, or pass --preload PATH)".into())
 }
 
-fn bench_names<T: Real>(names: &[&str], preload: usize, table: &mut Table) -> usize {
+fn bench_names<T: Lapack>(names: &[&str], preload: usize, table: &mut Table) -> usize {
     let mut over = 0;
     let mut rng = Rng::new(22);
     let problems: Vec<usize> = SIZES.to_vec();
@@ -351,6 +392,7 @@ pub fn bench_overhead(args: &[String]) -> i32 {
     let mut over = bench_names::<f64>(
         &[
             "dstebz_",
+            "dstein_",
             "dgtsv_",
             "dsyev_",
             "dsyev_2stage_",
@@ -364,6 +406,7 @@ pub fn bench_overhead(args: &[String]) -> i32 {
     over += bench_names::<f32>(
         &[
             "sstebz_",
+            "sstein_",
             "sgtsv_",
             "ssyev_",
             "ssyev_2stage_",
