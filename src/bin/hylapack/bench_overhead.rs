@@ -264,29 +264,37 @@ unsafe fn call<T: Lapack>(name: &str, f: usize, p: &mut Problem<T>) {
     assert!(info >= 0, "{name} n={n}: INFO = {info}");
 }
 
-/// The median time of one call over batches of repeated calls.
-fn per_call<T: Lapack>(name: &str, f: usize, p: &mut Problem<T>) -> Duration {
+/// The median time of one call through `lapack` and through `preload`, over 15 rounds that
+/// alternate a batch of each (so that drifts of clock and cache hit both alike).
+fn per_call_pair<T: Lapack>(
+    name: &str,
+    lapack: usize,
+    preload: usize,
+    p: &mut Problem<T>,
+) -> (Duration, Duration) {
     // SAFETY: `f` is `name` in LAPACK or the preload library; `call` passes its arguments.
-    let once = |p: &mut Problem<T>| unsafe { call(name, f, p) };
-    once(p);
+    let once = |f: usize, p: &mut Problem<T>| unsafe { call(name, f, p) };
+    once(lapack, p);
+    once(preload, p);
     let started = Instant::now();
     let mut reps = 0u32;
-    while started.elapsed() < Duration::from_millis(5) {
-        once(p);
+    while started.elapsed() < Duration::from_millis(2) {
+        once(lapack, p);
         reps += 1;
     }
     let batch = reps.max(1);
-    let mut times: Vec<Duration> = (0..7)
-        .map(|_| {
-            let t = Instant::now();
-            for _ in 0..batch {
-                once(p);
-            }
-            t.elapsed() / batch
-        })
-        .collect();
-    times.sort();
-    times[times.len() / 2]
+    let time = |f: usize, p: &mut Problem<T>| {
+        let t = Instant::now();
+        for _ in 0..batch {
+            once(f, p);
+        }
+        t.elapsed() / batch
+    };
+    let (mut a, mut b): (Vec<Duration>, Vec<Duration>) =
+        (0..15).map(|_| (time(lapack, p), time(preload, p))).unzip();
+    a.sort();
+    b.sort();
+    (a[a.len() / 2], b[b.len() / 2])
 }
 
 fn open_preload(path: Option<&str>) -> Result<(usize, String), String> {
@@ -330,8 +338,7 @@ fn bench_names<T: Lapack>(names: &[&str], preload: usize, table: &mut Table) -> 
         }
         for &n in &problems {
             let mut p = Problem::<T>::new(n, &mut rng);
-            let t_lapack = per_call(name, lapack, &mut p);
-            let t_preload = per_call(name, via_preload as usize, &mut p);
+            let (t_lapack, t_preload) = per_call_pair(name, lapack, via_preload as usize, &mut p);
             let extra = (t_preload.as_secs_f64() - t_lapack.as_secs_f64()) * 1e6;
             let ok = extra <= ALLOWED_US;
             over += usize::from(!ok);
