@@ -52,16 +52,19 @@ macro_rules! interpose_stebz {
         ) {
             let why = match Inside::enter() {
                 None => FROM_INSIDE,
-                Some(_) if too_small(n).is_some() => too_small(n).unwrap_or_default(),
                 Some(_inside) => {
-                    let ran = hylapack::api::stebz::interposed::<$t>(
-                        $routine, range, order, n, vl, vu, il, iu, abstol, d, e, m, nsplit, w,
-                        iblock, isplit,
-                    );
-                    if let Some(result) = ran {
-                        return set_info(info, result);
+                    if let Some(why) = too_small(n) {
+                        why
+                    } else {
+                        let ran = hylapack::api::stebz::interposed::<$t>(
+                            $routine, range, order, n, vl, vu, il, iu, abstol, d, e, m, nsplit, w,
+                            iblock, isplit,
+                        );
+                        if let Some(result) = ran {
+                            return set_info(info, result);
+                        }
+                        ILLEGAL
                     }
-                    ILLEGAL
                 }
             };
             forward!(
