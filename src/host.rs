@@ -20,6 +20,26 @@ pub fn try_vec<T: Clone>(len: usize, value: T) -> Option<Vec<T>> {
     Some(v)
 }
 
+/// An empty vector with room for `len` elements, or `None` if that memory cannot be had.
+/// Nothing is written (or, for fresh pages, touched) until the caller fills it.
+pub fn try_room<T>(len: usize) -> Option<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).ok()?;
+    Some(v)
+}
+
+/// The first `len` elements of `room`, set to zero: only they are written, so a step that
+/// uses a small part of a large reservation pays for that part only.
+///
+/// # Panics
+/// If `len` exceeds the room reserved (a sizing bug: it would reallocate infallibly).
+pub fn take_room<T: ZeroBits>(room: &mut Vec<T>, len: usize) -> &mut [T] {
+    assert!(len <= room.capacity(), "workspace sized too small");
+    room.clear();
+    room.resize(len, unsafe_zero());
+    room
+}
+
 /// Types for which all-zero bytes are a valid value.
 ///
 /// # Safety
