@@ -22,7 +22,7 @@ impl Linalg {
                 return Err(DeviceError::MissingLibrary("cuSOLVER"));
             }
             let h = DnHandle::new(self.stream.clone())
-                .map_err(|e| DeviceError::Driver(format!("cusolverDnCreate: {e:?}")))?;
+                .map_err(DeviceError::from)?;
             self.solver = Some(h);
         }
         Ok(self.solver.as_ref().expect("created above"))
@@ -90,7 +90,7 @@ impl Gpu {
             self.ctx.new_stream()?
         };
         let blas = CudaBlas::new(stream.clone())
-            .map_err(|e| DeviceError::Driver(format!("cublasCreate: {e:?}")))?;
+            .map_err(DeviceError::from)?;
         Ok(PooledLinalg(
             Some(Linalg {
                 stream,

@@ -344,7 +344,7 @@ impl Gpu {
     /// reused from earlier calls when one is large enough.
     pub fn pinned<T: PlainData>(&'static self, len: usize) -> Result<Pinned<T>, DeviceError> {
         let too_large =
-            || DeviceError::Driver(format!("pinned buffer of {len} elements is too large"));
+            || DeviceError::TooLarge(format!("a pinned buffer of {len} elements"));
         let bytes = len
             .checked_mul(std::mem::size_of::<T>())
             .ok_or_else(too_large)?
