@@ -54,16 +54,59 @@ pub(super) struct Span {
 // the same tail padding).
 unsafe impl cudarc::driver::DeviceRepr for Span {}
 
-/// The span of a whole level of `p` partitions, and the count the kernel sees.
-fn whole_span(p: usize) -> (usize, Span) {
-    (
-        p,
-        Span {
-            own: p as i64,
-            ldp: p as i64,
-            prev: 0,
-        },
-    )
+/// The partitions one level kernel answers for: partitions `j0 ..` of system `a` (a whole
+/// level, or a slice of the top level), reduced into (or solved from) the separator system of
+/// `lev`. The kernel sees `seen` partitions: the span's own and, for a slice with more after
+/// it, the next one.
+struct Partitions<'a> {
+    a: DevMatrix,
+    lev: &'a Level,
+    seen: usize,
+    span: Span,
+    j0: usize,
+}
+
+impl<'a> Partitions<'a> {
+    /// Every partition of `a`, the system whose separator system is `lev`'s.
+    fn whole(a: DevMatrix, lev: &'a Level) -> Self {
+        let p = lev.p;
+        Partitions {
+            a,
+            lev,
+            seen: p,
+            span: Span {
+                own: p as i64,
+                ldp: p as i64,
+                prev: 0,
+            },
+            j0: 0,
+        }
+    }
+
+    /// The partitions of slice `s` of the top level (whose separator system is `lev`'s).
+    fn slice(s: &TopSlice, lev: &'a Level) -> Self {
+        Partitions {
+            a: s.a,
+            lev,
+            seen: s.own + s.more as usize,
+            span: Span {
+                own: s.own as i64,
+                ldp: lev.p as i64,
+                prev: (s.j0 > 0) as i32,
+            },
+            j0: s.j0,
+        }
+    }
+
+    /// Whether a slice kernel (with a [`Span`] argument) runs them.
+    fn sliced(&self) -> bool {
+        self.span.own != self.seen as i64 || self.span.prev != 0
+    }
+
+    /// Their first entry in a separator-system array (`ptr`, entries of `T`).
+    fn at<T>(&self, ptr: CUdeviceptr) -> CUdeviceptr {
+        ptr + (self.j0 * sz::<T>()) as u64
+    }
 }
 
 /// A slice of the top level's rows as one launch sees it: the rows of partitions `j0 ..
@@ -86,19 +129,6 @@ impl TopSlice {
             own: p,
             more: false,
         }
-    }
-
-    /// The kernel's partition count and span for a top level of `p` partitions.
-    fn span(&self, p: usize) -> (usize, Span) {
-        let seen = self.own + self.more as usize;
-        (
-            seen,
-            Span {
-                own: self.own as i64,
-                ldp: p as i64,
-                prev: (self.j0 > 0) as i32,
-            },
-        )
     }
 }
 
@@ -190,25 +220,22 @@ impl<T: Real> Plan<T> {
         rhs: DevCols,
         x0: Option<DevCols>,
     ) -> Result<(), DeviceError> {
-        let lev = &self.levels[0];
-        self.reduce_level(s.a, rhs, lev, s.span(lev.p), s.j0, ncols, x0)
+        self.reduce_level(&Partitions::slice(s, &self.levels[0]), rhs, ncols, x0)
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Reduces `part` for `ncols` columns of `f` into its rows of the separator system; with
+    /// `x0`, as [`Self::reduce_top`] does.
     fn reduce_level(
         &self,
-        a: DevMatrix,
+        part: &Partitions,
         f: DevCols,
-        lev: &Level,
-        (p, span): (usize, Span),
-        j0: usize,
         ncols: usize,
         x0: Option<DevCols>,
     ) -> Result<(), DeviceError> {
-        let sliced = span.own != p as i64 || span.prev != 0;
+        let (a, lev, span, sliced) = (part.a, part.lev, part.span, part.sliced());
         let funcs = self.part_funcs(sliced);
-        let (n_l, p_l, ldf, nrhs_i) = (a.n as i64, p as i64, f.ld as i64, ncols as i32);
-        let at = |ptr: CUdeviceptr| ptr + (j0 * sz::<T>()) as u64;
+        let (n_l, p_l, ldf, nrhs_i) = (a.n as i64, part.seen as i64, f.ld as i64, ncols as i32);
+        let at = |ptr: CUdeviceptr| part.at::<T>(ptr);
         let (rdl, rd, rdu, rf) = (
             at(lev.next.dl),
             at(lev.next.d),
@@ -265,8 +292,7 @@ impl<T: Real> Plan<T> {
         let upper = self.tail.unwrap_or(self.levels.len());
         for l in 1..upper {
             let (a, f) = self.level_system(l);
-            let lev = &self.levels[l];
-            self.reduce_level(a, f, lev, whole_span(lev.p), 0, ncols, None)?;
+            self.reduce_level(&Partitions::whole(a, &self.levels[l]), f, ncols, None)?;
         }
         if let Some(t) = self.tail {
             self.launch_tail(t, nrhs_i)?;
@@ -280,8 +306,8 @@ impl<T: Real> Plan<T> {
         }
         for l in (1..upper).rev() {
             let (a, f) = self.level_system(l);
-            let lev = &self.levels[l];
-            self.backsub_level(a, f, f, lev, whole_span(lev.p), 0, ncols, Top::Solve)?;
+            let part = Partitions::whole(a, &self.levels[l]);
+            self.backsub_level(&part, f, f, ncols, Top::Solve)?;
         }
         Ok(())
     }
@@ -296,29 +322,32 @@ impl<T: Real> Plan<T> {
         out: DevCols,
         top: Top,
     ) -> Result<(), DeviceError> {
-        let lev = &self.levels[0];
-        self.backsub_level(s.a, rhs, out, lev, s.span(lev.p), s.j0, ncols, top)
+        let part = Partitions::slice(s, &self.levels[0]);
+        self.backsub_level(&part, rhs, out, ncols, top)
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// The back substitution of `part` for `ncols` columns of `f` into `x`, from its rows of
+    /// the separator system's solution; `top` says what else it does.
     fn backsub_level(
         &self,
-        a: DevMatrix,
+        part: &Partitions,
         f: DevCols,
         x: DevCols,
-        lev: &Level,
-        (p, span): (usize, Span),
-        j0: usize,
         ncols: usize,
         top: Top,
     ) -> Result<(), DeviceError> {
-        let sliced = span.own != p as i64 || span.prev != 0;
+        let (a, lev, span, sliced) = (part.a, part.lev, part.span, part.sliced());
         let funcs = self.part_funcs(sliced);
         let flags = self.flags;
         let (rmax, smax, bmax) = self.sums_ptrs();
-        let (n_l, p_l, ldf, ldx, nrhs_i) =
-            (a.n as i64, p as i64, f.ld as i64, x.ld as i64, ncols as i32);
-        let at = |ptr: CUdeviceptr| ptr + (j0 * sz::<T>()) as u64;
+        let (n_l, p_l, ldf, ldx, nrhs_i) = (
+            a.n as i64,
+            part.seen as i64,
+            f.ld as i64,
+            x.ld as i64,
+            ncols as i32,
+        );
+        let at = |ptr: CUdeviceptr| part.at::<T>(ptr);
         let (xs, spec_at) = (at(lev.next_f), at(self.spec));
         // A CTA's halo partition is the next CTA's, which may already have overwritten it
         // when X is F: the check reads the halo's solution, so it needs X apart from F.

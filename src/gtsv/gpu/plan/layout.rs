@@ -30,11 +30,34 @@ fn tail_start(sizes: &[usize], o: &GpuOptions) -> Option<usize> {
     )
 }
 
-/// Per level its partition count and the offsets of its separator system's DL, D, DU, F; the
-/// offsets of X, R, X + δ, the summaries and flags, the tail's scratch, the speculative
-/// right-hand sides; the total length (elements of `T`); the level the tail kernel starts at
-/// ([`tail_start`]).
-pub(super) type WorkLayout = (Vec<(usize, [usize; 4])>, [usize; 6], usize, Option<usize>);
+/// Where the pieces of one solve's work buffer lie ([`work_layout`]): offsets from its start,
+/// in elements of `T`.
+pub(super) struct WorkLayout {
+    pub(super) levels: Vec<LevelLayout>,
+    /// The solution X, the refinement's residual R and its candidate X + δ.
+    pub(super) x: usize,
+    pub(super) r: usize,
+    pub(super) x_next: usize,
+    /// The summaries, the flags in the element after them.
+    pub(super) sums: usize,
+    /// The tail kernel's scratch.
+    pub(super) scratch: usize,
+    /// The speculating check's separator right-hand sides.
+    pub(super) spec: usize,
+    /// The buffer's length.
+    pub(super) total: usize,
+    /// The level the tail kernel starts at ([`tail_start`]).
+    pub(super) tail: Option<usize>,
+}
+
+/// One level's partition count and the offsets of its separator system's DL, D, DU and F.
+pub(super) struct LevelLayout {
+    pub(super) p: usize,
+    pub(super) dl: usize,
+    pub(super) d: usize,
+    pub(super) du: usize,
+    pub(super) f: usize,
+}
 
 /// The pieces of one solve's work buffer, in elements of `T`, each rounded up to 32 elements:
 /// per level the separator system (DL, D, DU, F); then the solution X, the refinement's
@@ -57,22 +80,36 @@ pub(super) fn work_layout(n: usize, nrhs: usize, o: &GpuOptions, resident: bool)
     let spec = sizes.first().map_or(0, |&p| p * nrhs);
     let levels = sizes
         .into_iter()
-        .map(|p| (p, [p - 1, p, p - 1, p * nrhs].map(&mut carve)))
+        .map(|p| {
+            let [dl, d, du, f] = [p - 1, p, p - 1, p * nrhs].map(&mut carve);
+            LevelLayout { p, dl, d, du, f }
+        })
         .collect();
     // A streamed top level keeps its X on the host: no n-sized pieces.
     let x = if resident { n * nrhs } else { 0 };
     let r = if resident { r } else { 0 };
-    let rest = [x, r, x, 6 * nrhs.max(1) + 1, scratch, spec].map(&mut carve);
-    (levels, rest, total, tail)
+    let [x, r, x_next, sums, scratch, spec] =
+        [x, r, x, 6 * nrhs.max(1) + 1, scratch, spec].map(&mut carve);
+    WorkLayout {
+        levels,
+        x,
+        r,
+        x_next,
+        sums,
+        scratch,
+        spec,
+        total,
+        tail,
+    }
 }
 
 /// Device bytes of the work buffer of one solve (see [`work_layout`]), not counting the
 /// caller's matrix and right-hand sides.
 pub fn work_bytes<T>(n: usize, nrhs: usize, o: &GpuOptions) -> u64 {
-    (work_layout(n, nrhs, o, true).2 * sz::<T>()) as u64
+    (work_layout(n, nrhs, o, true).total * sz::<T>()) as u64
 }
 
 /// [`work_bytes`] for a streamed top level (no n-sized pieces).
 pub fn streamed_work_bytes<T>(n: usize, nrhs: usize, o: &GpuOptions) -> u64 {
-    (work_layout(n, nrhs, o, false).2 * sz::<T>()) as u64
+    (work_layout(n, nrhs, o, false).total * sz::<T>()) as u64
 }

@@ -138,22 +138,22 @@ impl<T: Real> Plan<T> {
         } else {
             Some(PartFuncs::slices::<T>(gpu, o.m)?)
         };
-        let (offsets, [x_at, r_at, x_next_at, sums_at, scratch_at, spec_at], total, tail) =
-            work_layout(a.n, nrhs, o, resident);
-        let work = Work::take(gpu, &stream, total * sz::<T>())?;
+        let layout = work_layout(a.n, nrhs, o, resident);
+        let work = Work::take(gpu, &stream, layout.total * sz::<T>())?;
         let base = work.base();
         let at = |e: usize| base + (e * sz::<T>()) as u64;
-        let levels = offsets
-            .into_iter()
-            .map(|(p, o)| Level {
-                p,
+        let levels = layout
+            .levels
+            .iter()
+            .map(|l| Level {
+                p: l.p,
                 next: DevMatrix {
-                    n: p,
-                    dl: at(o[0]),
-                    d: at(o[1]),
-                    du: at(o[2]),
+                    n: l.p,
+                    dl: at(l.dl),
+                    d: at(l.d),
+                    du: at(l.du),
                 },
-                next_f: at(o[3]),
+                next_f: at(l.f),
             })
             .collect();
         Ok(Plan {
@@ -164,14 +164,14 @@ impl<T: Real> Plan<T> {
             a,
             nrhs,
             levels,
-            tail,
-            x: at(x_at),
-            r: at(r_at),
-            x_next: at(x_next_at),
-            sums: at(sums_at),
-            flags: at(sums_at + 6 * nrhs.max(1)),
-            scratch: at(scratch_at),
-            spec: at(spec_at),
+            tail: layout.tail,
+            x: at(layout.x),
+            r: at(layout.r),
+            x_next: at(layout.x_next),
+            sums: at(layout.sums),
+            flags: at(layout.sums + 6 * nrhs.max(1)),
+            scratch: at(layout.scratch),
+            spec: at(layout.spec),
             _work: work,
             host_sums: Vec::new(),
             _elem: std::marker::PhantomData,
