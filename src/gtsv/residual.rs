@@ -4,8 +4,40 @@
 use super::{try_vec, Reject, RESIDUAL_TOL_EPS};
 use crate::real::Real;
 
-/// One right-hand side's residual summary: `max|r_i|`, `max scale_i`, `max|b_i|`, all finite.
-pub type Residual<T> = (T, T, T, bool);
+/// One right-hand side's residual summary over some rows (see the module comment of `gtsv`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Residual<T> {
+    /// `max_i |r_i|`, `r = b − A x`.
+    pub rmax: T,
+    /// `max_i (|a_i x_{i−1}| + |d_i x_i| + |c_i x_{i+1}| + |b_i|)`, the scale of the check.
+    pub smax: T,
+    /// `max_i |b_i|`.
+    pub bmax: T,
+    /// Whether every entry of `x`, `r` and the scale was finite.
+    pub finite: bool,
+}
+
+impl<T: Real> Residual<T> {
+    /// The summary of no rows.
+    pub fn empty() -> Self {
+        Residual {
+            rmax: T::ZERO,
+            smax: T::ZERO,
+            bmax: T::ZERO,
+            finite: true,
+        }
+    }
+
+    /// The summary of the rows of both.
+    pub fn merge(self, other: Self) -> Self {
+        Residual {
+            rmax: self.rmax.max(other.rmax),
+            smax: self.smax.max(other.smax),
+            bmax: self.bmax.max(other.bmax),
+            finite: self.finite && other.finite,
+        }
+    }
+}
 
 /// The residual check of one right-hand side over rows `rows` (see the module comment).
 /// `x` and `f` are the full columns.
@@ -89,7 +121,12 @@ pub fn residual_rows_into<T: Real>(
         smax = smax.max(s);
         bmax = bmax.max(f[i].abs());
     }
-    (rmax, smax, bmax, finite)
+    Residual {
+        rmax,
+        smax,
+        bmax,
+        finite,
+    }
 }
 
 /// Turns per-RHS residual summaries into the acceptance decision.
@@ -98,7 +135,13 @@ pub fn judge<T: Real>(per_rhs: impl IntoIterator<Item = Residual<T>>) -> Result<
     let tol_b = T::EPS.sqrt();
     let mut worst = 0.0f64;
     let mut ill = 0.0f64;
-    for (r, s, bmax, finite) in per_rhs {
+    for Residual {
+        rmax: r,
+        smax: s,
+        bmax,
+        finite,
+    } in per_rhs
+    {
         if !finite {
             return Err(Reject::NonFinite);
         }
@@ -151,10 +194,9 @@ pub fn refine_steps() -> usize {
 /// Whether a column's residual summary asks for a refinement step (finite and above both
 /// levels of [`REFINE_TOL_EPS`]; a non-finite answer is rejected, not refined).
 pub fn wants_refinement<T: Real>(res: &Residual<T>) -> bool {
-    let (r, s, b, finite) = *res;
-    finite
-        && r > T::from_f64(REFINE_TOL_EPS) * T::EPS * s
-        && r > T::from_f64(REFINE_B_EPS) * T::EPS * b
+    res.finite
+        && res.rmax > T::from_f64(REFINE_TOL_EPS) * T::EPS * res.smax
+        && res.rmax > T::from_f64(REFINE_B_EPS) * T::EPS * res.bmax
 }
 
 /// Splits each of the `ncols` columns (leading dimension `ld`, first `n` rows used) of `buf` at
@@ -251,10 +293,7 @@ pub fn residual_cols<T: Real>(
         .map(|c| {
             parts
                 .iter()
-                .fold((T::ZERO, T::ZERO, T::ZERO, true), |acc, p| {
-                    let (r, sc, bm, fin) = p[c];
-                    (acc.0.max(r), acc.1.max(sc), acc.2.max(bm), acc.3 && fin)
-                })
+                .fold(Residual::empty(), |acc, p| acc.merge(p[c]))
         })
         .collect()
 }
@@ -332,8 +371,7 @@ pub(crate) fn refine<T: Real, E>(
             dl, d, du, &r, n, &packed, f, ldf, &cols, None, threads, true,
         );
         for (kk, &c) in cols.iter().enumerate() {
-            let (rn, _, _, fin) = new[kk];
-            if fin && rn < checks[c].0 {
+            if new[kk].finite && new[kk].rmax < checks[c].rmax {
                 x[c * ldx..c * ldx + n].copy_from_slice(&r[kk * n..(kk + 1) * n]);
                 checks[c] = new[kk];
             } else {

@@ -151,7 +151,7 @@ pub fn solve_streamed<T: Real>(
     if flags & 1 != 0 {
         return Ok(Err(Reject::ZeroPivot));
     }
-    if checks.iter().any(|c| !c.3) {
+    if checks.iter().any(|c| !c.finite) {
         return Ok(Err(Reject::NonFinite));
     }
     // Refinement, as Plan::run's with levels: every column corrected together, kept where it

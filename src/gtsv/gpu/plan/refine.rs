@@ -55,7 +55,12 @@ impl<T: Real> Plan<T> {
         let finite = flags[0] & 2 == 0;
         let set = |at: usize| -> Vec<Residual<T>> {
             (0..ncols)
-                .map(|c| (s[at + c], s[at + k + c], s[at + 2 * k + c], finite))
+                .map(|c| Residual {
+                    rmax: s[at + c],
+                    smax: s[at + k + c],
+                    bmax: s[at + 2 * k + c],
+                    finite,
+                })
                 .collect()
         };
         Ok((flags[0], set(0), set(3 * k)))
@@ -149,7 +154,7 @@ impl<T: Real> Plan<T> {
         } else {
             self.residual(nrhs, x, rhs, None)?
         };
-        if checks.iter().any(|c| !c.3) {
+        if checks.iter().any(|c| !c.finite) {
             return Ok(Err(Reject::NonFinite));
         }
         let mut stalled = vec![false; nrhs];
@@ -241,7 +246,7 @@ pub(crate) fn keep_improved<T: Real>(
     let mut better = Vec::new();
     for &c in cols {
         checks[c] = old[c];
-        if new[c].3 && new[c].0 < checks[c].0 {
+        if new[c].finite && new[c].rmax < checks[c].rmax {
             checks[c] = new[c];
             better.push(c);
         } else {
