@@ -1,6 +1,7 @@
 //! [`gtsv_strided_batch`]: many systems of one size, stacked into one SPIKE solve on the GPU
 //! (each system then judged on its own), or LAPACK xGTSV per system over host threads.
 
+use super::threads::{or_resume, run_parts};
 use super::{gpu, judge, lu, residual_rows, try_vec, Options, Solver};
 use crate::dispatch::Backend;
 use crate::lapack::Lapack;
@@ -107,37 +108,39 @@ pub fn gtsv_strided_batch<T: Lapack>(
             .zip(info[k0..k1].iter_mut())
             .enumerate()
             .filter(|(j, _)| !done.get(k0 + j).copied().unwrap_or(false))
-            .map(|(_, job)| job)
+            .map(|(_, ((((dl, d), du), b), info))| Job { dl, d, du, b, info })
             .collect();
         let one = |job: &mut Job<'_, T>| {
-            let ((((dl, d), du), b), info) = job;
-            **info = if nrhs == 0 {
-                lu::factor_info(dl, d, du)
+            *job.info = if nrhs == 0 {
+                lu::factor_info(job.dl, job.d, job.du)
             } else {
-                T::gtsv(dl, d, du, b, ldb, nrhs)
+                T::gtsv(job.dl, job.d, job.du, job.b, ldb, nrhs)
             };
         };
         let per = jobs.len().div_ceil(threads).max(1);
         if threads == 1 || jobs.len() <= per {
             jobs.iter_mut().for_each(one);
         } else {
-            std::thread::scope(|s| {
-                for part in jobs.chunks_mut(per) {
-                    let one = &one;
-                    s.spawn(move || part.iter_mut().for_each(one));
-                }
-            });
+            // LAPACK has written into the caller's arrays by now: a thread's panic cannot fall
+            // back, so it is raised again here (as the scope did before).
+            let parts: Vec<_> = jobs.chunks_mut(per).collect();
+            or_resume(run_parts(parts, &|part: &mut [Job<'_, T>]| {
+                part.iter_mut().for_each(one)
+            }));
         }
         k0 = k1;
     }
     report
 }
 
-/// One system of a batch on the CPU: ((((dl, d), du), b), info).
-type Job<'a, T> = (
-    (((&'a mut [T], &'a mut [T]), &'a mut [T]), &'a mut [T]),
-    &'a mut i32,
-);
+/// One system of a batch on the CPU: its arrays and where its INFO goes.
+struct Job<'a, T> {
+    dl: &'a mut [T],
+    d: &'a mut [T],
+    du: &'a mut [T],
+    b: &'a mut [T],
+    info: &'a mut i32,
+}
 
 /// The GPU part of [`gtsv_strided_batch`]: the systems stacked block-diagonally (B packed to
 /// leading dimension `n·count`) and solved by SPIKE in one call, then each system judged on its
@@ -190,7 +193,7 @@ fn solve_stacked<T: Lapack>(
                     let x = &sbx[c * big + r..c * big + r + n];
                     residual_rows(kdl, kd, kdu, x, &b[b0 + c * ldb..], 0..n)
                 });
-                if judge(checks.collect::<Vec<_>>()).is_ok() {
+                if judge(checks).is_ok() {
                     for c in 0..nrhs {
                         b[b0 + c * ldb..b0 + c * ldb + n]
                             .copy_from_slice(&sbx[c * big + r..c * big + r + n]);

@@ -50,13 +50,14 @@ pub mod pivoting;
 
 mod batch;
 mod residual;
+mod threads;
 
 pub use batch::{gtsv_strided_batch, BatchReport};
 pub use residual::{
-    judge, refine_steps, residual_cols, residual_rows, residual_rows_into, wants_refinement,
-    Residual, REFINE_B_EPS, REFINE_TOL_EPS,
+    judge, refine_steps, residual_cols, residual_rows, residual_rows_into, wants_refinement, Bands,
+    Columns, Residual, REFINE_B_EPS, REFINE_TOL_EPS,
 };
-pub(crate) use residual::{refine, split_rows};
+pub(crate) use residual::{refine, split_rows, RefineState};
 
 use crate::dispatch::Backend;
 use crate::lapack::Lapack;

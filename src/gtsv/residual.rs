@@ -1,6 +1,7 @@
 //! The residual check (summaries per right-hand side, the acceptance decision) and iterative
 //! refinement, shared by the CPU and GPU paths.
 
+use super::threads::{or_resume, run_parts};
 use super::{try_vec, Reject, RESIDUAL_TOL_EPS};
 use crate::real::Real;
 
@@ -49,7 +50,7 @@ pub fn residual_rows<T: Real>(
     f: &[T],
     rows: std::ops::Range<usize>,
 ) -> Residual<T> {
-    residual_rows_into(dl, d, du, x, f, rows, None, false)
+    residual_rows_into(Bands { dl, d, du }, x, f, rows, None, false)
 }
 
 /// `f_i − (A x)_i` with the products exact (FMA) and the sum compensated, in double precision:
@@ -68,15 +69,14 @@ fn residual_accurate(f: f64, terms: [(f64, f64); 3]) -> f64 {
 
 /// [`residual_rows`], also storing `r_i = f_i − (A x)_i` into `r` (`r[0]` is row `rows.start`).
 pub fn residual_rows_into<T: Real>(
-    dl: &[T],
-    d: &[T],
-    du: &[T],
+    a: Bands<'_, T>,
     x: &[T],
     f: &[T],
     rows: std::ops::Range<usize>,
     mut r_out: Option<&mut [T]>,
     accurate: bool,
 ) -> Residual<T> {
+    let Bands { dl, d, du } = a;
     let n = d.len();
     let row0 = rows.start;
     let (mut rmax, mut smax, mut bmax, mut finite) = (T::ZERO, T::ZERO, T::ZERO, true);
@@ -130,6 +130,8 @@ pub fn residual_rows_into<T: Real>(
 }
 
 /// Turns per-RHS residual summaries into the acceptance decision.
+// `!(r <= tol · s)` on purpose: a NaN fails the check.
+#[allow(clippy::neg_cmp_op_on_partial_ord)]
 pub fn judge<T: Real>(per_rhs: impl IntoIterator<Item = Residual<T>>) -> Result<(), Reject> {
     let tol = T::from_f64(RESIDUAL_TOL_EPS) * T::EPS;
     let tol_b = T::EPS.sqrt();
@@ -201,15 +203,21 @@ pub fn wants_refinement<T: Real>(res: &Residual<T>) -> bool {
 
 /// Splits each of the `ncols` columns (leading dimension `ld`, first `n` rows used) of `buf` at
 /// `bounds` (row indices, `bounds[0] = 0`, last `= n`): `out[t][col]` is rows
-/// `bounds[t]..bounds[t+1]` of column `col`.
+/// `bounds[t]..bounds[t+1]` of column `col`. `None` when the lists cannot be allocated (they
+/// grow with NRHS: issue #23).
 pub(crate) fn split_rows<'a, T>(
     buf: &'a mut [T],
     ld: usize,
     ncols: usize,
     bounds: &[usize],
-) -> Vec<Vec<&'a mut [T]>> {
+) -> Option<Vec<Vec<&'a mut [T]>>> {
     let parts = bounds.len() - 1;
-    let mut out: Vec<Vec<&'a mut [T]>> = (0..parts).map(|_| Vec::with_capacity(ncols)).collect();
+    let mut out: Vec<Vec<&'a mut [T]>> = Vec::with_capacity(parts);
+    for _ in 0..parts {
+        let mut cols = Vec::new();
+        cols.try_reserve_exact(ncols).ok()?;
+        out.push(cols);
+    }
     for col in buf.chunks_mut(ld).take(ncols) {
         let mut rest = col;
         for t in 0..parts {
@@ -218,165 +226,249 @@ pub(crate) fn split_rows<'a, T>(
             rest = tail;
         }
     }
-    out
+    Some(out)
 }
 
-/// The residual summaries of columns `xcols[k]` of `x` (leading dimension `ldx`) against
-/// columns `fcols[k]` of `f` (leading dimension `ldf`), over all rows, on `threads` threads. With
-/// `r_out` (`n × xcols.len()`, leading dimension `n`) the residuals `f − A x` are stored too;
-/// `accurate` evaluates them with exact products and a compensated sum.
-#[allow(clippy::too_many_arguments)]
+/// A tridiagonal matrix by reference, LAPACK's layout (`dl`, `du`: n − 1 entries, `d`: n).
+#[derive(Clone, Copy, Debug)]
+pub struct Bands<'a, T> {
+    pub dl: &'a [T],
+    pub d: &'a [T],
+    pub du: &'a [T],
+}
+
+/// Some columns of a column-major array of leading dimension `ld`: the k-th is column
+/// `pick[k]`, or column k without `pick`.
+#[derive(Clone, Copy, Debug)]
+pub struct Columns<'a, T> {
+    pub data: &'a [T],
+    pub ld: usize,
+    pub pick: Option<&'a [usize]>,
+}
+
+impl<'a, T> Columns<'a, T> {
+    /// Columns 0, 1, … of `data`.
+    pub fn all(data: &'a [T], ld: usize) -> Self {
+        Columns {
+            data,
+            ld,
+            pick: None,
+        }
+    }
+
+    /// Columns `pick[0]`, `pick[1]`, … of `data`.
+    pub fn picked(data: &'a [T], ld: usize, pick: &'a [usize]) -> Self {
+        Columns {
+            data,
+            ld,
+            pick: Some(pick),
+        }
+    }
+
+    /// The first `n` rows of the k-th column.
+    pub fn col(&self, k: usize, n: usize) -> &'a [T] {
+        let c = self.pick.map_or(k, |p| p[k]);
+        &self.data[c * self.ld..c * self.ld + n]
+    }
+}
+
+/// The residual summaries of the first `ncols` columns of `x` against those of `f`, over all
+/// rows of `a`, on `threads` threads. With `r_out` (`n × ncols`, leading dimension `n`) the
+/// residuals `f − A x` are stored too; `accurate` evaluates them with exact products and a
+/// compensated sum. `None` when host memory for the summaries cannot be allocated (they grow
+/// with NRHS: issue #23).
 pub fn residual_cols<T: Real>(
-    dl: &[T],
-    d: &[T],
-    du: &[T],
-    x: &[T],
-    ldx: usize,
-    xcols: &[usize],
-    f: &[T],
-    ldf: usize,
-    fcols: &[usize],
+    a: Bands<'_, T>,
+    x: Columns<'_, T>,
+    f: Columns<'_, T>,
+    ncols: usize,
     r_out: Option<&mut [T]>,
     threads: usize,
     accurate: bool,
-) -> Vec<Residual<T>> {
-    let n = d.len();
-    let k = xcols.len();
-    debug_assert_eq!(k, fcols.len());
+) -> Option<Vec<Residual<T>>> {
+    let (n, k) = (a.d.len(), ncols);
     let threads = threads.clamp(1, n.max(1));
     let bounds: Vec<usize> = (0..=threads).map(|t| t * n / threads).collect();
-    let mut r_parts: Vec<Option<Vec<&mut [T]>>> = match r_out {
-        Some(r) => split_rows(&mut r[..n * k], n, k, &bounds)
+    let r_parts: Vec<Option<Vec<&mut [T]>>> = match r_out {
+        Some(r) => split_rows(&mut r[..n * k], n, k, &bounds)?
             .into_iter()
             .map(Some)
             .collect(),
         None => (0..threads).map(|_| None).collect(),
     };
-    let one = |rows: std::ops::Range<usize>, mut rp: Option<Vec<&mut [T]>>| -> Vec<Residual<T>> {
-        (0..k)
-            .map(|c| {
-                let xc = &x[xcols[c] * ldx..xcols[c] * ldx + n];
-                let fc = &f[fcols[c] * ldf..fcols[c] * ldf + n];
-                residual_rows_into(
-                    dl,
-                    d,
-                    du,
-                    xc,
-                    fc,
-                    rows.clone(),
-                    rp.as_mut().map(|v| &mut *v[c]),
-                    accurate,
-                )
-            })
-            .collect()
+    // Each thread's summaries of its rows, k per thread, merged below.
+    let mut partial = try_vec(threads.checked_mul(k)?, Residual::empty())?;
+    let one = |part: RowsPart<'_, T>| {
+        let RowsPart { rows, mut r, out } = part;
+        for (c, sum) in out.iter_mut().enumerate() {
+            let rc = r.as_mut().map(|v| &mut *v[c]);
+            *sum = residual_rows_into(a, x.col(c, n), f.col(c, n), rows.clone(), rc, accurate);
+        }
     };
-    let parts: Vec<Vec<Residual<T>>> = if threads == 1 {
-        vec![one(0..n, r_parts.pop().flatten())]
+    let parts: Vec<_> = r_parts
+        .into_iter()
+        .zip(partial.chunks_mut(k.max(1)))
+        .enumerate()
+        .map(|(t, (r, out))| RowsPart {
+            rows: bounds[t]..bounds[t + 1],
+            r,
+            out,
+        })
+        .collect();
+    if threads == 1 {
+        parts.into_iter().for_each(one);
     } else {
-        std::thread::scope(|s| {
-            let handles: Vec<_> = r_parts
-                .into_iter()
-                .enumerate()
-                .map(|(t, rp)| {
-                    let rows = bounds[t]..bounds[t + 1];
-                    let one = &one;
-                    s.spawn(move || one(rows, rp))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("residual thread"))
-                .collect()
-        })
-    };
-    (0..k)
-        .map(|c| {
-            parts
-                .iter()
-                .fold(Residual::empty(), |acc, p| acc.merge(p[c]))
-        })
-        .collect()
+        // A thread's panic is raised again here, as before the threads were joined one by one.
+        or_resume(run_parts(parts, &one));
+    }
+    let mut sums = try_vec(k, Residual::empty())?;
+    for (c, sum) in sums.iter_mut().enumerate() {
+        *sum = (0..threads).fold(Residual::empty(), |acc, t| acc.merge(partial[t * k + c]));
+    }
+    Some(sums)
 }
 
-/// Iterative refinement in working precision, shared by the CPU and GPU drivers: while some
-/// column of `x` (leading dimension `ldx`) [`wants_refinement`], at most [`refine_steps`]
-/// times: compute `r = f − A x` for those columns, solve `A δ = r` with the factorization SPIKE
-/// already has (`correct(r, k)`: `r` holds `k` packed columns of leading dimension `n` on entry
-/// and `δ` on return; `Ok(false)` if it could not solve), and replace a column by `x + δ` only
-/// where that lowers its residual. `checks` (one summary per column of `x`) is kept current.
-/// Returns the number of steps taken.
-#[allow(clippy::too_many_arguments)]
+/// One thread's share of [`residual_cols`]: its rows, their residuals' place in each column
+/// (if stored), and its summaries, one per column.
+struct RowsPart<'a, T> {
+    rows: std::ops::Range<usize>,
+    r: Option<Vec<&'a mut [T]>>,
+    out: &'a mut [Residual<T>],
+}
+
+/// Per column of an iterative refinement: its current residual summary and whether
+/// refinement stalled on it; and the columns of the step in progress. Sized by NRHS and
+/// allocated before the solve starts ([`Self::try_new`]), so that no step allocates for them
+/// (issue #23). Shared by the CPU and GPU drivers.
+pub(crate) struct RefineState<T> {
+    /// Every column's summary, kept current.
+    pub(crate) checks: Vec<Residual<T>>,
+    stalled: Vec<bool>,
+    /// The columns the step in progress corrects.
+    cols: Vec<usize>,
+    /// Positions in `cols` of the columns it improved.
+    better: Vec<usize>,
+}
+
+impl<T: Real> RefineState<T> {
+    /// The state of `nrhs` columns, or [`Reject::NoHostMemory`].
+    pub(crate) fn try_new(nrhs: usize) -> Result<Self, Reject> {
+        let per_col = std::mem::size_of::<Residual<T>>() + 1 + 2 * std::mem::size_of::<usize>();
+        let fail = || Reject::NoHostMemory(nrhs.saturating_mul(per_col));
+        let mut cols = try_vec(nrhs, 0).ok_or_else(fail)?;
+        let mut better = try_vec(nrhs, 0).ok_or_else(fail)?;
+        // Empty, with room for every column: pushes never reallocate.
+        cols.clear();
+        better.clear();
+        Ok(RefineState {
+            checks: try_vec(nrhs, Residual::empty()).ok_or_else(fail)?,
+            stalled: try_vec(nrhs, false).ok_or_else(fail)?,
+            cols,
+            better,
+        })
+    }
+
+    /// Chooses the columns of the next step, those not stalled whose residual
+    /// [`wants_refinement`], and returns them (none: refinement is done).
+    pub(crate) fn next_step(&mut self) -> &[usize] {
+        self.cols.clear();
+        for (c, check) in self.checks.iter().enumerate() {
+            if !self.stalled[c] && wants_refinement(check) {
+                self.cols.push(c);
+            }
+        }
+        &self.cols
+    }
+
+    /// The columns of the step in progress.
+    pub(crate) fn cols(&self) -> &[usize] {
+        &self.cols
+    }
+
+    /// The step's starting point: `old(kk, c)`, the accurate summary of the solution it
+    /// started from for its `kk`-th column `c`, replaces that column's.
+    pub(crate) fn start_from(&mut self, old: impl Fn(usize, usize) -> Residual<T>) {
+        for (kk, &c) in self.cols.iter().enumerate() {
+            self.checks[c] = old(kk, c);
+        }
+    }
+
+    /// The step's verdict: a column takes its candidate's summary `new(kk, c)` where that is
+    /// finite and smaller; the others stall ([`Self::improved`] lists those that did not).
+    pub(crate) fn keep_improved(&mut self, new: impl Fn(usize, usize) -> Residual<T>) {
+        self.better.clear();
+        for (kk, &c) in self.cols.iter().enumerate() {
+            let cand = new(kk, c);
+            if cand.finite && cand.rmax < self.checks[c].rmax {
+                self.checks[c] = cand;
+                self.better.push(kk);
+            } else {
+                self.stalled[c] = true;
+            }
+        }
+    }
+
+    /// The columns the last step improved, as `(kk, c)`: its `kk`-th, column `c`.
+    pub(crate) fn improved(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.better.iter().map(|&kk| (kk, self.cols[kk]))
+    }
+}
+
+/// Iterative refinement in working precision, shared by the CPU and chunked GPU drivers:
+/// while some column of `x` (leading dimension `ldx`) [`wants_refinement`], at most
+/// [`refine_steps`] times: compute `r = f − A x` for those columns, solve `A δ = r` with the
+/// factorization SPIKE already has (`correct(r, k)`: `r` holds `k` packed columns of leading
+/// dimension `n` on entry and `δ` on return; `Ok(false)` if it could not solve), and replace a
+/// column by `x + δ` only where that lowers its residual. `state.checks` (one summary per column
+/// of `x`) is kept current. Returns the number of steps taken.
 pub(crate) fn refine<T: Real, E>(
-    dl: &[T],
-    d: &[T],
-    du: &[T],
+    a: Bands<'_, T>,
     x: &mut [T],
     ldx: usize,
-    f: &[T],
-    ldf: usize,
-    checks: &mut [Residual<T>],
+    f: Columns<'_, T>,
+    state: &mut RefineState<T>,
     threads: usize,
     mut correct: impl FnMut(&mut [T], usize) -> Result<bool, E>,
 ) -> Result<usize, E> {
-    let n = d.len();
-    let Some(mut stalled) = try_vec(checks.len(), false) else {
-        return Ok(0);
-    };
+    let n = a.d.len();
     let mut steps = 0;
     for _ in 0..refine_steps() {
-        let cols: Vec<usize> = (0..checks.len())
-            .filter(|&c| !stalled[c] && wants_refinement(&checks[c]))
-            .collect();
-        if cols.is_empty() {
+        let k = state.next_step().len();
+        if k == 0 {
             break;
         }
-        let k = cols.len();
         // Refinement is optional: without memory for the residuals, the answer is judged as
         // it is (and LAPACK runs if it falls short).
         let Some(mut r) = try_vec(n * k, T::ZERO) else {
             break;
         };
+        let (cols, fc) = (state.cols(), Columns::picked(f.data, f.ld, state.cols()));
         // The residual with exact products: the current x's true residual, both the right-hand
         // side of the correction and the baseline to beat.
-        let old = residual_cols(
-            dl,
-            d,
-            du,
-            x,
-            ldx,
-            &cols,
-            f,
-            ldf,
-            &cols,
-            Some(&mut r),
-            threads,
-            true,
-        );
-        for (kk, &c) in cols.iter().enumerate() {
-            checks[c] = old[kk];
-        }
+        let xc = Columns::picked(&*x, ldx, cols);
+        let Some(old) = residual_cols(a, xc, fc, k, Some(&mut r), threads, true) else {
+            break;
+        };
+        state.start_from(|kk, _| old[kk]);
         if !correct(&mut r, k)? {
             break;
         }
         steps += 1;
         // r := x + δ, then keep it where its residual is smaller.
-        for (kk, &c) in cols.iter().enumerate() {
+        for (kk, &c) in state.cols().iter().enumerate() {
             let (xc, dc) = (&x[c * ldx..c * ldx + n], &mut r[kk * n..(kk + 1) * n]);
             for (di, &xi) in dc.iter_mut().zip(xc) {
                 *di = xi + *di;
             }
         }
-        let packed: Vec<usize> = (0..k).collect();
-        let new = residual_cols(
-            dl, d, du, &r, n, &packed, f, ldf, &cols, None, threads, true,
-        );
-        for (kk, &c) in cols.iter().enumerate() {
-            if new[kk].finite && new[kk].rmax < checks[c].rmax {
-                x[c * ldx..c * ldx + n].copy_from_slice(&r[kk * n..(kk + 1) * n]);
-                checks[c] = new[kk];
-            } else {
-                stalled[c] = true;
-            }
+        let fc = Columns::picked(f.data, f.ld, state.cols());
+        let rc = Columns::all(&r, n);
+        let Some(new) = residual_cols(a, rc, fc, k, None, threads, true) else {
+            break;
+        };
+        state.keep_improved(|kk, _| new[kk]);
+        for (kk, c) in state.improved() {
+            x[c * ldx..c * ldx + n].copy_from_slice(&r[kk * n..(kk + 1) * n]);
         }
     }
     Ok(steps)

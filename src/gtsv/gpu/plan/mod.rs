@@ -19,7 +19,6 @@ use functions::*;
 pub(crate) use launch::{Top, TopSlice};
 use layout::*;
 pub use layout::{streamed_work_bytes, work_bytes};
-pub(crate) use refine::{columns_to_refine, keep_improved};
 use work::*;
 
 /// One level: its partition count and the separator system it reduces to (the next level's).

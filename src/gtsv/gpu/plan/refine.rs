@@ -18,22 +18,8 @@ impl<T: Real> Plan<T> {
         Ok(())
     }
 
-    /// Reads the flags and the summaries of `ncols` columns (waits for the stream).
-    pub(crate) fn read_sums(
-        &mut self,
-        ncols: usize,
-    ) -> Result<(i32, Vec<Residual<T>>), DeviceError> {
-        let (flags, sums, _) = self.read_both_sums(ncols)?;
-        Ok((flags, sums))
-    }
-
-    /// [`Self::read_sums`] for both sets of summaries: the check's and the old residual's of a
-    /// refinement step ([`Top::Update`]).
-    #[allow(clippy::type_complexity)]
-    pub(crate) fn read_both_sums(
-        &mut self,
-        ncols: usize,
-    ) -> Result<(i32, Vec<Residual<T>>, Vec<Residual<T>>), DeviceError> {
+    /// Reads the flags and the summaries (waits for the stream).
+    pub(crate) fn read_sums(&mut self) -> Result<Summaries<'_, T>, DeviceError> {
         let k = self.nrhs.max(1);
         let s = match self.host_sums.get_mut(..6 * k + 1) {
             Some(s) => s,
@@ -47,23 +33,18 @@ impl<T: Real> Plan<T> {
         // SAFETY: the summaries and the flags' element lie inside this plan's allocation; the
         // host buffer outlives the synchronize below.
         unsafe { cu::memcpy_dtoh_async(&mut s[..], self.sums, cs)? };
-        let s = &*s;
         self.stream.synchronize()?;
+        Ok(self.summaries())
+    }
+
+    /// The summaries and flags last read by [`Self::read_sums`].
+    fn summaries(&self) -> Summaries<'_, T> {
+        let k = self.nrhs.max(1);
+        let raw = &self.host_sums[..6 * k + 1];
         // The kernels' int flags are the first 4 bytes of the last element (T has 4 or 8).
         // SAFETY: an i32 is no larger than T and every bit pattern is a valid i32.
-        let flags = [unsafe { std::mem::transmute_copy::<T, i32>(&s[6 * k]) }];
-        let finite = flags[0] & 2 == 0;
-        let set = |at: usize| -> Vec<Residual<T>> {
-            (0..ncols)
-                .map(|c| Residual {
-                    rmax: s[at + c],
-                    smax: s[at + k + c],
-                    bmax: s[at + 2 * k + c],
-                    finite,
-                })
-                .collect()
-        };
-        Ok((flags[0], set(0), set(3 * k)))
+        let flags = unsafe { std::mem::transmute_copy::<T, i32>(&raw[6 * k]) };
+        Summaries { flags, raw, k }
     }
 
     /// The accurate residual summaries of `ncols` columns of `x` against `f`, storing
@@ -74,7 +55,7 @@ impl<T: Real> Plan<T> {
         x: DevCols,
         f: DevCols,
         r: Option<DevCols>,
-    ) -> Result<Vec<Residual<T>>, DeviceError> {
+    ) -> Result<Summaries<'_, T>, DeviceError> {
         self.clear()?;
         let a = self.a;
         let (n_i, ncols_i, ldx, ldf) = (a.n as i64, ncols as i32, x.ld as i64, f.ld as i64);
@@ -101,7 +82,7 @@ impl<T: Real> Plan<T> {
             .arg(&flags);
         // SAFETY: arguments match gtsv_residual_{s,d}; x, f (and r) hold ncols columns of n rows.
         unsafe { launch.launch(cfg) }?;
-        Ok(self.read_sums(ncols)?.1)
+        self.read_sums()
     }
 
     /// `r := x + r` over the plan's n × nrhs columns.
@@ -139,44 +120,51 @@ impl<T: Real> Plan<T> {
         if let Err(r) = self.reserve_host_sums() {
             return Ok(Err(r));
         }
+        let mut state = match RefineState::try_new(nrhs) {
+            Ok(s) => s,
+            Err(r) => return Ok(Err(r)),
+        };
         let x = self.x_cols();
         self.clear()?;
         let top = if device_check { Top::Check } else { Top::Solve };
         self.launch(nrhs, rhs, x, top)?;
         meanwhile();
-        let (flags, sums) = self.read_sums(nrhs)?;
-        if flags & 1 != 0 {
+        if self.read_sums()?.flags & 1 != 0 {
             return Ok(Err(Reject::ZeroPivot));
         }
         // Without levels (one CTA solved it) nothing was checked yet.
-        let mut checks = if device_check {
-            sums
+        let sums = if device_check {
+            self.summaries()
         } else {
             self.residual(nrhs, x, rhs, None)?
         };
-        if checks.iter().any(|c| !c.finite) {
+        for (c, check) in state.checks.iter_mut().enumerate() {
+            *check = sums.check(c);
+        }
+        if state.checks.iter().any(|c| !c.finite) {
             return Ok(Err(Reject::NonFinite));
         }
-        let mut stalled = vec![false; nrhs];
         let mut steps = 0;
         // The speculating check left the first step's top-level separator system ready.
         let mut spec_ready = device_check && self.o.speculate;
         while steps < refine_steps() {
-            let cols = columns_to_refine(&checks, &stalled);
-            if cols.is_empty() {
+            if state.next_step().is_empty() {
                 break;
             }
             // All columns are corrected together (the kernels take a column count); only those
-            // in `cols` may change. The pivoting depends on A only, so the correction's solve
+            // of the step may change. The pivoting depends on A only, so the correction's solve
             // meets no zero pivot the first one did not.
             let (x, rc) = (self.x_cols(), DevCols { ptr: self.r, ld: n });
-            let (cand, old, new) = if self.levels.is_empty() {
+            let cand = if self.levels.is_empty() {
                 // One CTA solves A δ = r in place; then r := x + δ and its residual.
                 let old = self.residual(nrhs, x, rhs, Some(rc))?;
+                state.start_from(|_, c| old.check(c));
                 self.clear()?;
                 self.launch(nrhs, rc, rc, Top::Solve)?;
                 self.add_into(x, rc)?;
-                (rc, old, self.residual(nrhs, rc, rhs, None)?)
+                let new = self.residual(nrhs, rc, rhs, None)?;
+                state.keep_improved(|_, c| new.check(c));
+                rc
             } else {
                 // The top level's kernels evaluate r = f − A x themselves; its back
                 // substitution writes x + δ and checks it.
@@ -190,14 +178,16 @@ impl<T: Real> Plan<T> {
                 }
                 self.clear()?;
                 self.launch(nrhs, rhs, xn, Top::Update { x0: x, from_spec })?;
-                let (_, new, old) = self.read_both_sums(nrhs)?;
+                let sums = self.read_sums()?;
                 // Without a top-level reduce, x's accurate summaries are the check's.
-                let old = if from_spec { checks.clone() } else { old };
-                (xn, old, new)
+                if !from_spec {
+                    state.start_from(|_, c| sums.old(c));
+                }
+                state.keep_improved(|_, c| sums.check(c));
+                xn
             };
             steps += 1;
-            let better = keep_improved(&cols, &mut checks, &old, &new, &mut stalled);
-            if better.len() == nrhs {
+            if state.improved().count() == nrhs {
                 // Every column improved: the candidate becomes the solution.
                 let into = if cand.ptr == self.r {
                     &mut self.r
@@ -206,7 +196,7 @@ impl<T: Real> Plan<T> {
                 };
                 std::mem::swap(&mut self.x, into);
             } else {
-                for &c in &better {
+                for (_, c) in state.improved() {
                     let col = |p: CUdeviceptr| DevCols {
                         ptr: p + (c * n * sz::<T>()) as u64,
                         ld: n,
@@ -222,36 +212,39 @@ impl<T: Real> Plan<T> {
             v.refine_steps = steps;
             p.set(v);
         });
-        Ok(judge(checks))
+        Ok(judge(state.checks.iter().copied()))
     }
 }
 
-/// The columns a refinement step corrects: those not stalled whose residual asks for it.
-pub(crate) fn columns_to_refine<T: Real>(checks: &[Residual<T>], stalled: &[bool]) -> Vec<usize> {
-    (0..checks.len())
-        .filter(|&c| !stalled[c] && wants_refinement(&checks[c]))
-        .collect()
+/// The summaries and flags of the device check, as read back ([`Plan::read_sums`]): per
+/// column, the check's (or a refinement step's candidate's) and a refinement step's old
+/// residual's ([`Top::Update`]).
+pub(crate) struct Summaries<'a, T> {
+    /// Bit 0: a zero pivot; bit 1: a value that was not finite.
+    pub(crate) flags: i32,
+    /// rmax | smax | bmax, `k` each, twice, then the flags.
+    raw: &'a [T],
+    k: usize,
 }
 
-/// One refinement step's verdict per column of `cols`: its summaries become `old` (the
-/// accurate residual of the solution it started from), then `new` where that is finite and
-/// smaller; the columns that did not improve stall. Returns the improved columns.
-pub(crate) fn keep_improved<T: Real>(
-    cols: &[usize],
-    checks: &mut [Residual<T>],
-    old: &[Residual<T>],
-    new: &[Residual<T>],
-    stalled: &mut [bool],
-) -> Vec<usize> {
-    let mut better = Vec::new();
-    for &c in cols {
-        checks[c] = old[c];
-        if new[c].finite && new[c].rmax < checks[c].rmax {
-            checks[c] = new[c];
-            better.push(c);
-        } else {
-            stalled[c] = true;
+impl<T: Real> Summaries<'_, T> {
+    fn summary(&self, at: usize, c: usize) -> Residual<T> {
+        let (s, k) = (self.raw, self.k);
+        Residual {
+            rmax: s[at + c],
+            smax: s[at + k + c],
+            bmax: s[at + 2 * k + c],
+            finite: self.flags & 2 == 0,
         }
     }
-    better
+
+    /// Column `c`'s summary of the check, or of a refinement step's candidate.
+    pub(crate) fn check(&self, c: usize) -> Residual<T> {
+        self.summary(0, c)
+    }
+
+    /// Column `c`'s summary of the solution a refinement step started from.
+    pub(crate) fn old(&self, c: usize) -> Residual<T> {
+        self.summary(3 * self.k, c)
+    }
 }
