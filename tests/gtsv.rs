@@ -191,8 +191,7 @@ fn rounded_solution(a: &Tridiag, b: &[f64]) -> Option<Vec<f64>> {
 fn within_10x_of_lapack(a: &Tridiag, b: &[f64], r_ours: f64, r_lap: f64) -> bool {
     let within = |floor: f64| r_ours <= 10.0 * floor.max(f64::MIN_POSITIVE);
     within(r_lap)
-        || rounded_solution(a, b)
-            .is_some_and(|x| within(rel_residual(a, &x, b, a.n(), 0)))
+        || rounded_solution(a, b).is_some_and(|x| within(rel_residual(a, &x, b, a.n(), 0)))
 }
 
 #[test]

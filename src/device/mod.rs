@@ -39,8 +39,9 @@ pub enum DeviceError {
     OutOfBudget { needed: u64, available: u64 },
     /// Host memory for a staging or result buffer of this many bytes could not be allocated.
     HostMemory { bytes: usize },
-    /// The problem is larger than a device routine's index type allows.
-    TooLarge(String),
+    /// The call is outside what the GPU path supports (sizes beyond its index types, options
+    /// it was not built for).
+    Unsupported(String),
 }
 
 impl std::fmt::Display for DeviceError {
@@ -58,7 +59,7 @@ impl std::fmt::Display for DeviceError {
             DeviceError::HostMemory { bytes } => {
                 write!(f, "{bytes} bytes of host memory could not be allocated")
             }
-            DeviceError::TooLarge(s) => write!(f, "problem too large for the GPU path: {s}"),
+            DeviceError::Unsupported(s) => write!(f, "not supported on the GPU path: {s}"),
             DeviceError::OutOfBudget { needed, available } => {
                 write!(
                     f,

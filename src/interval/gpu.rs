@@ -18,8 +18,7 @@ use crate::device::{self, kernels, linalg::PooledLinalg, DeviceError, Gpu};
 use cudarc::cublas::{sys as cublas_sys, Gemm, GemmConfig};
 use cudarc::cusolver::sys as solver_sys;
 use cudarc::driver::{
-    CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig,
-    PushKernelArg,
+    CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg,
 };
 use std::sync::Arc;
 

@@ -223,13 +223,15 @@ fn check_options(o: &GpuOptions, n: usize, nrhs: usize) -> Result<(), DeviceErro
         || o.threads > 128
         || shared > 48 << 10
     {
-        return Err(DeviceError::Driver(format!(
-            "bad GPU options m = {}, threads = {}",
+        return Err(DeviceError::Unsupported(format!(
+            "unsupported GPU options m = {}, threads = {}",
             o.m, o.threads
         )));
     }
     if n >= (i64::MAX as usize) / 64 || nrhs > i32::MAX as usize {
-        return Err(DeviceError::Driver("system too large".into()));
+        return Err(DeviceError::Unsupported(format!(
+            "a system of n = {n}, nrhs = {nrhs}"
+        )));
     }
     Ok(())
 }

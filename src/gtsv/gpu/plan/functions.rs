@@ -1,4 +1,5 @@
-//! The kernel functions of each precision and partition size, looked up once.
+//! The kernel functions of each precision and partition size (looked up once, in the
+//! device's function cache).
 
 use super::*;
 
@@ -14,12 +15,13 @@ pub(super) struct PartFuncs {
 }
 
 impl PartFuncs {
-    fn load<T: Real>(
-        module: &Arc<cudarc::driver::CudaModule>,
+    fn get<T: Real>(
+        gpu: &Gpu,
+        source: &'static kernels::KernelSource,
         m: usize,
         tag: &str,
     ) -> Result<Self, DeviceError> {
-        let f = |name: &str| module.load_function(&format!("gtsv_{name}{tag}_{}_m{m}", T::PREFIX));
+        let f = |name: &str| gpu.function(source, &format!("gtsv_{name}{tag}_{}_m{m}", T::PREFIX));
         Ok(PartFuncs {
             reduce: f("reduce")?,
             reduce_res: f("reduce_res")?,
@@ -29,19 +31,10 @@ impl PartFuncs {
         })
     }
 
-    /// The slice kernels of each (precision, partition size) loaded so far, from the module
-    /// compiled at the first streamed solve.
+    /// The slice kernels of a streamed top level (their module is compiled at the first
+    /// streamed solve).
     pub(super) fn slices<T: Real>(gpu: &Gpu, m: usize) -> Result<Self, DeviceError> {
-        static LOADED: std::sync::Mutex<Vec<((char, usize), PartFuncs)>> =
-            std::sync::Mutex::new(Vec::new());
-        let key = (T::PREFIX, m);
-        let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, f)) = loaded.iter().find(|(k, _)| *k == key) {
-            return Ok(f.clone());
-        }
-        let f = Self::load::<T>(&gpu.module(&kernels::GTSV_SLICE)?, m, "_slice")?;
-        loaded.push((key, f.clone()));
-        Ok(f)
+        Self::get::<T>(gpu, &kernels::GTSV_SLICE, m, "_slice")
     }
 }
 
@@ -54,28 +47,14 @@ pub(super) struct Funcs {
     pub(super) add: CudaFunction,
 }
 
-/// The kernels of each (precision, partition size) loaded so far: looking nine functions up
-/// at every call showed in the small solves.
-static FUNCS: std::sync::Mutex<Vec<((char, usize), Funcs)>> = std::sync::Mutex::new(Vec::new());
-
 impl Funcs {
+    /// The kernels of one precision and partition size (from the device's function cache).
     pub(super) fn get<T: Real>(gpu: &Gpu, m: usize) -> Result<Self, DeviceError> {
-        let key = (T::PREFIX, m);
-        let mut loaded = FUNCS.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, f)) = loaded.iter().find(|(k, _)| *k == key) {
-            return Ok(f.clone());
-        }
-        let f = Self::load::<T>(gpu, m)?;
-        loaded.push((key, f.clone()));
-        Ok(f)
-    }
-
-    fn load<T: Real>(gpu: &Gpu, m: usize) -> Result<Self, DeviceError> {
-        let module = gpu.module(&kernels::GTSV)?;
-        let f = |name: &str| module.load_function(&format!("gtsv_{name}_{}", T::PREFIX));
-        let fm = |name: &str| module.load_function(&format!("gtsv_{name}_{}_m{m}", T::PREFIX));
+        let source = &kernels::GTSV;
+        let f = |name: &str| gpu.function(source, &format!("gtsv_{name}_{}", T::PREFIX));
+        let fm = |name: &str| gpu.function(source, &format!("gtsv_{name}_{}_m{m}", T::PREFIX));
         Ok(Funcs {
-            whole: PartFuncs::load::<T>(&module, m, "")?,
+            whole: PartFuncs::get::<T>(gpu, source, m, "")?,
             base: f("base")?,
             tail: fm("tail")?,
             residual: f("residual")?,
