@@ -1,6 +1,9 @@
-//! Facts about the host machine, read once per process.
+//! Facts about the host machine, read once per process; fallible allocation; work spread over
+//! its threads ([`workers`]).
 
 use std::sync::OnceLock;
+
+pub mod workers;
 
 /// The number of threads the process may run at once. `available_parallelism` reads cgroup
 /// files on every call (tens of system calls), which dominated tiny LAPACK calls, so it is
@@ -19,6 +22,35 @@ pub fn try_vec<T: Clone>(len: usize, value: T) -> Option<Vec<T>> {
     v.resize(len, value);
     Some(v)
 }
+
+/// Host memory that a call needs could not be allocated. Nothing the caller gave has been
+/// written when this is returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NoMemory {
+    /// The bytes of the allocation that failed.
+    pub bytes: usize,
+}
+
+impl NoMemory {
+    /// The failure of an allocation of `len` elements of `T`.
+    pub fn of<T>(len: usize) -> NoMemory {
+        NoMemory {
+            bytes: len.saturating_mul(std::mem::size_of::<T>()),
+        }
+    }
+}
+
+impl std::fmt::Display for NoMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "cannot allocate {} MiB of host memory",
+            self.bytes.div_ceil(1 << 20)
+        )
+    }
+}
+
+impl std::error::Error for NoMemory {}
 
 /// An empty vector with room for `len` elements, or `None` if that memory cannot be had.
 /// Nothing is written (or, for fresh pages, touched) until the caller fills it.

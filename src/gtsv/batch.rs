@@ -1,9 +1,9 @@
 //! [`gtsv_strided_batch`]: many systems of one size, stacked into one SPIKE solve on the GPU
 //! (each system then judged on its own), or LAPACK xGTSV per system over host threads.
 
-use super::threads::{or_resume, run_parts};
 use super::{gpu, judge, lu, residual_rows, try_vec, Options, Solver};
 use crate::dispatch::Backend;
+use crate::host::workers::{or_resume, run_parts};
 use crate::lapack::Lapack;
 
 /// What a batched call ([`gtsv_strided_batch`]) did.

@@ -6,11 +6,11 @@
 //! arrays are only read until the answer is accepted; `B` is then overwritten with `X`.
 
 use super::pivoting::BlockFactor;
-use super::threads::{or_resume, run_parts};
 use super::{
     judge, refine, residual_cols, residual_rows, split_rows, try_vec, Bands, Columns, RefineState,
     Reject, Residual,
 };
+use crate::host::workers::{or_resume, run_parts};
 use crate::lapack::Lapack;
 use crate::real::Real;
 use std::ops::Range;

@@ -50,7 +50,6 @@ pub mod pivoting;
 
 mod batch;
 mod residual;
-mod threads;
 
 pub use batch::{gtsv_strided_batch, BatchReport};
 pub use residual::{

@@ -1,8 +1,8 @@
 //! The residual check (summaries per right-hand side, the acceptance decision) and iterative
 //! refinement, shared by the CPU and GPU paths.
 
-use super::threads::{or_resume, run_parts};
 use super::{try_vec, Reject, RESIDUAL_TOL_EPS};
+use crate::host::workers::{or_resume, run_parts};
 use crate::real::Real;
 
 /// One right-hand side's residual summary over some rows (see the module comment of `gtsv`).

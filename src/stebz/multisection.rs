@@ -6,6 +6,7 @@
 use super::counting::{Counting, Trace};
 use super::tolerance::converged;
 use crate::host::take_room;
+use crate::host::workers::{or_resume, run_parts};
 use crate::real::Real;
 
 /// Most levels of bisection in one batch (1023 points per interval).
@@ -186,22 +187,13 @@ pub(super) fn multisection<T: Real>(
 /// threads cost what they saved), so only larger steps use them.
 const PARALLEL_POINTS: usize = 1 << 17;
 
-/// `f` on every item, each on its own scoped thread when there is more than one.
+/// `f` on every item, each on its own scoped thread when there is more than one (on this
+/// thread where the OS refuses one).
 fn in_parallel<I: Send, R: Send>(items: Vec<I>, f: impl Fn(I) -> R + Sync) -> Vec<R> {
     if items.len() <= 1 {
         return items.into_iter().map(f).collect();
     }
-    std::thread::scope(|scope| {
-        let f = &f;
-        let handles: Vec<_> = items
-            .into_iter()
-            .map(|item| scope.spawn(move || f(item)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("multisection bookkeeping panicked"))
-            .collect()
-    })
+    or_resume(run_parts(items, &f))
 }
 
 /// The levels `ks[i]` of this step for each interval `active[i]` (at most `kmax`, at most what

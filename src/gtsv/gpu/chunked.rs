@@ -2,7 +2,7 @@
 //! separator system on the host ([`solve_chunked`]).
 
 use super::*;
-use crate::gtsv::threads::{or_resume, run_parts};
+use crate::host::workers::{or_resume, run_parts};
 
 /// Rows per chunk for [`solve_chunked`]: the most whose solve (with `nrhs` + 2 columns: the
 /// right-hand sides and the two spikes) fits in `limit` bytes.
@@ -75,10 +75,14 @@ pub fn solve_chunked<T: Lapack>(
     }
     let mut state = match RefineState::try_new(nrhs) {
         Ok(s) => s,
-        Err(r) => return Ok(Err(r)),
+        Err(r) => {
+            record();
+            return Ok(Err(r));
+        }
     };
     let xc = Columns::all(&x, n);
     let Some(checks) = residual_cols(a, xc, bc, nrhs, None, threads, false) else {
+        record();
         return Ok(Err(Reject::NoHostMemory(nrhs * threads * 32)));
     };
     state.checks.copy_from_slice(&checks);

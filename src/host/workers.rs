@@ -1,4 +1,4 @@
-//! Work spread over scoped host threads without a panic when the OS refuses one (issue #23):
+//! Work spread over scoped host threads without a panic when the OS refuses one:
 //! `std::thread::scope`'s `spawn` panics then, which would abort a host program that cannot
 //! unwind. A part whose thread is refused runs on the calling thread instead.
 
@@ -41,6 +41,20 @@ enum Runner<'scope, R> {
     Here,
 }
 
+/// Runs `work` on up to `threads` threads (the calling one included) until it returns `None`
+/// (each call takes one piece of a shared queue). A thread that cannot be started is not an
+/// error: the threads that did start, and the caller, do its share.
+pub(crate) fn run_on_threads(threads: usize, work: impl Fn() + Sync) {
+    std::thread::scope(|s| {
+        for _ in 1..threads {
+            if std::thread::Builder::new().spawn_scoped(s, &work).is_err() {
+                break;
+            }
+        }
+        work();
+    });
+}
+
 /// Runs `work` on every part, each on a thread of its own, and returns the results in the
 /// parts' order. Once the OS refuses a thread, no more are asked for: the parts left run on
 /// the calling thread, one after another, while the started threads work. A part whose thread
@@ -80,11 +94,14 @@ pub(crate) fn run_parts_with<S: Spawner, I: Send, R: Send>(
                 }
             })
             .collect();
-        let mut here: Vec<Option<R>> = slots
+        let mut here: Vec<Option<std::thread::Result<Option<R>>>> = slots
             .iter()
             .zip(&runners)
             .map(|(slot, r)| match r {
-                Runner::Here => take(slot).map(work),
+                // Caught, so that a part run here fails as one on a thread does.
+                Runner::Here => Some(std::panic::catch_unwind(std::panic::AssertUnwindSafe(
+                    || take(slot).map(work),
+                ))),
                 Runner::Thread(_) => None,
             })
             .collect();
@@ -92,7 +109,10 @@ pub(crate) fn run_parts_with<S: Spawner, I: Send, R: Send>(
             .into_iter()
             .zip(here.iter_mut())
             .map(|(r, done)| match r {
-                Runner::Here => Ok(done.take().expect("a part left here ran here")),
+                Runner::Here => done
+                    .take()
+                    .expect("a part left here ran here")
+                    .map(|r| r.expect("a part left here found its slot")),
                 // A thread that ran found its part in the slot (nothing else takes it).
                 Runner::Thread(h) => h
                     .join()
@@ -166,6 +186,19 @@ mod tests {
         let results = run_parts((0..4).collect(), &|i: i32| {
             if i == 2 {
                 panic!("part 2");
+            }
+            i
+        });
+        assert!(results[2].is_err());
+        assert_eq!(results[3].as_ref().ok(), Some(&3));
+        // Also when the part runs on this thread because its own was refused.
+        let refusing = Refusing {
+            allow: 1,
+            asked: AtomicUsize::new(0),
+        };
+        let results = run_parts_with(&refusing, (0..4).collect(), &|i: i32| {
+            if i == 2 {
+                panic!("part 2 here");
             }
             i
         });
