@@ -10,6 +10,7 @@
 
 use hylapack::api::interval::{dgemm_rounded_, dgesv_verified, digemm};
 use hylapack::api::stebz::{dstebz_gpu, dstebz_gpu_, sstebz_gpu_};
+use hylapack::api::stein::dstein_gpu;
 use hylapack::lapack::Lapack;
 use std::ffi::c_int;
 use std::process::Command;
@@ -546,4 +547,49 @@ fn dgtsv_spike_cpu_without_memory_falls_back_to_lapack() {
         out.contains("cannot allocate") && out.contains("LAPACK xGTSV ran instead"),
         "{out}"
     );
+}
+
+// ---- stein ----
+
+/// DSTEIN_GPU (C name) for one eigenvector of a matrix of order 2^21 under a 16 MiB margin:
+/// the inverse iteration's scratch (6 N reals, 96 MiB) does not fit, so INFO = -1000, Z
+/// untouched (the C name has no WORK to hand to the system LAPACK), one line on stderr.
+#[test]
+fn dstein_gpu_without_memory_returns_minus_1000() {
+    if in_child_process() {
+        let n = 1usize << 21;
+        let (d, e) = (vec![2.0f64; n], vec![-1.0f64; n - 1]);
+        let (w, iblock, isplit) = ([1.0f64], [1 as c_int], vec![n as c_int]);
+        let mut z = vec![7.0f64; n];
+        let mut ifail = [5 as c_int];
+        limit_address_space(16 * MIB);
+        // SAFETY: arrays of DSTEIN's extents (D N, E N-1, W/IBLOCK M = 1, ISPLIT N, Z N x 1).
+        let info = unsafe {
+            dstein_gpu(
+                n as c_int,
+                d.as_ptr(),
+                e.as_ptr(),
+                1,
+                w.as_ptr(),
+                iblock.as_ptr(),
+                isplit.as_ptr(),
+                z.as_mut_ptr(),
+                n as c_int,
+                ifail.as_mut_ptr(),
+            )
+        };
+        let untouched = z.iter().all(|&v| v == 7.0);
+        println!(
+            "RESULT info={info} ifail={} untouched={untouched}",
+            ifail[0]
+        );
+        return;
+    }
+    let (out, err) = in_child_env("dstein_gpu_without_memory_returns_minus_1000", &CPU_ONLY);
+    assert_eq!(
+        result_line(&out),
+        "RESULT info=-1000 ifail=0 untouched=true",
+        "{out}"
+    );
+    assert_eq!(lines_with(&err, "cannot allocate"), 1, "{err}");
 }

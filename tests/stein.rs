@@ -150,7 +150,8 @@ fn compare<T: Lapack + LapackStein + Dense>(
     let m = ev.w.len();
     let (z_ref, rep_ref) = lapack_stein(d, e, &ev);
     let mut z = vec![T::ZERO; n.max(1) * m.max(1)];
-    let rep = stein::stein(d, e, &ev.w, &ev.iblock, &ev.isplit, &mut z, n.max(1));
+    let rep =
+        stein::stein(d, e, &ev.w, &ev.iblock, &ev.isplit, &mut z, n.max(1)).expect("host memory");
     assert_eq!(rep, rep_ref, "{ctx}: INFO/IFAIL differ from LAPACK's");
     let (orth, resid) = quality(d, e, &ev.w, &z);
     let (orth_ref, resid_ref) = quality(d, e, &ev.w, &z_ref);
@@ -227,7 +228,8 @@ fn threads_do_not_change_the_answer() {
         let m = ev.w.len();
         let run = |threads| {
             let mut z = vec![0.0f64; 600 * m];
-            let r = stein::stein_on(threads, &d, &e, &ev.w, &ev.iblock, &ev.isplit, &mut z, 600);
+            let r = stein::stein_on(threads, &d, &e, &ev.w, &ev.iblock, &ev.isplit, &mut z, 600)
+                .expect("host memory");
             (r, z)
         };
         let (r1, z1) = run(1);
@@ -257,7 +259,8 @@ fn rows_below_n_are_untouched() {
         n as i32, &d, &e, m as i32, &ev.w, &ev.iblock, &ev.isplit, &mut z_ref, ldz as i32,
         &mut ifail,
     );
-    let rep = stein::stein(&d, &e, &ev.w, &ev.iblock, &ev.isplit, &mut z, ldz);
+    let rep =
+        stein::stein(&d, &e, &ev.w, &ev.iblock, &ev.isplit, &mut z, ldz).expect("host memory");
     assert_eq!((rep.info, rep.ifail), (info, ifail));
     for j in 0..m {
         assert!(z[j * ldz + n..(j + 1) * ldz].iter().all(|&x| x == 7.0));
@@ -279,7 +282,7 @@ fn edge_cases_as_lapack() {
             n as i32, d, e, m as i32, w, iblock, isplit, &mut z_ref, ldz as i32, &mut ifail,
         );
         ifail.truncate(m);
-        let rep = stein::stein(d, e, w, iblock, isplit, &mut z, ldz);
+        let rep = stein::stein(d, e, w, iblock, isplit, &mut z, ldz).expect("host memory");
         assert_eq!((rep.info, &rep.ifail), (info, &ifail), "{iblock:?}");
         if w.iter().any(|x| x.abs() > 100.0) {
             assert!(info > 0, "the far shifts were meant to fail");
@@ -370,7 +373,8 @@ fn starting_vectors_are_lapacks() {
         let ev = stebz_by_block(b'A', 0, 0, &d, &e);
         let (z_ref, rep_ref) = lapack_stein(&d, &e, &ev);
         let mut z = vec![T::ZERO; z_ref.len()];
-        let rep = stein::stein(&d, &e, &ev.w, &ev.iblock, &ev.isplit, &mut z, n);
+        let rep =
+            stein::stein(&d, &e, &ev.w, &ev.iblock, &ev.isplit, &mut z, n).expect("host memory");
         assert_eq!(rep, rep_ref);
         let mut worst = 0.0f64;
         for (a, b) in z.chunks(n).zip(z_ref.chunks(n)) {
@@ -400,7 +404,7 @@ fn blocks_outside_t_fail_instead_of_reading_past_d() {
     let w = [1.0, 3.0, 1.0, 4.0];
     for isplit in [&[2][..], &[2, 9], &[2, 2]] {
         let mut z = vec![7.0f64; 16];
-        let rep = stein::stein(&d, &e, &w, &[1, 1, 2, 3], isplit, &mut z, 4);
+        let rep = stein::stein(&d, &e, &w, &[1, 1, 2, 3], isplit, &mut z, 4).expect("host memory");
         assert_eq!(rep.info, 2, "{isplit:?}");
         assert_eq!(rep.ifail, [3, 4, 0, 0], "{isplit:?}");
         assert!(z[8..].iter().all(|&x| x == 0.0), "{isplit:?}");
@@ -422,7 +426,8 @@ fn exported_names_check_as_lapack_and_agree_with_the_library() {
     let ev = stebz_by_block(b'A', 0, 0, &d, &e);
     let m = ev.w.len();
     let (mut z_lib, mut z_c, mut z_f) = (vec![0.0; n * m], vec![0.0; n * m], vec![0.0; n * m]);
-    let want = stein::stein(&d, &e, &ev.w, &ev.iblock, &ev.isplit, &mut z_lib, n);
+    let want =
+        stein::stein(&d, &e, &ev.w, &ev.iblock, &ev.isplit, &mut z_lib, n).expect("host memory");
     let (mut ifail_c, mut ifail_f) = (vec![7; m], vec![7; m]);
     let (ni, mi) = (n as c_int, m as c_int);
     // SAFETY: every array has the extent DSTEIN reads or writes.

@@ -4,6 +4,8 @@
 
 use super::{ffi_boundary, input, output, report_illegal_argument, HYLAPACK_INFO_INTERNAL_ERROR};
 use crate::dispatch::{self, Backend};
+use crate::host::NoMemory;
+use crate::log;
 use crate::real::Real;
 use crate::stein;
 use std::ffi::c_int;
@@ -14,7 +16,8 @@ const NO_GPU_PATH: &str = "xSTEIN has no GPU path yet: hylapack's inverse iterat
 
 /// Checks pointers and arguments in LAPACK's order (NULL arrays as illegal values of their
 /// LAPACK argument numbers), then runs the routine and logs the call. `Err(info)` for an
-/// illegal argument, not yet reported.
+/// illegal argument, not yet reported; `Ok(Err(_))` when the host memory of the call could
+/// not be had (Z untouched, IFAIL zeroed).
 #[allow(clippy::too_many_arguments)]
 unsafe fn checked_run<T: Real>(
     routine: &str,
@@ -28,7 +31,7 @@ unsafe fn checked_run<T: Real>(
     z: *mut T,
     ldz: c_int,
     ifail: *mut c_int,
-) -> Result<c_int, c_int> {
+) -> Result<Result<c_int, NoMemory>, c_int> {
     // N, M and LDZ first, without reading W or IBLOCK (LAPACK's first three checks).
     let early = if n < 0 {
         -1
@@ -52,14 +55,17 @@ unsafe fn checked_run<T: Real>(
     let ifail = output(ifail, count).ok_or(-12)?;
     ifail.fill(0);
     if len == 0 || count == 0 {
-        return Ok(0);
+        return Ok(Ok(0));
     }
     let d = input(d, len).ok_or(-2)?;
     let e = input(e, len - 1).ok_or(-3)?;
     let isplit = input(isplit, len).ok_or(-7)?;
     let z = output(z, crate::lapack::span(len, count, ldz as usize)).ok_or(-8)?;
     let started = Instant::now();
-    let report = stein::stein(d, e, w, iblock, isplit, z, ldz as usize);
+    let report = match stein::stein(d, e, w, iblock, isplit, z, ldz as usize) {
+        Ok(report) => report,
+        Err(no_memory) => return Ok(Err(no_memory)),
+    };
     ifail.copy_from_slice(&report.ifail);
     dispatch::finish_call(
         routine,
@@ -68,7 +74,7 @@ unsafe fn checked_run<T: Real>(
         started.elapsed(),
         Some(NO_GPU_PATH),
     );
-    Ok(report.info)
+    Ok(Ok(report.info))
 }
 
 /// [`checked_run`] with illegal arguments reported through `xerbla_`.
@@ -86,10 +92,17 @@ unsafe fn run<T: Real>(
     ldz: c_int,
     ifail: *mut c_int,
 ) -> c_int {
-    checked_run(routine, n, d, e, m, w, iblock, isplit, z, ldz, ifail).unwrap_or_else(|info| {
-        report_illegal_argument(routine, info);
-        info
-    })
+    match checked_run(routine, n, d, e, m, w, iblock, isplit, z, ldz, ifail) {
+        Ok(Ok(info)) => info,
+        Ok(Err(no_memory)) => {
+            log::warn(&format!("{routine}: {no_memory}; nothing computed"));
+            HYLAPACK_INFO_INTERNAL_ERROR
+        }
+        Err(info) => {
+            report_illegal_argument(routine, info);
+            info
+        }
+    }
 }
 
 /// Eigenvectors of the symmetric tridiagonal matrix with diagonal `d[0..n]` and off-diagonal
@@ -258,7 +271,8 @@ pub unsafe extern "C" fn sstein_gpu_(
 
 /// The preload library's xSTEIN: hylapack's path for a call LAPACK accepts, logged under
 /// `routine` (the name the program called); `None` for an illegal argument (nothing written),
-/// which the caller forwards so that LAPACK reports it.
+/// which the caller forwards so that LAPACK reports it, and when the host memory of
+/// hylapack's path cannot be had (then LAPACK runs on the caller's WORK and IWORK).
 ///
 /// # Safety
 /// The pointers are the caller's xSTEIN arguments (each valid for LAPACK's extent or NULL).
@@ -278,6 +292,8 @@ pub unsafe fn interposed<T: Real>(
 ) -> Option<c_int> {
     let (n, m, ldz) = (*n.as_ref()?, *m.as_ref()?, *ldz.as_ref()?);
     ffi_boundary!(routine, None, {
-        checked_run(routine, n, d, e, m, w, iblock, isplit, z, ldz, ifail).ok()
+        checked_run(routine, n, d, e, m, w, iblock, isplit, z, ldz, ifail)
+            .ok()
+            .and_then(Result::ok)
     })
 }

@@ -55,8 +55,10 @@
 pub mod cpu;
 pub mod random;
 
+use crate::host::workers::run_on_threads;
+use crate::host::{try_room, try_vec, NoMemory};
 use crate::real::Real;
-use cpu::ClusterJob;
+use cpu::{ClusterJob, Workspace};
 use random::Larnv;
 use std::sync::Mutex;
 
@@ -113,14 +115,14 @@ enum Task<T> {
     },
     /// Eigenvalues whose block IBLOCK/ISPLIT do not place inside T: zero columns, failed.
     Invalid { col: usize, count: usize },
-    /// One cluster of a block of order ≥ 2.
+    /// One cluster of a block of order ≥ 2; its shifts and seeds are the plan's entries of
+    /// its columns.
     Cluster {
         col: usize,
+        count: usize,
         rows: (usize, usize),
         onenrm: T,
         dtpcrt: T,
-        shifts: Vec<T>,
-        seeds: Vec<u64>,
     },
 }
 
@@ -128,8 +130,17 @@ impl<T> Task<T> {
     /// The first column and the number of columns.
     fn columns(&self) -> (usize, usize) {
         match self {
-            Task::Unit { col, count, .. } | Task::Invalid { col, count } => (*col, *count),
-            Task::Cluster { col, shifts, .. } => (*col, shifts.len()),
+            Task::Unit { col, count, .. }
+            | Task::Invalid { col, count }
+            | Task::Cluster { col, count, .. } => (*col, *count),
+        }
+    }
+
+    /// The order of the block it works on (its scratch size).
+    fn rows(&self) -> usize {
+        match self {
+            Task::Cluster { rows, .. } => rows.1 - rows.0,
+            _ => 0,
         }
     }
 
@@ -137,10 +148,7 @@ impl<T> Task<T> {
     fn cost(&self) -> usize {
         match self {
             Task::Unit { count, .. } | Task::Invalid { count, .. } => *count,
-            Task::Cluster { rows, shifts, .. } => {
-                let k = shifts.len();
-                (rows.1 - rows.0) * k * (8 + k)
-            }
+            Task::Cluster { rows, count, .. } => (rows.1 - rows.0) * count * (8 + count),
         }
     }
 }
@@ -168,15 +176,34 @@ fn block_one_norm<T: Real>(d: &[T], e: &[T]) -> T {
     norm
 }
 
-/// Walks the eigenvalues in xSTEIN's order and records every decision that couples them —
-/// the shifts after the perturbation of close eigenvalues, the clusters, the seed of each
-/// starting vector — so that the tasks can then run in any order. Needs M ≥ 1, N ≥ 2.
-fn plan<T: Real>(d: &[T], e: &[T], w: &[T], iblock: &[i32], isplit: &[i32]) -> Vec<Task<T>> {
+/// Every decision that couples the eigenvalues, made in xSTEIN's order so that the tasks can
+/// then run in any order: per column of Z its shift (the eigenvalue after the perturbation of
+/// close ones) and the seed of its starting vector, and the tasks (clusters, unit blocks,
+/// invalid blocks) that cover the columns.
+struct Plan<T> {
+    shifts: Vec<T>,
+    seeds: Vec<u64>,
+    tasks: Vec<Task<T>>,
+}
+
+/// Makes the [`Plan`], its memory allocated first (M entries each: a task has at least one
+/// column). Needs M ≥ 1, N ≥ 2.
+fn plan<T: Real>(
+    d: &[T],
+    e: &[T],
+    w: &[T],
+    iblock: &[i32],
+    isplit: &[i32],
+) -> Result<Plan<T>, NoMemory> {
     let (n, m) = (d.len(), w.len());
+    let mut plan = Plan {
+        shifts: try_vec(m, T::ZERO).ok_or(NoMemory::of::<T>(m))?,
+        seeds: try_vec(m, 0u64).ok_or(NoMemory::of::<u64>(m))?,
+        tasks: try_room(m).ok_or(NoMemory::of::<Task<T>>(m))?,
+    };
     let ulp = T::ULP;
     let (ten, odm3, odm1) = (T::from_f64(10.0), T::from_f64(1.0e-3), T::from_f64(1.0e-1));
     let mut rng = Larnv::stein_start();
-    let mut tasks = Vec::new();
     let mut j1 = 0;
     while j1 < m {
         // LAPACK's block loop runs b = 1..=IBLOCK(M) and takes the eigenvalues from J1 on
@@ -189,8 +216,8 @@ fn plan<T: Real>(d: &[T], e: &[T], w: &[T], iblock: &[i32], isplit: &[i32]) -> V
         let end = j1 + iblock[j1..m].iter().take_while(|&&x| x == b).count();
         let count = end - j1;
         match block_rows(b, isplit, n) {
-            None => tasks.push(Task::Invalid { col: j1, count }),
-            Some((first, last)) if last - first == 1 => tasks.push(Task::Unit {
+            None => plan.tasks.push(Task::Invalid { col: j1, count }),
+            Some((first, last)) if last - first == 1 => plan.tasks.push(Task::Unit {
                 col: j1,
                 count,
                 row: first,
@@ -201,7 +228,7 @@ fn plan<T: Real>(d: &[T], e: &[T], w: &[T], iblock: &[i32], isplit: &[i32]) -> V
                 let onenrm = block_one_norm(db, eb);
                 let ortol = odm3 * onenrm;
                 let dtpcrt = (odm1 / T::from_usize(size)).sqrt();
-                let mut cluster: Option<Task<T>> = None;
+                let mut start = j1;
                 let mut xjm = T::ZERO;
                 for (jblk, j) in (j1..end).enumerate() {
                     let mut xj = w[j];
@@ -211,77 +238,88 @@ fn plan<T: Real>(d: &[T], e: &[T], w: &[T], iblock: &[i32], isplit: &[i32]) -> V
                             xj = xjm + pertol;
                         }
                     }
-                    let seed = rng.seed();
+                    plan.seeds[j] = rng.seed();
                     rng.skip::<T>(size);
                     // xSTEIN restarts the cluster (GPIND = J) when the shifts are more than
                     // ORTOL apart (a NaN gap continues it).
-                    let starts = jblk == 0 || (xj - xjm).abs() > ortol;
-                    if starts {
-                        tasks.extend(cluster.take());
+                    if jblk > 0 && (xj - xjm).abs() > ortol {
+                        plan.tasks.push(Task::Cluster {
+                            col: start,
+                            count: j - start,
+                            rows: (first, last),
+                            onenrm,
+                            dtpcrt,
+                        });
+                        start = j;
                     }
-                    let c = cluster.get_or_insert_with(|| Task::Cluster {
-                        col: j,
-                        rows: (first, last),
-                        onenrm,
-                        dtpcrt,
-                        shifts: Vec::new(),
-                        seeds: Vec::new(),
-                    });
-                    if let Task::Cluster { shifts, seeds, .. } = c {
-                        shifts.push(xj);
-                        seeds.push(seed);
-                    }
+                    plan.shifts[j] = xj;
                     xjm = xj;
                 }
-                tasks.extend(cluster);
+                plan.tasks.push(Task::Cluster {
+                    col: start,
+                    count: end - start,
+                    rows: (first, last),
+                    onenrm,
+                    dtpcrt,
+                });
             }
         }
         j1 = end;
     }
-    tasks
+    Ok(plan)
 }
 
-/// Runs one task on its columns (`z` starts at the task's first column); returns the failed
-/// columns, 0-based within the task.
-fn run_task<T: Real>(task: &Task<T>, d: &[T], e: &[T], z: &mut [T], ldz: usize) -> Vec<usize> {
+/// Runs one task on its columns (`z` starts at the task's first column, `failed` holds one
+/// flag per column of the task) with the scratch `work`.
+fn run_task<T: Real>(
+    plan: &Plan<T>,
+    task: &Task<T>,
+    d: &[T],
+    e: &[T],
+    z: &mut [T],
+    ldz: usize,
+    failed: &mut [bool],
+    work: &mut Workspace<T>,
+) {
     let n = d.len();
-    match task {
+    match *task {
         Task::Unit { count, row, .. } => {
-            for k in 0..*count {
+            for k in 0..count {
                 let column = &mut z[k * ldz..k * ldz + n];
                 column.fill(T::ZERO);
-                column[*row] = T::ONE;
+                column[row] = T::ONE;
             }
-            Vec::new()
         }
         Task::Invalid { count, .. } => {
-            for k in 0..*count {
+            for k in 0..count {
                 z[k * ldz..k * ldz + n].fill(T::ZERO);
             }
-            (0..*count).collect()
+            failed.fill(true);
         }
         Task::Cluster {
+            col,
+            count,
             rows,
             onenrm,
             dtpcrt,
-            shifts,
-            seeds,
-            ..
         } => {
             let job = ClusterJob {
                 d: &d[rows.0..rows.1],
                 e: &e[rows.0..rows.1 - 1],
                 row0: rows.0,
                 n,
-                onenrm: *onenrm,
-                dtpcrt: *dtpcrt,
-                shifts,
-                seeds,
+                onenrm,
+                dtpcrt,
+                shifts: &plan.shifts[col..col + count],
+                seeds: &plan.seeds[col..col + count],
             };
-            cpu::cluster_vectors(&job, z, ldz)
+            cpu::cluster_vectors(&job, z, ldz, failed, work);
         }
     }
 }
+
+/// A task, its columns of Z and its columns' failure flags.
+type Piece<'z, T> = (usize, &'z mut [T], &'z mut [bool]);
 
 /// Below this many estimated operations a call runs on one thread.
 const PARALLEL_WORK: usize = 200_000;
@@ -297,6 +335,7 @@ const PARALLEL_WORK: usize = 200_000;
 ///
 /// The arguments should pass [`check_args`]; if they do not, nothing is computed and the
 /// report carries its INFO (IFAIL is zeroed either way, as LAPACK zeroes it first).
+/// [`NoMemory`] if the host memory of the call cannot be allocated: then Z is untouched.
 pub fn stein<T: Real>(
     d: &[T],
     e: &[T],
@@ -305,7 +344,7 @@ pub fn stein<T: Real>(
     isplit: &[i32],
     z: &mut [T],
     ldz: usize,
-) -> SteinReport {
+) -> Result<SteinReport, NoMemory> {
     stein_on(crate::host::threads(), d, e, w, iblock, isplit, z, ldz)
 }
 
@@ -320,12 +359,12 @@ pub fn stein_on<T: Real>(
     isplit: &[i32],
     z: &mut [T],
     ldz: usize,
-) -> SteinReport {
+) -> Result<SteinReport, NoMemory> {
     let (n, m) = (d.len(), w.len());
     let int = |x: usize| i32::try_from(x).unwrap_or(i32::MAX);
     let mut report = SteinReport {
         info: 0,
-        ifail: vec![0; m],
+        ifail: try_vec(m, 0).ok_or(NoMemory::of::<i32>(m))?,
     };
     assert!(
         iblock.len() >= m,
@@ -334,7 +373,7 @@ pub fn stein_on<T: Real>(
     );
     report.info = check_args(int(n), int(m), w, iblock, int(ldz));
     if report.info != 0 || n == 0 || m == 0 {
-        return report;
+        return Ok(report);
     }
     assert!(
         e.len() + 1 >= n && z.len() >= (m - 1) * ldz + n,
@@ -342,59 +381,64 @@ pub fn stein_on<T: Real>(
     );
     if n == 1 {
         z[0] = T::ONE;
-        return report;
+        return Ok(report);
     }
 
-    let tasks = plan(d, e, w, iblock, isplit);
+    // All memory before the first write to Z: the plan, a flag per column, one thread's
+    // scratch (more threads only if theirs can be had).
+    let plan = plan(d, e, w, iblock, isplit)?;
+    let mut failed = try_vec(m, false).ok_or(NoMemory::of::<bool>(m))?;
+    let largest = plan.tasks.iter().map(Task::rows).max().unwrap_or(0);
+    let mut here = Workspace::try_new(largest).ok_or(Workspace::<T>::bytes(largest))?;
+    let mut pieces = try_room(plan.tasks.len()).ok_or(NoMemory::of::<Piece<T>>(m))?;
+
     // Each task owns the columns it writes (and reads back: a cluster's earlier vectors).
-    let mut pieces: Vec<(usize, &mut [T])> = Vec::with_capacity(tasks.len());
-    let mut rest = &mut *z;
-    let mut at = 0;
-    for (i, task) in tasks.iter().enumerate() {
+    let (mut rest, mut flags) = (&mut *z, &mut failed[..]);
+    let (mut at, mut flag_at) = (0, 0);
+    for (i, task) in plan.tasks.iter().enumerate() {
         let (col, count) = task.columns();
         let tail = std::mem::take(&mut rest);
         let (_, tail) = tail.split_at_mut(col * ldz - at);
         // Whole columns, except that the last column of Z may end at row N.
         let len = (count * ldz).min(tail.len());
         let (mine, tail) = tail.split_at_mut(len);
-        pieces.push((i, mine));
-        rest = tail;
-        at = col * ldz + len;
+        let (_, f_tail) = std::mem::take(&mut flags).split_at_mut(col - flag_at);
+        let (f_mine, f_tail) = f_tail.split_at_mut(count);
+        pieces.push((i, mine, f_mine));
+        (rest, flags) = (tail, f_tail);
+        (at, flag_at) = (col * ldz + len, col + count);
     }
 
-    let work: usize = tasks.iter().map(Task::cost).sum();
-    let threads = threads.min(tasks.len());
-    let mut failed: Vec<Vec<usize>> = vec![Vec::new(); tasks.len()];
+    let work: usize = plan.tasks.iter().map(Task::cost).sum();
+    let threads = threads.min(plan.tasks.len());
     if threads <= 1 || work < PARALLEL_WORK {
-        for (i, z) in pieces {
-            failed[i] = run_task(&tasks[i], d, e, z, ldz);
+        for (i, z, f) in pieces {
+            run_task(&plan, &plan.tasks[i], d, e, z, ldz, f, &mut here);
         }
     } else {
         // Largest first, taken by whichever thread is free; each task's result depends only
-        // on its own inputs, so the schedule does not change the answer.
-        pieces.sort_by_key(|(i, _)| std::cmp::Reverse(tasks[*i].cost()));
+        // on its own inputs, so the schedule does not change the answer. A thread without
+        // memory for its scratch takes no task; this one has its scratch already.
+        pieces.sort_by_key(|(i, _, _)| std::cmp::Reverse(plan.tasks[*i].cost()));
         let queue = Mutex::new(pieces.into_iter());
-        let results = Mutex::new(&mut failed);
-        std::thread::scope(|scope| {
-            for _ in 0..threads {
-                scope.spawn(|| loop {
-                    let next = queue.lock().unwrap_or_else(|p| p.into_inner()).next();
-                    let Some((i, z)) = next else { break };
-                    let f = run_task(&tasks[i], d, e, z, ldz);
-                    results.lock().unwrap_or_else(|p| p.into_inner())[i] = f;
-                });
+        let next = || queue.lock().unwrap_or_else(|p| p.into_inner()).next();
+        let here = Mutex::new(Some(here));
+        run_on_threads(threads, || {
+            let mine = here.lock().unwrap_or_else(|p| p.into_inner()).take();
+            let Some(mut work) = mine.or_else(|| Workspace::try_new(largest)) else {
+                return;
+            };
+            while let Some((i, z, f)) = next() {
+                run_task(&plan, &plan.tasks[i], d, e, z, ldz, f, &mut work);
             }
         });
     }
 
     let mut k = 0;
-    for (task, f) in tasks.iter().zip(&failed) {
-        let col = task.columns().0;
-        for &c in f {
-            report.ifail[k] = int(col + c + 1);
-            k += 1;
-        }
+    for (j, _) in failed.iter().enumerate().filter(|(_, &f)| f) {
+        report.ifail[k] = int(j + 1);
+        k += 1;
     }
     report.info = int(k);
-    report
+    Ok(report)
 }
