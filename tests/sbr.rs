@@ -864,7 +864,7 @@ fn sb2st_gpu_suite<T: Real + Dense>() {
                     uplo as char
                 )
             };
-            let (d, e) = sbr::sb2st::gpu::tridiagonalize(uplo, n, kd, ab, band.ldab)
+            let (d, e) = sbr::sb2st::gpu::tridiagonalize(uplo, n, kd, ab, band.ldab, false)
                 .unwrap_or_else(|err| panic!("{}: {err}", what()));
             check_tridiagonal(&band, d, e, what);
         }
@@ -889,8 +889,9 @@ fn sb2st_gpu_suite<T: Real + Dense>() {
                     T::PREFIX
                 )
             };
-            let (d, e) = sbr::sb2st::gpu::tridiagonalize(b'L', n, kd, &band.lower, band.ldab)
-                .unwrap_or_else(|err| panic!("{}: {err}", what()));
+            let (d, e) =
+                sbr::sb2st::gpu::tridiagonalize(b'L', n, kd, &band.lower, band.ldab, false)
+                    .unwrap_or_else(|err| panic!("{}: {err}", what()));
             check_tridiagonal(&band, d, e, what);
         }
     }
@@ -922,7 +923,7 @@ fn pipelined_chase_is_reproducible() {
     for (n, kd) in [(6000, 32), (6000, 64)] {
         let band = random_band::<f64>(&mut rng, n, kd);
         let run = || {
-            sbr::sb2st::gpu::tridiagonalize(b'L', n, kd, &band.lower, band.ldab)
+            sbr::sb2st::gpu::tridiagonalize(b'L', n, kd, &band.lower, band.ldab, false)
                 .unwrap_or_else(|err| panic!("n={n} kd={kd}: {err}"))
         };
         let first = run();

@@ -3,6 +3,7 @@
 //! after an executor stops: the one place that decides between restarting on the untouched
 //! input and resuming where the host's state allows (see the module notes of [`super`]).
 
+use crate::config::SbrTuning;
 use crate::dispatch::Backend;
 use crate::lapack::Dense;
 use crate::real::Real;
@@ -24,9 +25,11 @@ pub(super) struct Problem<'a, T> {
     pub(super) ldab: usize,
     pub(super) tau: &'a mut [T],
     pub(super) band_only: bool,
-    /// Streaming passes take the next step along (`HYLAPACK_SBR_STREAM_AHEAD`, see
-    /// [`syr2k_pass`]).
+    /// Streaming passes take the next step along where they can (see
+    /// [`streaming::syr2k_pass`]): always, but the unit tests compare them with plain passes.
     pub(super) stream_ahead: bool,
+    /// The settings, resolved once per call by [`reduce_on`].
+    pub(super) tuning: SbrTuning,
 }
 
 impl<'a, T: Real + Dense> Problem<'a, T> {
@@ -52,7 +55,8 @@ impl<'a, T: Real + Dense> Problem<'a, T> {
             ldab,
             tau,
             band_only: false,
-            stream_ahead: crate::config::get().sbr.stream_ahead,
+            stream_ahead: true,
+            tuning: SbrTuning::default(),
         }
     }
 
@@ -76,6 +80,8 @@ pub(super) fn reduce_on<T: Real + Dense + CublasReal>(
     mut p: Problem<T>,
     path: Path,
 ) -> SyrdbReport {
+    // The one place a reduction reads the settings.
+    p.tuning = crate::config::get().sbr;
     let (n, kd, lda, ldab) = (p.n, p.kd, p.lda, p.ldab);
     let cpu = |note: Option<String>| SyrdbReport {
         backend: Backend::Cpu,
@@ -152,6 +158,7 @@ pub(super) fn with_fallback<T: Real + Dense, E: Executor<T>>(
         tau: &mut *p.tau,
         band_only: p.band_only,
         stream_ahead: p.stream_ahead,
+        tuning: p.tuning,
         direct: false,
     };
     let mut report = SyrdbReport {
@@ -247,6 +254,7 @@ pub(super) struct Job<'h, 'a, T> {
     pub(super) band_only: bool,
     /// See [`Problem::stream_ahead`].
     pub(super) stream_ahead: bool,
+    pub(super) tuning: SbrTuning,
     /// The executor has mapped the host matrix (`Executor::map_host`): streaming block columns
     /// move straight between it and the executor.
     pub(super) direct: bool,
@@ -373,6 +381,19 @@ pub(super) mod testing {
             dense_symmetric(DenseFamily::Random, n, &mut Rng::new(seed)),
             seed,
         )
+    }
+
+    /// Whether there is a GPU for a test; without one the test is to skip, unless
+    /// `HYLAPACK_REQUIRE_GPU=1` (read here, for the tests of every stage), where it fails.
+    pub(in crate::sbr) fn has_gpu() -> bool {
+        match crate::device::gpu() {
+            Ok(_) => true,
+            Err(e) => {
+                let required = crate::config::get().require_gpu;
+                assert!(!required, "HYLAPACK_REQUIRE_GPU=1 but no GPU: {e}");
+                false
+            }
+        }
     }
 
     /// The message of a caught panic.

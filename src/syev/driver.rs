@@ -79,6 +79,9 @@ pub(super) fn tridiagonal<T: Real + Dense + CublasReal>(
     lda: usize,
     path: Path,
 ) -> (Vec<T>, Vec<T>, SyrdbReport) {
+    // The narrowing's and the bulge chasing's settings (the dense → band reduction reads its
+    // own once, in `syrdb_band`).
+    let profile = crate::config::get().sbr.profile;
     let (kd, wide) = driver_bandwidths::<T>(n, path);
     let first = wide.unwrap_or(kd);
     let ldab = first + 1;
@@ -87,7 +90,7 @@ pub(super) fn tridiagonal<T: Real + Dense + CublasReal>(
     let mut report = syrdb_band(uplo, n, first, a, lda, &mut ab, ldab, &mut tau, path);
     let (uplo, ab, ldab) = match wide {
         Some(kw) => {
-            let (band, note) = narrow(uplo, n, kw, &ab, kd, report.backend, path);
+            let (band, note) = narrow(uplo, n, kw, &ab, kd, report.backend, path, profile);
             report.note = Some(match report.note.take() {
                 Some(before) => format!("{before}; {note}"),
                 None => note,
@@ -98,7 +101,7 @@ pub(super) fn tridiagonal<T: Real + Dense + CublasReal>(
     };
     let on_gpu = report.backend == Backend::Gpu && kd <= sb2st::gpu::MAX_BANDWIDTH;
     let chased = on_gpu
-        .then(|| sb2st::gpu::tridiagonalize(uplo, n, kd, &ab, ldab))
+        .then(|| sb2st::gpu::tridiagonalize(uplo, n, kd, &ab, ldab, profile))
         .and_then(|r| {
             r.map_err(|e| dispatch::debug(|| format!("bulge chasing on the CPU: {e}")))
                 .ok()
@@ -110,6 +113,7 @@ pub(super) fn tridiagonal<T: Real + Dense + CublasReal>(
 /// The band `ab` (`uplo`, `kw` off-diagonals, leading dimension kw + 1) narrowed to `kd`
 /// off-diagonals ([`sbrdb`]), in lower band storage: on the GPU if the band reduction
 /// ran there and the GPU does not fail, else on the CPU. Returns it with a note of where.
+#[allow(clippy::too_many_arguments)]
 fn narrow<T: Real + Dense + CublasReal>(
     uplo: u8,
     n: usize,
@@ -118,19 +122,20 @@ fn narrow<T: Real + Dense + CublasReal>(
     kd: usize,
     backend: Backend,
     path: Path,
+    profile: bool,
 ) -> (Vec<T>, String) {
     let note = |on: &str| format!("band {kw} → {kd} on the {on}");
     if let (Backend::Gpu, Path::Gpu { budget }) = (backend, path) {
         let narrowed = GpuExecutor::<T>::new(budget)
-            .and_then(|mut exec| narrow_band(&mut exec, uplo, n, kw, ab, kw + 1, kd));
+            .and_then(|mut exec| narrow_band(&mut exec, uplo, n, kw, ab, kw + 1, kd, profile));
         match narrowed {
             Ok(band) => return (band, note("GPU")),
             Err(e) => dispatch::debug(|| format!("band narrowing on the CPU: {e}")),
         }
     }
     let mut cpu = CpuExecutor::new(u64::MAX);
-    let band =
-        narrow_band(&mut cpu, uplo, n, kw, ab, kw + 1, kd).expect("the CPU executor does not fail");
+    let band = narrow_band(&mut cpu, uplo, n, kw, ab, kw + 1, kd, profile)
+        .expect("the CPU executor does not fail");
     (band, note("CPU"))
 }
 

@@ -336,9 +336,10 @@ pub(in crate::sbr) struct Phases {
 }
 
 impl Phases {
-    pub(in crate::sbr) fn new(names: &'static [&'static str]) -> Self {
+    /// Phases named `names`, timed if `on` (the `profile` setting).
+    pub(in crate::sbr) fn new(names: &'static [&'static str], on: bool) -> Self {
         Phases {
-            on: crate::config::get().sbr.profile,
+            on,
             last: Instant::now(),
             names,
             secs: vec![0.0; names.len()],

@@ -202,7 +202,8 @@ pub(in crate::sbr) fn panel_through_executor<T: Real + Dense, E: Executor<T>>(
         })?;
     }
     let panel = op_mut(&mut *bufs.p, 0, pn);
-    let how = blocked_panel(exec, panel, pn, kd, bufs.tau, 0, bufs.v, bufs.z, bufs.sub)?;
+    let (tau, v, z, sub) = (&mut *bufs.tau, bufs.v, bufs.z, bufs.sub);
+    let how = blocked_panel(exec, panel, pn, kd, tau, 0, v, z, sub, job.tuning.profile)?;
     panel_home(exec, job, bufs.p, bufs.tau, i, p, h, kd)?;
     Ok(how)
 }
