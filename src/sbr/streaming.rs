@@ -830,6 +830,43 @@ mod tests {
         }
     }
 
+    /// A streaming run's mapping of host memory is undone on every exit: after an error (the
+    /// run then resumes on the CPU) and after a panic, the executor holds none mapped.
+    #[test]
+    fn mapping_is_undone_on_every_exit() {
+        let (n, kd) = (40, 4);
+        let (a0, seed) = random_input(n);
+        for uplo in [b'L', b'U'] {
+            for panic in [false, true] {
+                let mut ended = [0, 0];
+                for left in (0..1500).step_by(7) {
+                    let mut flaky = Flaky::new(left, false, false);
+                    flaky.panic = panic;
+                    let (mut a, mut ab) = (a0.clone(), vec![0.0; (kd + 1) * n]);
+                    let mut tau = vec![0.0; n - kd];
+                    let p = Problem::new(uplo, n, kd, &mut a, n, &mut ab, kd + 1, &mut tau);
+                    let mode = Mode::Streaming { nb: 6 };
+                    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        with_fallback(&mut flaky, Backend::Gpu, mode, p)
+                    }));
+                    let what = format!(
+                        "uplo={} panic={panic} left={left} seed {seed}",
+                        uplo as char
+                    );
+                    assert_eq!(flaky.mapped, 0, "{what}: still mapped");
+                    if flaky.maps > 0 {
+                        ended[usize::from(run.is_err())] += 1;
+                    }
+                }
+                let what = format!("uplo={} panic={panic}", uplo as char);
+                assert!(
+                    ended[usize::from(panic)] > 10,
+                    "{what}: {ended:?} runs mapped and ended"
+                );
+            }
+        }
+    }
+
     /// On the GPU, with lane 0 held back before every SYMM (as the copies outran it at
     /// n = 100000, see `GpuExecutor::stall_lane_0`), streaming passes that take the next step
     /// along agree with plain passes to rounding: no buffer is refilled before lane 0 has read
