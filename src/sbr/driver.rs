@@ -7,11 +7,12 @@ use crate::config::SbrTuning;
 use crate::dispatch::Backend;
 use crate::lapack::Dense;
 use crate::real::Real;
+use crate::sbr::executor::host_vec;
 use crate::sbr::executor::{cpu, gpu, ExecError, Executor};
 use crate::sbr::host::{put_band, HostMat};
 use crate::sbr::plan::{describe, Mode};
 use crate::sbr::streaming::Pending;
-use crate::sbr::{plan, CublasReal, Path, SyrdbReport, FACTOPTNB};
+use crate::sbr::{plan, CublasReal, Path, SyrdbReport, FACTOPTNB, INFO_NO_HOST_MEMORY};
 use crate::sbr::{resident, streaming};
 
 /// The arguments of one reduction.
@@ -64,16 +65,48 @@ impl<'a, T: Real + Dense> Problem<'a, T> {
         self.uplo.eq_ignore_ascii_case(&b'U')
     }
 
-    /// The system LAPACK's xSYTRD_SY2SB, in place.
-    pub(super) fn lapack(&mut self) {
+    /// The system LAPACK's xSYTRD_SY2SB, in place; its workspace may not be allocated (the
+    /// arrays then untouched).
+    pub(super) fn lapack(&mut self) -> Result<(), ExecError> {
         let (n, kd) = (self.n, self.kd);
         // The general formula: LAPACK releases before 3.12 ask for it even when N ≤ KD + 1.
-        let mut work = vec![T::ZERO; (n * kd + n * kd.max(FACTOPTNB) + 2 * kd * kd).max(1)];
+        let lwork = n * kd + n * kd.max(FACTOPTNB) + 2 * kd * kd;
+        let mut work = host_vec(lwork.max(1), T::ZERO)?;
         let info = T::sytrd_sy2sb(
             self.uplo, n, kd, self.a, self.lda, self.ab, self.ldab, self.tau, &mut work, false,
         );
         assert_eq!(info, 0, "xSYTRD_SY2SB rejected checked arguments");
+        Ok(())
     }
+
+    /// [`Problem::lapack`], reported as run on the CPU with `note` (and why, where it could
+    /// not run: then INFO is [`INFO_NO_HOST_MEMORY`] with the arrays untouched).
+    pub(super) fn lapack_report(&mut self, note: Option<String>) -> SyrdbReport {
+        let mut report = SyrdbReport {
+            info: 0,
+            backend: Backend::Cpu,
+            note,
+            transfer_secs: None,
+        };
+        if let Err(e) = self.lapack() {
+            let why = format!("xSYTRD_SY2SB's workspace: {e}");
+            no_host_memory(&mut report, why);
+        }
+        report
+    }
+}
+
+/// Marks `report` as failed for want of host memory ([`INFO_NO_HOST_MEMORY`]), `why` added to
+/// its note and written on stderr.
+fn no_host_memory(report: &mut SyrdbReport, why: String) {
+    crate::log::warn(&format!(
+        "syrdb: {why}; returning INFO = {INFO_NO_HOST_MEMORY}"
+    ));
+    report.info = INFO_NO_HOST_MEMORY;
+    report.note = Some(match report.note.take() {
+        Some(before) => format!("{before}; {why}"),
+        None => why,
+    });
 }
 
 pub(super) fn reduce_on<T: Real + Dense + CublasReal>(
@@ -83,11 +116,6 @@ pub(super) fn reduce_on<T: Real + Dense + CublasReal>(
     // The one place a reduction reads the settings.
     p.tuning = crate::config::get().sbr;
     let (n, kd, lda, ldab) = (p.n, p.kd, p.lda, p.ldab);
-    let cpu = |note: Option<String>| SyrdbReport {
-        backend: Backend::Cpu,
-        note,
-        transfer_secs: None,
-    };
     if n <= kd + 1 {
         // Already a band: LAPACK's quick return copies the triangle into AB.
         let upper = p.upper();
@@ -95,33 +123,26 @@ pub(super) fn reduce_on<T: Real + Dense + CublasReal>(
         for j in 0..n {
             put_band(p.ab, ldab, kd, n, upper, j, |d| host.get(j + d, j));
         }
-        return cpu(None);
+        return SyrdbReport {
+            info: 0,
+            backend: Backend::Cpu,
+            note: None,
+            transfer_secs: None,
+        };
     }
     let elem = std::mem::size_of::<T>();
     match path {
-        Path::Lapack => {
-            p.lapack();
-            cpu(None)
-        }
+        Path::Lapack => p.lapack_report(None),
         Path::CpuBlocked { budget } => match plan(n, kd, elem, budget) {
             Ok(mode) => with_fallback(&mut cpu::CpuExecutor::new(budget), Backend::Cpu, mode, p),
-            Err(e) => {
-                p.lapack();
-                cpu(Some(format!("{e}; system LAPACK")))
-            }
+            Err(e) => p.lapack_report(Some(format!("{e}; system LAPACK"))),
         },
         Path::Gpu { budget } => match gpu::GpuExecutor::<T>::new(budget) {
             Ok(mut exec) => match plan(n, kd, elem, exec.budget()) {
                 Ok(mode) => with_fallback(&mut exec, Backend::Gpu, mode, p),
-                Err(e) => {
-                    p.lapack();
-                    cpu(Some(format!("GPU not used ({e}); system LAPACK")))
-                }
+                Err(e) => p.lapack_report(Some(format!("GPU not used ({e}); system LAPACK"))),
             },
-            Err(e) => {
-                p.lapack();
-                cpu(Some(format!("GPU not used ({e}); system LAPACK")))
-            }
+            Err(e) => p.lapack_report(Some(format!("GPU not used ({e}); system LAPACK"))),
         },
     }
 }
@@ -162,6 +183,7 @@ pub(super) fn with_fallback<T: Real + Dense, E: Executor<T>>(
         direct: false,
     };
     let mut report = SyrdbReport {
+        info: 0,
         backend,
         note: Some(describe(mode)),
         transfer_secs: None,
@@ -192,19 +214,25 @@ pub(super) fn with_fallback<T: Real + Dense, E: Executor<T>>(
             // The host A was not written yet: LAPACK starts over from it.
             crate::dispatch::debug(|| format!("syrdb: executor stopped ({e}); restarting"));
             drop(job);
-            p.lapack();
-            report.note = Some(format!("{} stopped ({e}); system LAPACK", backend.name()));
-            return report;
+            let note = format!("{} stopped ({e}); system LAPACK", backend.name());
+            return p.lapack_report(Some(note));
         }
         // The host holds every finished block column: the CPU goes on from there.
         crate::dispatch::debug(|| format!("syrdb: executor stopped ({e}); resuming on the CPU"));
         let at = progress.i;
         let mut cpu = cpu::CpuExecutor::new(u64::MAX);
-        run(&mut cpu, &mut job, &mut progress, mode).expect("the CPU executor does not fail");
+        let resumed = run(&mut cpu, &mut job, &mut progress, mode);
         report.note = Some(format!(
             "{} stopped ({e}) at column {at}; finished on the CPU",
             backend.name()
         ));
+        if let Err(e) = resumed {
+            // The CPU executor fails only for want of host memory; the input is gone.
+            report.note = Some(format!("{} stopped at column {at}", backend.name()));
+            let why = format!("the CPU could not finish ({e}): the input is lost");
+            no_host_memory(&mut report, why);
+            return report;
+        }
     }
     let host = &*job.host;
     for j in progress.banded..n {
@@ -433,12 +461,7 @@ pub(super) mod testing {
             Some((mut flaky, mode)) => with_fallback(&mut flaky, Backend::Gpu, mode, p),
             None => {
                 let mut p = p;
-                p.lapack();
-                SyrdbReport {
-                    backend: Backend::Cpu,
-                    note: None,
-                    transfer_secs: None,
-                }
+                p.lapack_report(None)
             }
         };
         (a, ab, tau, report)

@@ -145,9 +145,17 @@ pub enum Path {
     Gpu { budget: Option<u64> },
 }
 
+/// INFO when host memory that no path can do without cannot be allocated (the exported
+/// routines' `HYLAPACK_INFO_INTERNAL_ERROR`): the workspace of the system LAPACK's
+/// xSYTRD_SY2SB (the outputs then untouched), or the CPU's buffers to finish a run the GPU left
+/// half done (the input is then lost). The reason is in the report's note and on stderr.
+pub const INFO_NO_HOST_MEMORY: i32 = -1000;
+
 /// How a reduction ran.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SyrdbReport {
+    /// 0, or [`INFO_NO_HOST_MEMORY`].
+    pub info: i32,
     pub backend: Backend,
     /// Resident, streaming with the block width used, or why the GPU was left.
     pub note: Option<String>,

@@ -303,7 +303,7 @@ pub(super) fn upload_v<T: Real, E: Executor<T>>(
         // step's SYR2K pass ends, which waits for the upload.
         return unsafe { exec.upload_direct(vbuf, 0, pn, pn, pk, p[kd..].as_ptr(), h) };
     }
-    let v = panel_v(p, h, kd, pn, pk);
+    let v = panel_v(p, h, kd, pn, pk)?;
     exec.upload(vbuf, 0, pn * pk, &mut |start, out| {
         out.copy_from_slice(&v[start..start + out.len()])
     })
@@ -509,22 +509,24 @@ pub(super) fn run<T: Real + Dense, E: Executor<T>>(
     let (turn, nb) = map_matrix(mapped.exec, job, progress, nb);
     // Timing only: a failing wait shows again in the run below, which unmaps.
     host_ph.end(mapped.exec, 0).ok();
-    mapped.host = HostBufs::new(n, kd, nb);
-    if job.direct {
-        mapped.map_buffers();
-    }
-    host_ph.end(mapped.exec, 1).ok();
-    let Mapped { exec: e, host } = &mut mapped;
-    let ran = steps(
-        &mut **e,
-        job,
-        progress,
-        mode,
-        (nb, turn),
-        bufs,
-        panel_len,
-        host,
-    );
+    let ran = HostBufs::new(n, kd, nb).and_then(|host| {
+        mapped.host = host;
+        if job.direct {
+            mapped.map_buffers();
+        }
+        host_ph.end(mapped.exec, 1).ok();
+        let Mapped { exec: e, host } = &mut mapped;
+        steps(
+            &mut **e,
+            job,
+            progress,
+            mode,
+            (nb, turn),
+            bufs,
+            panel_len,
+            host,
+        )
+    });
     if job.direct {
         host_ph.last = Instant::now();
         drop(mapped);
@@ -551,14 +553,23 @@ pub(super) struct HostBufs<T> {
 }
 
 impl<T> HostBufs<T> {
-    fn new(n: usize, kd: usize, nb: usize) -> Self {
-        HostBufs {
-            x: Vec::with_capacity(n * kd),
-            p: Vec::with_capacity(n * kd),
-            p_next: Vec::with_capacity(n * kd),
-            diagonal: Vec::with_capacity(DIAG_TILE.min(nb) * nb),
+    /// Empty buffers with room for a run's steps, or [`ExecError::HostMemory`].
+    fn new(n: usize, kd: usize, nb: usize) -> Result<Self, ExecError> {
+        let room = |len: usize| {
+            let mut v = Vec::new();
+            v.try_reserve_exact(len)
+                .map_err(|_| ExecError::HostMemory {
+                    bytes: (len as u64).saturating_mul(std::mem::size_of::<T>() as u64),
+                })?;
+            Ok::<_, ExecError>(v)
+        };
+        Ok(HostBufs {
+            x: room(n * kd)?,
+            p: room(n * kd)?,
+            p_next: room(n * kd)?,
+            diagonal: room(DIAG_TILE.min(nb) * nb)?,
             spare: None,
-        }
+        })
     }
 }
 
@@ -684,7 +695,7 @@ fn steps<T: Real + Dense, E: Executor<T>>(
         let pn = n - s;
         if let Some(pending) = &progress.pending {
             // A SYR2K pass another executor left: its V and X come from the host.
-            let v = panel_v(&pending.panel, h, kd, pn, pending.pk);
+            let v = panel_v(&pending.panel, h, kd, pn, pending.pk)?;
             upload_panels(exec, &mut b.v, &mut b.x, &v, &pending.x)?;
         } else {
             let on = (on_executor, ahead);
@@ -767,7 +778,7 @@ fn prepare_step<T: Real + Dense, E: Executor<T>>(
             progress.count(how);
         } else {
             job.host.gather(i, h, i, 0, p);
-            let (v, t) = factor_panel(job, i, p, h);
+            let (v, t) = factor_panel(job, i, p, h)?;
             upload_panel(exec, &mut b.v, &mut b.t, &mut b.z, &v, &t, pn, pk)?;
         }
         ph.end(exec, 0)?;

@@ -18,11 +18,55 @@ use crate::dispatch::Backend;
 use crate::lapack::Dense;
 use crate::real::Real;
 use crate::sbr::{CublasReal, Path, SyrdbReport};
-use driver::{all_by_bisection, tridiagonal};
+use driver::{all_by_bisection, tridiagonal, BandWork};
 use scale::{scale_into_range, triangle_max_abs};
 
 /// ILAENV's block size for xSYTRD, which sizes LAPACK's optimal workspace.
 const SYTRD_NB: usize = 32;
+
+/// INFO when host memory that no path can do without cannot be allocated (the exported
+/// routines' `HYLAPACK_INFO_INTERNAL_ERROR`), written on stderr with the reason: the system
+/// LAPACK's workspace when it answers on the untouched A (A and W then untouched), or the
+/// memory of a stage after the reduction has begun (A destroyed, W untouched). The drivers'
+/// own workspace that cannot be allocated before A is touched sends the call to the system
+/// LAPACK instead.
+pub const INFO_NO_HOST_MEMORY: i32 = -1000;
+
+/// Reports a call that could not allocate host memory: `why` on stderr, INFO
+/// [`INFO_NO_HOST_MEMORY`] (M stays 0).
+fn no_host_memory(report: &mut EigReport, why: &str) {
+    crate::log::warn(&format!(
+        "syev: cannot allocate host memory ({why}); returning INFO = {INFO_NO_HOST_MEMORY}"
+    ));
+    report.info = INFO_NO_HOST_MEMORY;
+}
+
+/// The note of a call sent to the system LAPACK because the drivers' workspace did not fit.
+fn lapack_instead(why: &str) -> SyrdbReport {
+    SyrdbReport {
+        info: 0,
+        backend: Backend::Cpu,
+        note: Some(format!("no host memory for {why}; system LAPACK")),
+        transfer_secs: None,
+    }
+}
+
+/// The system LAPACK's xSYEV (JOBZ = 'N') on `a`, its workspace allocated here: INFO, or
+/// [`INFO_NO_HOST_MEMORY`] with A and W untouched.
+fn lapack_syev<T: Real + Dense>(
+    report: &mut EigReport,
+    uplo: u8,
+    n: usize,
+    a: &mut [T],
+    lda: usize,
+    w: &mut [T],
+) {
+    let lwork = ((SYTRD_NB + 2) * n).max(1);
+    match crate::host::try_vec(lwork, T::ZERO) {
+        Some(mut work) => report.info = T::syev_values_in(uplo, n, a, lda, w, &mut work),
+        None => no_host_memory(report, "xSYEV's workspace"),
+    }
+}
 
 /// xSYEV's argument checks in LAPACK's order (1 JOBZ, 2 UPLO, 3 N, 5 LDA, 8 LWORK; −1 is a
 /// query). JOBZ = 'V' is not supported here and is reported as illegal (−1).
@@ -162,12 +206,27 @@ pub fn syev<T: Real + Dense + CublasReal>(
     // its own reduction spreads the NaN, so the system LAPACK answers, from the untouched A.
     let anrm = (path != Path::Lapack && n > 1).then(|| triangle_max_abs(uplo, n, a, lda));
     let Some(anrm) = anrm.filter(|x| x.is_finite()) else {
-        report.info = T::syev_values(uplo, n, a, lda, w);
+        lapack_syev(&mut report, uplo, n, a, lda, w);
         return report;
+    };
+    // The band before A is touched: without it, the system LAPACK answers.
+    let work = match BandWork::new(n, path) {
+        Ok(work) => work,
+        Err(why) => {
+            report.reduction = Some(lapack_instead(&why));
+            lapack_syev(&mut report, uplo, n, a, lda, w);
+            return report;
+        }
     };
     let rmax = (T::ONE / (T::SAFE_MIN / T::ULP)).sqrt();
     let sigma = scale_into_range(uplo, n, a, lda, anrm, rmax);
-    let (mut d, mut e, reduction) = tridiagonal(uplo, n, a, lda, path);
+    let (mut d, mut e, reduction) = match tridiagonal(uplo, n, a, lda, work, path) {
+        Ok(done) => done,
+        Err(why) => {
+            no_host_memory(&mut report, &why);
+            return report;
+        }
+    };
     let on_gpu = reduction.backend == Backend::Gpu;
     report.reduction = Some(reduction);
     // On the GPU path all eigenvalues come from the GPU bisection (xSTEBZ's default
@@ -222,10 +281,21 @@ pub fn syevx<T: Real + Dense + CublasReal>(
     // scaling by σ = 0 makes VL = VU) and W depend on its own reduction: the system LAPACK
     // answers, from the untouched A.
     let anrm = (path != Path::Lapack && n > 1).then(|| triangle_max_abs(uplo, n, a, lda));
+    let lapack = |report: &mut EigReport, a: &mut [T], w: &mut [T]| {
+        let room = (
+            crate::host::try_vec((8 * n).max(1), T::ZERO),
+            crate::host::try_vec(5 * n, 0),
+            crate::host::try_vec(n, 0),
+        );
+        let (Some(mut work), Some(mut iwork), Some(mut ifail)) = room else {
+            return no_host_memory(report, "xSYEVX's workspace");
+        };
+        (report.m, report.info) = T::syevx_values_in(
+            range, uplo, n, a, lda, vl, vu, il, iu, abstol, w, &mut work, &mut iwork, &mut ifail,
+        );
+    };
     if path == Path::Lapack || anrm.is_some_and(|x| !x.is_finite()) {
-        let (m, info) = T::syevx_values(range, uplo, n, a, lda, vl, vu, il, iu, abstol, w);
-        report.m = m;
-        report.info = info;
+        lapack(&mut report, a, w);
         return report;
     }
     if n == 0 {
@@ -243,6 +313,15 @@ pub fn syevx<T: Real + Dense + CublasReal>(
         .sqrt()
         .min(T::ONE / T::SAFE_MIN.sqrt().sqrt());
     let anrm = anrm.expect("computed for n > 1");
+    // The band before A is touched: without it, the system LAPACK answers.
+    let work = match BandWork::new(n, path) {
+        Ok(work) => work,
+        Err(why) => {
+            report.reduction = Some(lapack_instead(&why));
+            lapack(&mut report, a, w);
+            return report;
+        }
+    };
     let sigma = scale_into_range(uplo, n, a, lda, anrm, rmax);
     let (mut abstll, mut vll, mut vuu) = (abstol, vl, vu);
     if let Some(sigma) = sigma {
@@ -254,7 +333,13 @@ pub fn syevx<T: Real + Dense + CublasReal>(
             vuu = vu * sigma;
         }
     }
-    let (d, e, reduction) = tridiagonal(uplo, n, a, lda, path);
+    let (d, e, reduction) = match tridiagonal(uplo, n, a, lda, work, path) {
+        Ok(done) => done,
+        Err(why) => {
+            no_host_memory(&mut report, &why);
+            return report;
+        }
+    };
     let on_gpu = reduction.backend == Backend::Gpu;
     report.reduction = Some(reduction);
     let everything = range == b'A' || (range == b'I' && il == 1 && iu == n as i32);
@@ -263,7 +348,16 @@ pub fn syevx<T: Real + Dense + CublasReal>(
         if on_gpu && sigma.is_none() && all_by_bisection(&d, &e, w) {
             done = true;
         } else {
-            let (mut dd, mut ee) = (d.clone(), e.clone());
+            let copies = (
+                crate::host::try_vec(n, T::ZERO),
+                crate::host::try_vec(n - 1, T::ZERO),
+            );
+            let (Some(mut dd), Some(mut ee)) = copies else {
+                no_host_memory(&mut report, "a copy of the tridiagonal matrix");
+                return report;
+            };
+            dd.copy_from_slice(&d);
+            ee.copy_from_slice(&e[..n - 1]);
             if T::sterf(&mut dd, &mut ee) == 0 {
                 w[..n].copy_from_slice(&dd);
                 done = true;
@@ -279,7 +373,12 @@ pub fn syevx<T: Real + Dense + CublasReal>(
         } else {
             Backend::Cpu
         };
-        let (mut iblock, mut isplit) = (vec![0; n], vec![0; n]);
+        let (Some(mut iblock), Some(mut isplit)) =
+            (crate::host::try_vec(n, 0), crate::host::try_vec(n, 0))
+        else {
+            no_host_memory(&mut report, "xSTEBZ's IBLOCK and ISPLIT");
+            return report;
+        };
         // The bisection's own workspace may fail to allocate: the system LAPACK then answers.
         let r = crate::stebz::stebz_or_lapack(
             range,

@@ -392,7 +392,8 @@ fn run(o: &Options) -> i32 {
                 let (mut d, mut e) = (Vec::new(), Vec::new());
                 let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
                 let s_tri = secs(|| {
-                    (d, e) = sbr::sb2st::tridiagonalize(b'L', n, kd, &ab, kd + 1, 0);
+                    (d, e) = sbr::sb2st::tridiagonalize(b'L', n, kd, &ab, kd + 1, 0)
+                        .expect("host memory");
                 });
                 add(
                     &mut rows,
@@ -436,7 +437,8 @@ fn run(o: &Options) -> i32 {
                     // The same bulge chasing with other numbers of sweeps per thread's group.
                     for group in [1, 4, 16] {
                         let s = secs(|| {
-                            sbr::sb2st::tridiagonalize_grouped(b'L', n, kd, &ab, kd + 1, 0, group);
+                            sbr::sb2st::tridiagonalize_grouped(b'L', n, kd, &ab, kd + 1, 0, group)
+                                .expect("host memory");
                         });
                         add(
                             &mut rows,

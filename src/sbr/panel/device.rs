@@ -3,7 +3,7 @@
 
 use crate::lapack::Dense;
 use crate::real::Real;
-use crate::sbr::executor::{op, op_mut, ExecError, Executor, Op, OpMut};
+use crate::sbr::executor::{host_vec, op, op_mut, ExecError, Executor, Op, OpMut};
 use crate::sbr::panel::{cholqr, upload_panels, PanelSet, SubPanels};
 use crate::sbr::plan::SUB_PANEL;
 use crate::sbr::update::apply_qt;
@@ -37,7 +37,7 @@ pub(in crate::sbr) fn panel_on_executor<T: Real + Dense, E: Executor<T>>(
     exec.geqrf(pn, kd, op_mut(panel.buf, at, ld), op_mut(taubuf, tau_at, 1))?;
     exec.copy(pn, pk, op(panel.buf, at, ld), op_mut(&mut bufs.v, 0, pn))?;
     exec.copy(pk, pk, op(&bufs.v, 0, pn), op_mut(&mut bufs.t, 0, pk))?;
-    let mut gram = vec![T::ZERO; pk * pk];
+    let mut gram = host_vec(pk * pk, T::ZERO)?;
     if pn > pk {
         gram_matrix(
             exec,
@@ -50,11 +50,11 @@ pub(in crate::sbr) fn panel_on_executor<T: Real + Dense, E: Executor<T>>(
             gram[start..start + piece.len()].copy_from_slice(piece)
         })?;
     }
-    let mut top = vec![T::ZERO; pk * pk];
+    let mut top = host_vec(pk * pk, T::ZERO)?;
     exec.download(&bufs.t, 0, pk * pk, &mut |start, piece| {
         top[start..start + piece.len()].copy_from_slice(piece)
     })?;
-    let mut tau = vec![T::ZERO; pk];
+    let mut tau = host_vec(pk, T::ZERO)?;
     exec.download(taubuf, tau_at, pk, &mut |start, piece| {
         tau[start..start + piece.len()].copy_from_slice(piece)
     })?;
@@ -74,7 +74,7 @@ pub(in crate::sbr) fn panel_on_executor<T: Real + Dense, E: Executor<T>>(
             gram[a + b * pk] = acc;
         }
     }
-    let t = t_from_gram(pk, &gram, &tau);
+    let t = t_from_gram(pk, &gram, &tau)?;
     upload_panels(exec, &mut bufs.s, &mut bufs.t, &top, &t)?;
     exec.copy(pk, pk, op(&bufs.s, 0, pk), op_mut(&mut bufs.v, 0, pn))?;
     exec.gemm(
@@ -176,9 +176,13 @@ pub(in crate::sbr) fn gram_matrix<T: Real, E: Executor<T>>(
 
 /// The k x k upper triangular `T` of `I − V T Vᵀ = H₁ ⋯ H_k` from `G = VᵀV` and the `τ`s, by
 /// xLARFT's forward, column-wise recurrence (a zero τ gives a zero column).
-pub(in crate::sbr) fn t_from_gram<T: Real>(k: usize, g: &[T], tau: &[T]) -> Vec<T> {
-    let mut t = vec![T::ZERO; k * k];
-    let mut w = vec![T::ZERO; k];
+pub(in crate::sbr) fn t_from_gram<T: Real>(
+    k: usize,
+    g: &[T],
+    tau: &[T],
+) -> Result<Vec<T>, ExecError> {
+    let mut t = host_vec(k * k, T::ZERO)?;
+    let mut w = host_vec(k, T::ZERO)?;
     for j in 0..k {
         t[j + j * k] = tau[j];
         if tau[j] == T::ZERO {
@@ -195,7 +199,7 @@ pub(in crate::sbr) fn t_from_gram<T: Real>(k: usize, g: &[T], tau: &[T]) -> Vec<
             t[r + j * k] = acc;
         }
     }
-    t
+    Ok(t)
 }
 
 #[cfg(test)]
@@ -222,7 +226,7 @@ mod tests {
         f64::larft(m, k, (&v, m), &tau, &mut want, k);
         let mut g = vec![0.0; k * k];
         f64::gemm(b'T', b'N', k, k, m, 1.0, (&v, m), (&v, m), 0.0, &mut g, k);
-        let got = t_from_gram(k, &g, &tau);
+        let got = t_from_gram(k, &g, &tau).expect("host memory");
         for c in 0..k {
             for r in 0..=c {
                 let (x, y) = (got[r + c * k], want[r + c * k]);

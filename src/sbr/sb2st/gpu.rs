@@ -27,11 +27,12 @@ pub fn tridiagonalize<T: Real>(
     profile: bool,
 ) -> Result<(Vec<T>, Vec<T>), DeviceError> {
     assert!(kd <= MAX_BANDWIDTH, "bandwidth {kd} above {MAX_BANDWIDTH}");
-    let (mut w, ld, b) = workspace(uplo, n, kd, ab, ldab);
+    let no_memory = || DeviceError::Driver("cannot allocate the band's host memory".into());
+    let (mut w, ld, b) = workspace(uplo, n, kd, ab, ldab).ok_or_else(no_memory)?;
     if needs_chase(n, kd) {
         chase(&mut w, ld, n, b, profile)?;
     }
-    Ok(diagonals(&w, ld, n))
+    diagonals(&w, ld, n).ok_or_else(no_memory)
 }
 
 fn chase<T: Real>(
