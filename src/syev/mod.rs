@@ -171,6 +171,152 @@ pub fn syevx_info_from_stebz(stebz_info: i32) -> i32 {
     stebz_info
 }
 
+/// What xSYEVX is asked for: RANGE ('A', 'V' or 'I', upper case) with its bounds, and ABSTOL.
+#[derive(Clone, Copy)]
+struct Selection<T> {
+    range: u8,
+    vl: T,
+    vu: T,
+    il: i32,
+    iu: i32,
+    abstol: T,
+}
+
+/// The system LAPACK's xSYEVX (JOBZ = 'N') on `a`, its workspace allocated here: M and INFO,
+/// or [`INFO_NO_HOST_MEMORY`] with A and W untouched.
+fn lapack_syevx<T: Real + Dense>(
+    report: &mut EigReport,
+    sel: Selection<T>,
+    uplo: u8,
+    n: usize,
+    a: &mut [T],
+    lda: usize,
+    w: &mut [T],
+) {
+    let room = (
+        crate::host::try_vec((8 * n).max(1), T::ZERO),
+        crate::host::try_vec(5 * n, 0),
+        crate::host::try_vec(n, 0),
+    );
+    let (Some(mut work), Some(mut iwork), Some(mut ifail)) = room else {
+        return no_host_memory(report, "xSYEVX's workspace");
+    };
+    let Selection {
+        range,
+        vl,
+        vu,
+        il,
+        iu,
+        abstol,
+    } = sel;
+    (report.m, report.info) = T::syevx_values_in(
+        range, uplo, n, a, lda, vl, vu, il, iu, abstol, w, &mut work, &mut iwork, &mut ifail,
+    );
+}
+
+/// xSYEVX's shortcut when all eigenvalues are asked for with the default tolerance: all of
+/// them from the tridiagonal (d, e) into `w`, by the GPU bisection where `on_gpu`, else by
+/// xSTERF on a copy. Returns false where the shortcut does not apply or fails (bisection then
+/// takes over); on a copy that cannot be allocated, INFO is [`INFO_NO_HOST_MEMORY`] (true).
+fn all_eigenvalues<T: Real + Dense>(
+    report: &mut EigReport,
+    sel: Selection<T>,
+    d: &[T],
+    e: &[T],
+    w: &mut [T],
+    on_gpu: bool,
+) -> bool {
+    let n = d.len();
+    let Selection {
+        range,
+        il,
+        iu,
+        abstol,
+        ..
+    } = sel;
+    let everything = range == b'A' || (range == b'I' && il == 1 && iu == n as i32);
+    if !everything || abstol > T::ZERO {
+        return false;
+    }
+    let done = if on_gpu && all_by_bisection(d, e, w) {
+        true
+    } else {
+        let copies = (
+            crate::host::try_vec(n, T::ZERO),
+            crate::host::try_vec(n - 1, T::ZERO),
+        );
+        let (Some(mut dd), Some(mut ee)) = copies else {
+            no_host_memory(report, "a copy of the tridiagonal matrix");
+            return true;
+        };
+        dd.copy_from_slice(d);
+        ee.copy_from_slice(&e[..n - 1]);
+        let converged = T::sterf(&mut dd, &mut ee) == 0;
+        if converged {
+            w[..n].copy_from_slice(&dd);
+        }
+        converged
+    };
+    if done {
+        report.m = n as i32;
+    }
+    done
+}
+
+/// The eigenvalues `sel` asks for (its bounds and tolerance scaled with A) from the
+/// tridiagonal (d, e) into `w`, by the crate's bisection (on the GPU where `path` is the GPU's),
+/// falling back to the system LAPACK's xSTEBZ where its workspace cannot be allocated: M, and
+/// INFO as xSYEVX passes xSTEBZ's on.
+fn selected_eigenvalues<T: Real + Dense>(
+    report: &mut EigReport,
+    sel: Selection<T>,
+    d: &[T],
+    e: &[T],
+    w: &mut [T],
+    path: Path,
+) {
+    let n = d.len();
+    let backend = if matches!(path, Path::Gpu { .. }) {
+        Backend::Gpu
+    } else {
+        Backend::Cpu
+    };
+    let (Some(mut iblock), Some(mut isplit)) =
+        (crate::host::try_vec(n, 0), crate::host::try_vec(n, 0))
+    else {
+        return no_host_memory(report, "xSTEBZ's IBLOCK and ISPLIT");
+    };
+    // The bisection's own workspace may fail to allocate: the system LAPACK then answers.
+    let r = crate::stebz::stebz_or_lapack(
+        sel.range,
+        b'E',
+        sel.vl,
+        sel.vu,
+        sel.il,
+        sel.iu,
+        sel.abstol,
+        d,
+        &e[..n - 1],
+        w,
+        &mut iblock,
+        &mut isplit,
+        backend,
+        None,
+    );
+    if r.info == crate::stebz::INFO_NO_HOST_MEMORY {
+        // Neither could run: an internal failure, not an illegal argument of xSTEBZ's.
+        no_host_memory(report, "xSTEBZ's workspace");
+    } else {
+        report.info = syevx_info_from_stebz(r.info);
+        if r.info < 0 {
+            // xSTEBZ returned before setting M; xSYEVX's M stays 0.
+            report.stebz_illegal = Some(r.info);
+        } else {
+            report.m = r.m;
+        }
+    }
+}
+
 /// How many leading entries of W xSYEVX scales back by 1/σ after scaling A by σ: M on
 /// success, INFO − 1 for INFO > 0 (LAPACK's IMAX, however odd), none for INFO < 0 (xSCAL with
 /// a negative count does nothing); never more than N.
@@ -270,7 +416,15 @@ pub fn syevx<T: Real + Dense + CublasReal>(
     w: &mut [T],
     path: Path,
 ) -> EigReport {
-    let range = range.to_ascii_uppercase();
+    let sel = Selection {
+        range: range.to_ascii_uppercase(),
+        vl,
+        vu,
+        il,
+        iu,
+        abstol,
+    };
+    let range = sel.range;
     let mut report = EigReport {
         info: 0,
         m: 0,
@@ -281,21 +435,8 @@ pub fn syevx<T: Real + Dense + CublasReal>(
     // scaling by σ = 0 makes VL = VU) and W depend on its own reduction: the system LAPACK
     // answers, from the untouched A.
     let anrm = (path != Path::Lapack && n > 1).then(|| triangle_max_abs(uplo, n, a, lda));
-    let lapack = |report: &mut EigReport, a: &mut [T], w: &mut [T]| {
-        let room = (
-            crate::host::try_vec((8 * n).max(1), T::ZERO),
-            crate::host::try_vec(5 * n, 0),
-            crate::host::try_vec(n, 0),
-        );
-        let (Some(mut work), Some(mut iwork), Some(mut ifail)) = room else {
-            return no_host_memory(report, "xSYEVX's workspace");
-        };
-        (report.m, report.info) = T::syevx_values_in(
-            range, uplo, n, a, lda, vl, vu, il, iu, abstol, w, &mut work, &mut iwork, &mut ifail,
-        );
-    };
     if path == Path::Lapack || anrm.is_some_and(|x| !x.is_finite()) {
-        lapack(&mut report, a, w);
+        lapack_syevx(&mut report, sel, uplo, n, a, lda, w);
         return report;
     }
     if n == 0 {
@@ -318,19 +459,19 @@ pub fn syevx<T: Real + Dense + CublasReal>(
         Ok(work) => work,
         Err(why) => {
             report.reduction = Some(lapack_instead(&why));
-            lapack(&mut report, a, w);
+            lapack_syevx(&mut report, sel, uplo, n, a, lda, w);
             return report;
         }
     };
     let sigma = scale_into_range(uplo, n, a, lda, anrm, rmax);
-    let (mut abstll, mut vll, mut vuu) = (abstol, vl, vu);
+    let mut scaled = sel;
     if let Some(sigma) = sigma {
         if abstol > T::ZERO {
-            abstll = abstol * sigma;
+            scaled.abstol = abstol * sigma;
         }
         if range == b'V' {
-            vll = vl * sigma;
-            vuu = vu * sigma;
+            scaled.vl = vl * sigma;
+            scaled.vu = vu * sigma;
         }
     }
     let (d, e, reduction) = match tridiagonal(uplo, n, a, lda, work, path) {
@@ -340,74 +481,11 @@ pub fn syevx<T: Real + Dense + CublasReal>(
             return report;
         }
     };
-    let on_gpu = reduction.backend == Backend::Gpu;
+    // The GPU bisection for all of them only where nothing was scaled (see `syev`).
+    let on_gpu = reduction.backend == Backend::Gpu && sigma.is_none();
     report.reduction = Some(reduction);
-    let everything = range == b'A' || (range == b'I' && il == 1 && iu == n as i32);
-    let mut done = false;
-    if everything && abstol <= T::ZERO {
-        if on_gpu && sigma.is_none() && all_by_bisection(&d, &e, w) {
-            done = true;
-        } else {
-            let copies = (
-                crate::host::try_vec(n, T::ZERO),
-                crate::host::try_vec(n - 1, T::ZERO),
-            );
-            let (Some(mut dd), Some(mut ee)) = copies else {
-                no_host_memory(&mut report, "a copy of the tridiagonal matrix");
-                return report;
-            };
-            dd.copy_from_slice(&d);
-            ee.copy_from_slice(&e[..n - 1]);
-            if T::sterf(&mut dd, &mut ee) == 0 {
-                w[..n].copy_from_slice(&dd);
-                done = true;
-            }
-        }
-        if done {
-            report.m = n as i32;
-        }
-    }
-    if !done {
-        let backend = if matches!(path, Path::Gpu { .. }) {
-            Backend::Gpu
-        } else {
-            Backend::Cpu
-        };
-        let (Some(mut iblock), Some(mut isplit)) =
-            (crate::host::try_vec(n, 0), crate::host::try_vec(n, 0))
-        else {
-            no_host_memory(&mut report, "xSTEBZ's IBLOCK and ISPLIT");
-            return report;
-        };
-        // The bisection's own workspace may fail to allocate: the system LAPACK then answers.
-        let r = crate::stebz::stebz_or_lapack(
-            range,
-            b'E',
-            vll,
-            vuu,
-            il,
-            iu,
-            abstll,
-            &d,
-            &e[..n - 1],
-            w,
-            &mut iblock,
-            &mut isplit,
-            backend,
-            None,
-        );
-        if r.info == crate::stebz::INFO_NO_HOST_MEMORY {
-            // Neither could run: an internal failure, not an illegal argument of xSTEBZ's.
-            report.info = r.info;
-        } else {
-            report.info = syevx_info_from_stebz(r.info);
-            if r.info < 0 {
-                // xSTEBZ returned before setting M; xSYEVX's M stays 0.
-                report.stebz_illegal = Some(r.info);
-            } else {
-                report.m = r.m;
-            }
-        }
+    if !all_eigenvalues(&mut report, sel, &d, &e, w, on_gpu) {
+        selected_eigenvalues(&mut report, scaled, &d, &e, w, path);
     }
     if let Some(sigma) = sigma {
         let imax = syevx_unscaled(report.info, report.m, n);
