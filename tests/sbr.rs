@@ -817,7 +817,8 @@ fn sb2st_suite<T: Real + Dense>() {
                 (8, 0),
             ] {
                 let (d, e) =
-                    sbr::sb2st::tridiagonalize_grouped(uplo, n, kd, ab, band.ldab, threads, group);
+                    sbr::sb2st::tridiagonalize_grouped(uplo, n, kd, ab, band.ldab, threads, group)
+                        .expect("host memory");
                 check_tridiagonal(&band, d, e, || {
                     format!(
                         "{}sb2st n={n} kd={kd} uplo={} threads={threads} group={group} seed={seed}",
@@ -864,7 +865,7 @@ fn sb2st_gpu_suite<T: Real + Dense>() {
                     uplo as char
                 )
             };
-            let (d, e) = sbr::sb2st::gpu::tridiagonalize(uplo, n, kd, ab, band.ldab)
+            let (d, e) = sbr::sb2st::gpu::tridiagonalize(uplo, n, kd, ab, band.ldab, false)
                 .unwrap_or_else(|err| panic!("{}: {err}", what()));
             check_tridiagonal(&band, d, e, what);
         }
@@ -889,8 +890,9 @@ fn sb2st_gpu_suite<T: Real + Dense>() {
                     T::PREFIX
                 )
             };
-            let (d, e) = sbr::sb2st::gpu::tridiagonalize(b'L', n, kd, &band.lower, band.ldab)
-                .unwrap_or_else(|err| panic!("{}: {err}", what()));
+            let (d, e) =
+                sbr::sb2st::gpu::tridiagonalize(b'L', n, kd, &band.lower, band.ldab, false)
+                    .unwrap_or_else(|err| panic!("{}: {err}", what()));
             check_tridiagonal(&band, d, e, what);
         }
     }
@@ -906,10 +908,12 @@ fn pipelined_chase_is_reproducible() {
     let mut rng = Rng::new(seed);
     let (n, kd) = (3000, 16);
     let band = random_band::<f64>(&mut rng, n, kd);
-    let serial = sbr::sb2st::tridiagonalize_grouped(b'L', n, kd, &band.lower, band.ldab, 1, 1);
+    let serial = sbr::sb2st::tridiagonalize_grouped(b'L', n, kd, &band.lower, band.ldab, 1, 1)
+        .expect("host memory");
     for (threads, group) in [(8, 1), (16, 1), (4, 2)] {
         let run =
-            sbr::sb2st::tridiagonalize_grouped(b'L', n, kd, &band.lower, band.ldab, threads, group);
+            sbr::sb2st::tridiagonalize_grouped(b'L', n, kd, &band.lower, band.ldab, threads, group)
+                .expect("host memory");
         assert!(
             run == serial,
             "threads={threads} group={group} seed={seed}: differs from the serial chase"
@@ -922,7 +926,7 @@ fn pipelined_chase_is_reproducible() {
     for (n, kd) in [(6000, 32), (6000, 64)] {
         let band = random_band::<f64>(&mut rng, n, kd);
         let run = || {
-            sbr::sb2st::gpu::tridiagonalize(b'L', n, kd, &band.lower, band.ldab)
+            sbr::sb2st::gpu::tridiagonalize(b'L', n, kd, &band.lower, band.ldab, false)
                 .unwrap_or_else(|err| panic!("n={n} kd={kd}: {err}"))
         };
         let first = run();

@@ -89,7 +89,8 @@ unsafe fn run<T: Real + Dense + CublasReal>(
                 started.elapsed(),
                 note.as_deref(),
             );
-            return 0;
+            // 0, or −1000 when host memory no path can do without was not there.
+            return report.info;
         }
     }
     report_illegal_argument(routine, info);

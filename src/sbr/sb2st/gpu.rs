@@ -16,23 +16,32 @@ const WAIT_TIMEOUT_NS: u64 = 10_000_000_000;
 /// The widest band the kernel takes: its blocks have 32 or 64 rows.
 pub const MAX_BANDWIDTH: usize = 64;
 
-/// As [`super::tridiagonalize`], on the GPU; `kd` at most [`MAX_BANDWIDTH`].
+/// As [`super::tridiagonalize`], on the GPU; `kd` at most [`MAX_BANDWIDTH`]. `profile` (the
+/// `profile` setting, see [`crate::config::SbrTuning`]): print the cycles per phase of the steps.
 pub fn tridiagonalize<T: Real>(
     uplo: u8,
     n: usize,
     kd: usize,
     ab: &[T],
     ldab: usize,
+    profile: bool,
 ) -> Result<(Vec<T>, Vec<T>), DeviceError> {
     assert!(kd <= MAX_BANDWIDTH, "bandwidth {kd} above {MAX_BANDWIDTH}");
-    let (mut w, ld, b) = workspace(uplo, n, kd, ab, ldab);
+    let no_memory = || DeviceError::Driver("cannot allocate the band's host memory".into());
+    let (mut w, ld, b) = workspace(uplo, n, kd, ab, ldab).ok_or_else(no_memory)?;
     if needs_chase(n, kd) {
-        chase(&mut w, ld, n, b)?;
+        chase(&mut w, ld, n, b, profile)?;
     }
-    Ok(diagonals(&w, ld, n))
+    diagonals(&w, ld, n).ok_or_else(no_memory)
 }
 
-fn chase<T: Real>(w: &mut [T], ld: usize, n: usize, b: usize) -> Result<(), DeviceError> {
+fn chase<T: Real>(
+    w: &mut [T],
+    ld: usize,
+    n: usize,
+    b: usize,
+    profile: bool,
+) -> Result<(), DeviceError> {
     let gpu = device::gpu()?;
     // Blocks of R = 32 or 64 rows, G threads per row (kernels/sb2st.cu).
     let rows = if b <= 32 { 32 } else { 64 };
@@ -74,7 +83,6 @@ fn chase<T: Real>(w: &mut [T], ld: usize, n: usize, b: usize) -> Result<(), Devi
     let mut done = stream.alloc_zeros::<u32>(sweeps)?;
     let mut failed = stream.alloc_zeros::<u32>(1)?;
     // HYLAPACK_SBR_PROFILE=1: clock cycles per phase of the steps, summed over the CTAs.
-    let profile = crate::config::get().sbr.profile;
     let mut cycles = stream.alloc_zeros::<u64>(PHASES.len() + 1)?;
     let cycles_ptr: u64 = if profile {
         let (ptr, _sync) = cycles.device_ptr_mut(&stream);
