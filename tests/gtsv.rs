@@ -498,8 +498,8 @@ fn c_and_fortran_entry_points() {
         )
     };
     assert_eq!(info, 0);
-    for i in 0..x.len() {
-        assert!((x[i] - want.x[i]).abs() <= 1e-12 * (1.0 + want.x[i].abs()));
+    for (&got, &want) in x.iter().zip(&want.x) {
+        assert!((got - want).abs() <= 1e-12 * (1.0 + want.abs()));
     }
     let (mut dl, mut d, mut du, mut x) = (a.dl.clone(), a.d.clone(), a.du.clone(), b.clone());
     let (n_i, nrhs_i, ldb_i, mut info) = (n as i32, 2, n as i32 + 2, -99);
@@ -834,8 +834,8 @@ fn speculative_refinement_agrees() {
 #[ignore]
 fn table3_stress_many_seeds() {
     let n = 512;
-    let mut worst = vec![0.0f64; 17];
-    let mut fails = vec![0; 17];
+    let mut worst = [0.0f64; 17];
+    let mut fails = [0; 17];
     let runs: u64 = std::env::var("STRESS_RUNS")
         .ok()
         .and_then(|s| s.parse().ok())

@@ -116,6 +116,8 @@ fn band_to_dense<T: Real>(ab: &[T], ldab: usize, kd: usize, n: usize, upper: boo
 }
 
 /// Q = H(1) ⋯ H(n−kd) from the reflectors xSYTRD_SY2SB leaves in A and TAU.
+// j indexes TAU and the reflectors' rows alike.
+#[allow(clippy::needless_range_loop)]
 fn build_q<T: Real>(a: &[T], n: usize, kd: usize, tau: &[T], upper: bool) -> Vec<f64> {
     let l = |r: usize, c: usize| if upper { a[c + r * n] } else { a[r + c * n] }.to_f64();
     let mut q = vec![0.0; n * n];
@@ -356,7 +358,8 @@ fn workspace_query_matches_lapack() {
 #[test]
 fn illegal_arguments_in_lapack_order() {
     // (uplo, n, kd, lda, ldab, lwork) → INFO
-    let cases: &[((u8, i32, i32, i32, i32, i32), i32)] = &[
+    type Case = ((u8, i32, i32, i32, i32, i32), i32);
+    let cases: &[Case] = &[
         ((b'X', 10, 2, 10, 3, 1000), -1),
         ((b'L', -1, 2, 10, 3, 1000), -2),
         ((b'u', 10, -1, 10, 3, 1000), -3),

@@ -122,6 +122,11 @@ unsafe fn run<T: Real>(
 /// value of its own argument: 2 D, 3 E, 5 W, 6 IBLOCK, 7 ISPLIT, 8 Z, 12 IFAIL), reported through
 /// `xerbla_` as DSTEIN_GPU; k > 0 if k eigenvectors failed to converge; −1000 for an internal
 /// error (printed on stderr).
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn dstein_gpu(
     n: c_int,
@@ -141,6 +146,11 @@ pub unsafe extern "C" fn dstein_gpu(
 }
 
 /// Single-precision `dstein_gpu` (LAPACK SSTEIN's contract).
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn sstein_gpu(
     n: c_int,
@@ -200,6 +210,11 @@ unsafe fn fortran<T: Real>(
 
 /// `dstein_gpu` in the Fortran convention: LAPACK DSTEIN's exact argument list, all by
 /// reference (WORK and IWORK accepted, not used). INFO as for `dstein_gpu`.
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn dstein_gpu_(
     n: *const c_int,
@@ -235,6 +250,11 @@ pub unsafe extern "C" fn dstein_gpu_(
 }
 
 /// Single-precision `dstein_gpu_` (LAPACK SSTEIN's argument list).
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn sstein_gpu_(
     n: *const c_int,

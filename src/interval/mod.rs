@@ -16,6 +16,7 @@ pub mod verify;
 
 use crate::dispatch::{self, Backend, Family};
 use round::Dir;
+use std::cmp::Ordering;
 use std::time::Instant;
 
 /// Whether an operand is used as stored or transposed.
@@ -169,7 +170,9 @@ pub fn check_interval(x: &IntervalOperand, rows: usize, cols: usize) -> Result<b
         let (lo, hi) = (&x.inf.data[j * x.inf.ld..], &x.sup.data[j * x.sup.ld..]);
         for i in 0..rows {
             let (l, h) = (lo[i], hi[i]);
-            if !(l <= h) || l == f64::INFINITY || h == f64::NEG_INFINITY {
+            // NaN ends are bad too: they compare neither way.
+            let ordered = matches!(l.partial_cmp(&h), Some(Ordering::Less | Ordering::Equal));
+            if !ordered || l == f64::INFINITY || h == f64::NEG_INFINITY {
                 return Err(BadInterval);
             }
             finite &= l.is_finite() && h.is_finite();

@@ -180,7 +180,9 @@ fn block_one_norm<T: Real>(d: &[T], e: &[T]) -> T {
 /// then run in any order: per column of Z its shift (the eigenvalue after the perturbation of
 /// close ones) and the seed of its starting vector, and the tasks (clusters, unit blocks,
 /// invalid blocks) that cover the columns.
-struct Plan<T> {
+struct Plan<'a, T> {
+    d: &'a [T],
+    e: &'a [T],
     shifts: Vec<T>,
     seeds: Vec<u64>,
     tasks: Vec<Task<T>>,
@@ -188,15 +190,17 @@ struct Plan<T> {
 
 /// Makes the [`Plan`], its memory allocated first (M entries each: a task has at least one
 /// column). Needs M ≥ 1, N ≥ 2.
-fn plan<T: Real>(
-    d: &[T],
-    e: &[T],
+fn plan<'a, T: Real>(
+    d: &'a [T],
+    e: &'a [T],
     w: &[T],
     iblock: &[i32],
     isplit: &[i32],
-) -> Result<Plan<T>, NoMemory> {
+) -> Result<Plan<'a, T>, NoMemory> {
     let (n, m) = (d.len(), w.len());
     let mut plan = Plan {
+        d,
+        e,
         shifts: try_vec(m, T::ZERO).ok_or(NoMemory::of::<T>(m))?,
         seeds: try_vec(m, 0u64).ok_or(NoMemory::of::<u64>(m))?,
         tasks: try_room(m).ok_or(NoMemory::of::<Task<T>>(m))?,
@@ -272,15 +276,14 @@ fn plan<T: Real>(
 /// Runs one task on its columns (`z` starts at the task's first column, `failed` holds one
 /// flag per column of the task) with the scratch `work`.
 fn run_task<T: Real>(
-    plan: &Plan<T>,
+    plan: &Plan<'_, T>,
     task: &Task<T>,
-    d: &[T],
-    e: &[T],
     z: &mut [T],
     ldz: usize,
     failed: &mut [bool],
     work: &mut Workspace<T>,
 ) {
+    let (d, e) = (plan.d, plan.e);
     let n = d.len();
     match *task {
         Task::Unit { count, row, .. } => {
@@ -413,7 +416,7 @@ pub fn stein_on<T: Real>(
     let threads = threads.min(plan.tasks.len());
     if threads <= 1 || work < PARALLEL_WORK {
         for (i, z, f) in pieces {
-            run_task(&plan, &plan.tasks[i], d, e, z, ldz, f, &mut here);
+            run_task(&plan, &plan.tasks[i], z, ldz, f, &mut here);
         }
     } else {
         // Largest first, taken by whichever thread is free; each task's result depends only
@@ -429,7 +432,7 @@ pub fn stein_on<T: Real>(
                 return;
             };
             while let Some((i, z, f)) = next() {
-                run_task(&plan, &plan.tasks[i], d, e, z, ldz, f, &mut work);
+                run_task(&plan, &plan.tasks[i], z, ldz, f, &mut work);
             }
         });
     }

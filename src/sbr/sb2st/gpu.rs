@@ -49,17 +49,16 @@ fn chase<T: Real>(
     let threads = groups * rows;
     let sweeps = n - 2;
     let int = |x: usize| {
-        i32::try_from(x).map_err(|_| DeviceError::Driver(format!("n = {n} exceeds 32-bit rows")))
+        i32::try_from(x).map_err(|_| DeviceError::Unsupported(format!("n = {n} exceeds 32-bit rows")))
     };
     let (n_arg, b_arg, ld_arg) = (int(n)?, int(b)?, int(ld)?);
     let elem = std::mem::size_of::<T>();
     let _memory = gpu
         .budget
-        .reserve((w.len() * elem + 4 * (sweeps + 1)) as u64)?;
+        .reserve((std::mem::size_of_val(w) + 4 * (sweeps + 1)) as u64)?;
     // The function attribute and occupancy queries below need the context current here.
     gpu.ctx.bind_to_thread()?;
-    let module = gpu.module(&kernels::SB2ST)?;
-    let func = module.load_function(&format!("sb2st_chase_{}{rows}", T::PREFIX))?;
+    let func = gpu.function(&kernels::SB2ST, &format!("sb2st_chase_{}{rows}", T::PREFIX))?;
     // Two blocks of R × (R + 1), G + 2 vectors of R and one entry per warp.
     let smem = (2 * rows * (rows + 1) + (groups + 2) * rows + threads / 32) * elem;
     if smem > 48 * 1024 {
