@@ -7,7 +7,7 @@ use crate::config::SbrTuning;
 use crate::dispatch::Backend;
 use crate::lapack::Dense;
 use crate::real::Real;
-use crate::sbr::executor::host_vec;
+use crate::sbr::executor::host_zeros;
 use crate::sbr::executor::{cpu, gpu, ExecError, Executor};
 use crate::sbr::host::{put_band, HostMat};
 use crate::sbr::plan::{describe, Mode};
@@ -71,7 +71,7 @@ impl<'a, T: Real + Dense> Problem<'a, T> {
         let (n, kd) = (self.n, self.kd);
         // The general formula: LAPACK releases before 3.12 ask for it even when N ≤ KD + 1.
         let lwork = n * kd + n * kd.max(FACTOPTNB) + 2 * kd * kd;
-        let mut work = host_vec(lwork.max(1), T::ZERO)?;
+        let mut work = host_zeros(lwork.max(1))?;
         let info = T::sytrd_sy2sb(
             self.uplo, n, kd, self.a, self.lda, self.ab, self.ldab, self.tau, &mut work, false,
         );

@@ -7,7 +7,7 @@ use crate::lapack::Dense;
 use crate::real::Real;
 use crate::sbr::executor::cpu::CpuExecutor;
 use crate::sbr::executor::gpu::{self, CublasReal, GpuExecutor};
-use crate::sbr::executor::host_vec;
+use crate::sbr::executor::host_zeros;
 use crate::sbr::sbrdb::{self, narrow as narrow_band};
 use crate::sbr::{plan, sb2st, streaming_budget, syrdb_band, Mode, Path, SyrdbReport};
 
@@ -85,10 +85,7 @@ impl<T: Real> BandWork<T> {
     pub(super) fn new(n: usize, path: Path) -> Result<Self, String> {
         let (kd, wide) = driver_bandwidths::<T>(n, path);
         let first = wide.unwrap_or(kd);
-        let (ab, tau) = (
-            host_vec((first + 1) * n, T::ZERO),
-            host_vec(n - first.min(n), T::ZERO),
-        );
+        let (ab, tau) = (host_zeros((first + 1) * n), host_zeros(n - first.min(n)));
         match (ab, tau) {
             (Ok(ab), Ok(tau)) => Ok(BandWork { ab, tau, kd, wide }),
             (Err(e), _) | (_, Err(e)) => Err(format!("the band: {e}")),

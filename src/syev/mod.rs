@@ -62,7 +62,7 @@ fn lapack_syev<T: Real + Dense>(
     w: &mut [T],
 ) {
     let lwork = ((SYTRD_NB + 2) * n).max(1);
-    match crate::host::try_vec(lwork, T::ZERO) {
+    match crate::host::try_zeroed(lwork) {
         Some(mut work) => report.info = T::syev_values_in(uplo, n, a, lda, w, &mut work),
         None => no_host_memory(report, "xSYEV's workspace"),
     }
@@ -194,7 +194,7 @@ fn lapack_syevx<T: Real + Dense>(
     w: &mut [T],
 ) {
     let room = (
-        crate::host::try_vec((8 * n).max(1), T::ZERO),
+        crate::host::try_zeroed((8 * n).max(1)),
         crate::host::try_vec(5 * n, 0),
         crate::host::try_vec(n, 0),
     );
@@ -241,10 +241,7 @@ fn all_eigenvalues<T: Real + Dense>(
     let done = if on_gpu && all_by_bisection(d, e, w) {
         true
     } else {
-        let copies = (
-            crate::host::try_vec(n, T::ZERO),
-            crate::host::try_vec(n - 1, T::ZERO),
-        );
+        let copies = (crate::host::try_zeroed(n), crate::host::try_zeroed(n - 1));
         let (Some(mut dd), Some(mut ee)) = copies else {
             no_host_memory(report, "a copy of the tridiagonal matrix");
             return true;

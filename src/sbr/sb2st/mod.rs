@@ -43,7 +43,7 @@ fn workspace<T: Real>(
 ) -> Option<(Vec<T>, usize, usize)> {
     let b = kd.max(1);
     let ld = 2 * b + 1;
-    let mut w = crate::host::try_vec(ld * n, T::ZERO)?;
+    let mut w = crate::host::try_zeroed(ld * n)?;
     let upper = uplo.eq_ignore_ascii_case(&b'U');
     for j in 0..n {
         for d in 0..=kd.min(n - 1 - j) {
@@ -61,8 +61,8 @@ fn workspace<T: Real>(
 /// The diagonal and subdiagonal of the working band once it is tridiagonal, or None if they
 /// cannot be allocated.
 fn diagonals<T: Real>(w: &[T], ld: usize, n: usize) -> Option<(Vec<T>, Vec<T>)> {
-    let mut d = crate::host::try_vec(n, T::ZERO)?;
-    let mut e = crate::host::try_vec(n.saturating_sub(1), T::ZERO)?;
+    let mut d = crate::host::try_zeroed(n)?;
+    let mut e = crate::host::try_zeroed(n.saturating_sub(1))?;
     for (j, x) in d.iter_mut().enumerate() {
         *x = w[j * ld];
     }
