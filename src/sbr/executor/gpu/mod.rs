@@ -9,17 +9,16 @@
 //! read/write events, which keep one read per buffer: a buffer read on two streams must have
 //! the read that its next writer has to wait for queued last.
 
-mod cublas;
 mod halves;
 mod ops;
 
-pub use cublas::CublasReal;
+pub use crate::device::blas::CublasReal;
 
 use crate::device::linalg::{Linalg, PooledLinalg};
 use crate::device::memory::{Pinned, Registered, Reservation};
 use crate::device::{self, DeviceError, Gpu, PooledStream};
 use crate::sbr::executor::{ExecError, Op, OpMut};
-use cudarc::cublas::sys::{self as cb, cublasHandle_t, cublasOperation_t};
+use cudarc::cublas::sys::{self as cb, cublasHandle_t};
 use cudarc::cublas::CudaBlas;
 use cudarc::cusolver::sys as cs;
 use cudarc::driver::sys::CUdeviceptr;
@@ -155,14 +154,6 @@ fn blas_err(e: cudarc::cublas::result::CublasError) -> ExecError {
 
 fn driver_err(e: cudarc::driver::DriverError) -> ExecError {
     ExecError::Device(e.into())
-}
-
-fn trans(t: bool) -> cublasOperation_t {
-    if t {
-        cublasOperation_t::CUBLAS_OP_T
-    } else {
-        cublasOperation_t::CUBLAS_OP_N
-    }
 }
 
 /// The device address of entry `off` of a buffer at `base`.
@@ -434,8 +425,8 @@ impl<T: CublasReal> GpuExecutor<T> {
             unsafe {
                 T::gemm(
                     handle,
-                    trans(false),
-                    trans(false),
+                    crate::device::blas::trans(false),
+                    crate::device::blas::trans(false),
                     dim(n),
                     dim(n),
                     dim(n),

@@ -3,9 +3,9 @@
 
 use super::halves::{symm_by_halves, syr2k_by_halves, Pairs2k, HALVES_LEAF};
 use super::{
-    at, blas_err, dim, driver_err, geam_on, solver_ok, trans, CublasReal, GpuBuf, GpuExecutor,
-    CHUNK,
+    at, blas_err, dim, driver_err, geam_on, solver_ok, CublasReal, GpuBuf, GpuExecutor, CHUNK,
 };
+use crate::device::blas::trans;
 use crate::device::memory::{copy_2d, Side};
 use crate::device::{self};
 use crate::sbr::executor::{DirectBlock, ExecError, Executor, Op, OpMut};

@@ -1,12 +1,20 @@
 //! The cuBLAS and cuSOLVER routines of one precision ([`CublasReal`]), stamped for f32 and f64.
 
-use super::trans;
 use crate::real::Real;
 use cudarc::cublas::sys::{
     self as cb, cublasFillMode_t, cublasHandle_t, cublasOperation_t, cublasSideMode_t,
     cublasStatus_t,
 };
 use cudarc::cusolver::sys as cs;
+
+/// cuBLAS's operation for `t`: transposed or not.
+pub fn trans(t: bool) -> cublasOperation_t {
+    if t {
+        cublasOperation_t::CUBLAS_OP_T
+    } else {
+        cublasOperation_t::CUBLAS_OP_N
+    }
+}
 
 /// The cuBLAS routines of one precision.
 #[allow(clippy::too_many_arguments)]
