@@ -1,5 +1,6 @@
 //! The cuBLAS and cuSOLVER routines of one precision ([`CublasReal`]), stamped for f32 and f64.
 
+use super::DeviceError;
 use crate::real::Real;
 use cudarc::cublas::sys::{
     self as cb, cublasFillMode_t, cublasHandle_t, cublasOperation_t, cublasSideMode_t,
@@ -365,3 +366,163 @@ impl_cublas!(
     cusolverDnSpotrf_bufferSize,
     cusolverDnSpotrf
 );
+
+/// Lets `blas`'s handle run without a workspace of its own (for handles whose calls need none,
+/// so that the memory budget's margin for cuBLAS's workspace covers the others).
+///
+/// # Safety
+/// No work queued through the handle is in flight.
+pub unsafe fn set_no_workspace(blas: &cudarc::cublas::CudaBlas) -> Result<(), DeviceError> {
+    // SAFETY: a live handle; no workspace is a documented setting.
+    unsafe { cb::cublasSetWorkspace_v2(*blas.handle(), std::ptr::null_mut(), 0) }.result()?;
+    Ok(())
+}
+
+/// cusolverDnDgetrf_bufferSize: the workspace (elements) of `dgetrf` on an n x n matrix.
+///
+/// # Safety
+/// `h` is a live handle; `a` is device memory holding n x n entries at leading dimension `lda`.
+pub unsafe fn dgetrf_buffer_size(
+    h: cs::cusolverDnHandle_t,
+    n: i32,
+    a: *mut f64,
+    lda: i32,
+) -> Result<i32, DeviceError> {
+    let mut lwork = 0i32;
+    // SAFETY: as the caller promises; lwork is host memory.
+    let st = unsafe { cs::cusolverDnDgetrf_bufferSize(h, n, n, a, lda, &mut lwork) };
+    DeviceError::check_cusolver("cusolverDnDgetrf_bufferSize", st)?;
+    Ok(lwork)
+}
+
+/// cusolverDnDgetrf: the LU factorization with partial pivoting of an n x n matrix.
+///
+/// # Safety
+/// As for [`dgetrf_buffer_size`], with a device workspace of the size it returned, `n` device
+/// pivots and one device `info`, all on the handle's stream.
+pub unsafe fn dgetrf(
+    h: cs::cusolverDnHandle_t,
+    n: i32,
+    a: *mut f64,
+    lda: i32,
+    work: *mut f64,
+    ipiv: *mut i32,
+    info: *mut i32,
+) -> Result<(), DeviceError> {
+    // SAFETY: as the caller promises.
+    let st = unsafe { cs::cusolverDnDgetrf(h, n, n, a, lda, work, ipiv, info) };
+    DeviceError::check_cusolver("cusolverDnDgetrf", st)
+}
+
+/// cusolverDnDgetrs with TRANS = N: B (n x nrhs) := A⁻¹ B from `dgetrf`'s factors.
+///
+/// # Safety
+/// `h` is a live handle; `a` and `ipiv` hold `dgetrf`'s output, `b` n x nrhs entries at `ldb`,
+/// `info` one entry, all device memory on the handle's stream.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn dgetrs(
+    h: cs::cusolverDnHandle_t,
+    n: i32,
+    nrhs: i32,
+    a: *const f64,
+    lda: i32,
+    ipiv: *const i32,
+    b: *mut f64,
+    ldb: i32,
+    info: *mut i32,
+) -> Result<(), DeviceError> {
+    let no = cs::cublasOperation_t::CUBLAS_OP_N;
+    // SAFETY: as the caller promises.
+    let st = unsafe { cs::cusolverDnDgetrs(h, no, n, nrhs, a, lda, ipiv, b, ldb, info) };
+    DeviceError::check_cusolver("cusolverDnDgetrs", st)
+}
+
+/// cusolverDnDsyevd_bufferSize with JOBZ = N (eigenvalues only), UPLO = lower.
+///
+/// # Safety
+/// `h` is a live handle; `a` holds n x n entries at `lda`, `w` n entries (device memory).
+pub unsafe fn dsyevd_novector_buffer_size(
+    h: cs::cusolverDnHandle_t,
+    n: i32,
+    a: *const f64,
+    lda: i32,
+    w: *const f64,
+) -> Result<i32, DeviceError> {
+    let mut lwork = 0i32;
+    let novector = cs::cusolverEigMode_t::CUSOLVER_EIG_MODE_NOVECTOR;
+    let lower = cs::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER;
+    // SAFETY: as the caller promises; lwork is host memory.
+    let st =
+        unsafe { cs::cusolverDnDsyevd_bufferSize(h, novector, lower, n, a, lda, w, &mut lwork) };
+    DeviceError::check_cusolver("cusolverDnDsyevd_bufferSize", st)?;
+    Ok(lwork)
+}
+
+/// cusolverDnDsyevd with JOBZ = N, UPLO = lower: the eigenvalues of `a` into `w`.
+///
+/// # Safety
+/// As for [`dsyevd_novector_buffer_size`], with a device workspace of `lwork` elements (at least
+/// what it returned) and one device `info`, all on the handle's stream.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn dsyevd_novector(
+    h: cs::cusolverDnHandle_t,
+    n: i32,
+    a: *mut f64,
+    lda: i32,
+    w: *mut f64,
+    work: *mut f64,
+    lwork: i32,
+    info: *mut i32,
+) -> Result<(), DeviceError> {
+    let novector = cs::cusolverEigMode_t::CUSOLVER_EIG_MODE_NOVECTOR;
+    let lower = cs::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER;
+    // SAFETY: as the caller promises.
+    let st = unsafe { cs::cusolverDnDsyevd(h, novector, lower, n, a, lda, w, work, lwork, info) };
+    DeviceError::check_cusolver("cusolverDnDsyevd", st)
+}
+
+/// cusolverDnDsytrd_bufferSize with UPLO = lower.
+///
+/// # Safety
+/// `h` is a live handle; `a` holds n x n entries at `lda`, `d`, `e` and `tau` n entries each
+/// (device memory).
+pub unsafe fn dsytrd_buffer_size(
+    h: cs::cusolverDnHandle_t,
+    n: i32,
+    a: *const f64,
+    lda: i32,
+    d: *const f64,
+    e: *const f64,
+    tau: *const f64,
+) -> Result<i32, DeviceError> {
+    let mut lwork = 0i32;
+    let lower = cs::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER;
+    // SAFETY: as the caller promises; lwork is host memory.
+    let st = unsafe { cs::cusolverDnDsytrd_bufferSize(h, lower, n, a, lda, d, e, tau, &mut lwork) };
+    DeviceError::check_cusolver("cusolverDnDsytrd_bufferSize", st)?;
+    Ok(lwork)
+}
+
+/// cusolverDnDsytrd with UPLO = lower: the reduction of `a` to tridiagonal form (d, e, tau).
+///
+/// # Safety
+/// As for [`dsytrd_buffer_size`], with a device workspace of `lwork` elements (at least what it
+/// returned) and one device `info`, all on the handle's stream.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn dsytrd(
+    h: cs::cusolverDnHandle_t,
+    n: i32,
+    a: *mut f64,
+    lda: i32,
+    d: *mut f64,
+    e: *mut f64,
+    tau: *mut f64,
+    work: *mut f64,
+    lwork: i32,
+    info: *mut i32,
+) -> Result<(), DeviceError> {
+    let lower = cs::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER;
+    // SAFETY: as the caller promises.
+    let st = unsafe { cs::cusolverDnDsytrd(h, lower, n, a, lda, d, e, tau, work, lwork, info) };
+    DeviceError::check_cusolver("cusolverDnDsytrd", st)
+}
