@@ -249,6 +249,9 @@ fn cusolver(a: &[f64], n: usize, syevd: bool) -> Result<(f64, Option<Vec<f64>>),
     Ok((s, w))
 }
 
+/// One row of the table: method, seconds, GFLOP/s, eigenvalues to check, note.
+type Row = (String, f64, Option<f64>, Option<Vec<f64>>, String);
+
 fn run(o: &Options) -> i32 {
     let gpu = hylapack::device::gpu();
     match &gpu {
@@ -266,7 +269,7 @@ fn run(o: &Options) -> i32 {
             Err(e) => println!("cuBLAS DGEMM: {e}"),
         }
         // Loads cuSOLVER and makes the pooled handles once, outside the timed rows (cuSOLVER's
-        // own rows create their handles before the timer too).
+        // own rows take a pooled handle before the timer too).
         let (n, kd) = (512, 32);
         let mut w = testmat::dense_symmetric::<f64>(DenseFamily::Random, n, &mut Rng::new(1));
         let (mut ab, mut tau) = (vec![0.0; (kd + 1) * n], vec![0.0; n - kd]);
@@ -288,7 +291,7 @@ fn run(o: &Options) -> i32 {
         let a = testmat::dense_symmetric::<f64>(DenseFamily::Random, n, &mut rng);
         let flops = 4.0 * (n as f64).powi(3) / 3.0;
         let mut reference: Option<Vec<f64>> = None;
-        let mut rows: Vec<(String, f64, Option<f64>, Option<Vec<f64>>, String)> = Vec::new();
+        let mut rows: Vec<Row> = Vec::new();
         let add =
             |rows: &mut Vec<_>, what: &str, s: f64, gf: bool, w: Option<Vec<f64>>, note: String| {
                 rows.push((what.to_string(), s, gf.then(|| flops / s / 1e9), w, note));
