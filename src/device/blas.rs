@@ -1,4 +1,6 @@
-//! The cuBLAS and cuSOLVER routines of one precision ([`CublasReal`]), stamped for f32 and f64.
+//! The raw cuBLAS, cuSOLVER and cuSPARSE calls: the routines of one precision ([`CublasReal`],
+//! stamped for f32 and f64) and checked wrappers of the double-precision ones that the
+//! interval solver and the benchmarks use.
 
 use super::DeviceError;
 use crate::real::Real;
@@ -7,6 +9,9 @@ use cudarc::cublas::sys::{
     cublasStatus_t,
 };
 use cudarc::cusolver::sys as cs;
+use cudarc::cusparse::sys as sp;
+use cudarc::driver::CudaStream;
+use std::sync::Arc;
 
 /// cuBLAS's operation for `t`: transposed or not.
 pub fn trans(t: bool) -> cublasOperation_t {
@@ -525,4 +530,101 @@ pub unsafe fn dsytrd(
     // SAFETY: as the caller promises.
     let st = unsafe { cs::cusolverDnDsytrd(h, lower, n, a, lda, d, e, tau, work, lwork, info) };
     DeviceError::check_cusolver("cusolverDnDsytrd", st)
+}
+
+/// A cuSPARSE handle bound to a stream, destroyed when dropped.
+pub struct SparseHandle {
+    raw: sp::cusparseHandle_t,
+    _stream: Arc<CudaStream>,
+}
+
+impl SparseHandle {
+    /// A new handle whose calls queue on `stream`.
+    pub fn new(stream: Arc<CudaStream>) -> Result<Self, DeviceError> {
+        if !super::libraries().cusparse {
+            return Err(DeviceError::MissingLibrary("cuSPARSE"));
+        }
+        let mut raw: sp::cusparseHandle_t = std::ptr::null_mut();
+        // SAFETY: raw receives a new handle.
+        unsafe { sp::cusparseCreate(&mut raw) }.result()?;
+        let handle = SparseHandle {
+            raw,
+            _stream: stream,
+        };
+        // SAFETY: the handle and the stream are live (the handle keeps the stream); cudarc's
+        // and cuSPARSE's CUstream_st are the same driver type, declared twice.
+        unsafe {
+            sp::cusparseSetStream(handle.raw, handle._stream.cu_stream() as sp::cudaStream_t)
+        }
+        .result()?;
+        Ok(handle)
+    }
+}
+
+impl Drop for SparseHandle {
+    fn drop(&mut self) {
+        // SAFETY: the handle was created by cusparseCreate and is destroyed once.
+        unsafe { sp::cusparseDestroy(self.raw) };
+    }
+}
+
+/// cusparseDgtsv2_bufferSizeExt, or with `nopivot` cusparseDgtsv2_nopivot_bufferSizeExt: the
+/// workspace (bytes) of [`dgtsv2`] on an m x m tridiagonal system with `nrhs` right-hand sides.
+///
+/// # Safety
+/// `dl`, `d`, `du` are device arrays of m entries (cuSPARSE's layout: dl[0] = du[m-1] = 0), `b`
+/// holds m x nrhs entries at `ldb`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn dgtsv2_buffer_size(
+    h: &SparseHandle,
+    nopivot: bool,
+    m: i32,
+    nrhs: i32,
+    dl: *const f64,
+    d: *const f64,
+    du: *const f64,
+    b: *const f64,
+    ldb: i32,
+) -> Result<usize, DeviceError> {
+    let mut size = 0usize;
+    // SAFETY: as the caller promises; size is host memory.
+    unsafe {
+        if nopivot {
+            sp::cusparseDgtsv2_nopivot_bufferSizeExt(h.raw, m, nrhs, dl, d, du, b, ldb, &mut size)
+        } else {
+            sp::cusparseDgtsv2_bufferSizeExt(h.raw, m, nrhs, dl, d, du, b, ldb, &mut size)
+        }
+    }
+    .result()?;
+    Ok(size)
+}
+
+/// cusparseDgtsv2 (partial pivoting), or with `nopivot` cusparseDgtsv2_nopivot: B := A⁻¹ B.
+///
+/// # Safety
+/// As for [`dgtsv2_buffer_size`], with `b` writable and a device workspace `buffer` of the size
+/// it returned, all on the handle's stream.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn dgtsv2(
+    h: &SparseHandle,
+    nopivot: bool,
+    m: i32,
+    nrhs: i32,
+    dl: *const f64,
+    d: *const f64,
+    du: *const f64,
+    b: *mut f64,
+    ldb: i32,
+    buffer: *mut std::ffi::c_void,
+) -> Result<(), DeviceError> {
+    // SAFETY: as the caller promises.
+    unsafe {
+        if nopivot {
+            sp::cusparseDgtsv2_nopivot(h.raw, m, nrhs, dl, d, du, b, ldb, buffer)
+        } else {
+            sp::cusparseDgtsv2(h.raw, m, nrhs, dl, d, du, b, ldb, buffer)
+        }
+    }
+    .result()?;
+    Ok(())
 }
