@@ -11,10 +11,10 @@ use crate::{forward, route, run_logged, set_info, Inside, Route, FROM_INSIDE, IL
 use hylapack::api::fortran_char;
 use hylapack::dispatch::{Backend, Family};
 use hylapack::lapack::signatures::{SyevFn, SyevdFn, SyevrFn, SyevxFn};
-use hylapack::lapack::{span, Dense};
+use hylapack::lapack::span;
 use hylapack::real::Real;
-use hylapack::sbr::CublasReal;
 use hylapack::sbr::Path;
+use hylapack::sbr::SbrReal;
 use hylapack::syev::{self, EigReport};
 use std::ffi::{c_char, c_int};
 
@@ -156,7 +156,7 @@ unsafe fn all_values_route(
 /// Runs xSYEV / xSYEV_2STAGE / xSYEVD with JOBZ = 'N' here if it should; `query` asks the
 /// program's LAPACK for the optimal (WORK(1), IWORK(1)). Returns INFO, or why it is forwarded.
 #[allow(clippy::too_many_arguments)]
-unsafe fn all_values<T: Real + Dense + CublasReal>(
+unsafe fn all_values<T: SbrReal>(
     routine: &str,
     driver: Driver,
     (jobz, uplo, n, lda): (*const c_char, *const c_char, *const c_int, *const c_int),
@@ -195,7 +195,7 @@ struct Selected<T> {
 
 /// Runs xSYEVX / xSYEVR with JOBZ = 'N' here if it should (as [`all_values`]); stores M.
 #[allow(clippy::too_many_arguments)]
-unsafe fn selected_values<T: Real + Dense + CublasReal>(
+unsafe fn selected_values<T: SbrReal>(
     routine: &str,
     driver: Driver,
     s: &Selected<T>,

@@ -12,7 +12,7 @@ use crate::sbr::executor::{cpu, gpu, ExecError, Executor};
 use crate::sbr::host::{put_band, HostMat};
 use crate::sbr::plan::{describe, Mode};
 use crate::sbr::streaming::Pending;
-use crate::sbr::{plan, CublasReal, Path, SyrdbReport, FACTOPTNB, INFO_NO_HOST_MEMORY};
+use crate::sbr::{plan, Path, SbrReal, SyrdbReport, FACTOPTNB, INFO_NO_HOST_MEMORY};
 use crate::sbr::{resident, streaming};
 
 /// The arguments of one reduction.
@@ -109,10 +109,7 @@ fn no_host_memory(report: &mut SyrdbReport, why: String) {
     });
 }
 
-pub(super) fn reduce_on<T: Real + Dense + CublasReal>(
-    mut p: Problem<T>,
-    path: Path,
-) -> SyrdbReport {
+pub(super) fn reduce_on<T: SbrReal>(mut p: Problem<T>, path: Path) -> SyrdbReport {
     // The one place a reduction reads the settings.
     p.tuning = crate::config::get().sbr;
     let (n, kd, lda, ldab) = (p.n, p.kd, p.lda, p.ldab);

@@ -3,12 +3,12 @@
 
 use crate::dispatch::{self, Backend};
 use crate::host::try_vec;
-use crate::lapack::Dense;
 use crate::real::Real;
 use crate::sbr::executor::cpu::CpuExecutor;
-use crate::sbr::executor::gpu::{self, CublasReal, GpuExecutor};
+use crate::sbr::executor::gpu::{self, GpuExecutor};
 use crate::sbr::executor::host_zeros;
 use crate::sbr::sbrdb::{self, narrow as narrow_band};
+use crate::sbr::SbrReal;
 use crate::sbr::{plan, sb2st, streaming_budget, syrdb_band, Mode, Path, SyrdbReport};
 
 /// The bandwidth of the intermediate band matrix when the matrix fits in the executor's
@@ -97,7 +97,7 @@ impl<T: Real> BandWork<T> {
 /// into `work` and bulge chasing (on the GPU when the band reduction ran there, else on the
 /// CPU's threads; the CPU also takes over if the GPU fails). `a` is destroyed. Fails, with why,
 /// only for want of host memory (a later stage's, or what the reduction could do without).
-pub(super) fn tridiagonal<T: Real + Dense + CublasReal>(
+pub(super) fn tridiagonal<T: SbrReal>(
     uplo: u8,
     n: usize,
     a: &mut [T],
@@ -152,7 +152,7 @@ pub(super) fn tridiagonal<T: Real + Dense + CublasReal>(
 /// ran there and the GPU does not fail, else on the CPU. Returns it with a note of where, or
 /// why the CPU could not (host memory).
 #[allow(clippy::too_many_arguments)]
-fn narrow<T: Real + Dense + CublasReal>(
+fn narrow<T: SbrReal>(
     uplo: u8,
     n: usize,
     kw: usize,

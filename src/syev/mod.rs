@@ -17,7 +17,7 @@ pub use driver::{bandwidth, bandwidth_streaming, driver_bandwidths, wide_bandwid
 use crate::dispatch::Backend;
 use crate::lapack::Dense;
 use crate::real::Real;
-use crate::sbr::{CublasReal, Path, SyrdbReport};
+use crate::sbr::{Path, SbrReal, SyrdbReport};
 use driver::{all_by_bisection, tridiagonal, BandWork};
 use scale::{scale_into_range, triangle_max_abs};
 
@@ -331,7 +331,7 @@ impl EigReport {
 /// All eigenvalues of the symmetric `a` (its `uplo` triangle), ascending in `w`, as xSYEV
 /// with JOBZ = 'N'; `a` is destroyed. `Path::Lapack` runs the system LAPACK's xSYEV. The
 /// arguments must have passed [`syev_check`].
-pub fn syev<T: Real + Dense + CublasReal>(
+pub fn syev<T: SbrReal>(
     uplo: u8,
     n: usize,
     a: &mut [T],
@@ -399,7 +399,7 @@ pub fn syev<T: Real + Dense + CublasReal>(
 /// destroyed. `Path::Lapack` runs the system LAPACK's xSYEVX. The arguments must have passed
 /// [`syevx_check`].
 #[allow(clippy::too_many_arguments)]
-pub fn syevx<T: Real + Dense + CublasReal>(
+pub fn syevx<T: SbrReal>(
     range: u8,
     uplo: u8,
     n: usize,
