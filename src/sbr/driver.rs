@@ -213,7 +213,6 @@ pub(super) fn with_fallback<T: Real + Dense, E: Executor<T>>(
         if untouched {
             // The host A was not written yet: LAPACK starts over from it.
             crate::dispatch::debug(|| format!("syrdb: executor stopped ({e}); restarting"));
-            drop(job);
             let note = format!("{} stopped ({e}); system LAPACK", backend.name());
             return p.lapack_report(Some(note));
         }

@@ -297,6 +297,9 @@ fn cusolver(a: &[f64], n: usize, syevd: bool) -> Result<(f64, Option<Vec<f64>>),
     Ok((s, w))
 }
 
+/// One row of the table: method, seconds, GFLOP/s, eigenvalues, note.
+type Row = (String, f64, Option<f64>, Option<Vec<f64>>, String);
+
 fn run(o: &Options) -> i32 {
     let gpu = hylapack::device::gpu();
     match &gpu {
@@ -336,7 +339,7 @@ fn run(o: &Options) -> i32 {
         let a = testmat::dense_symmetric::<f64>(DenseFamily::Random, n, &mut rng);
         let flops = 4.0 * (n as f64).powi(3) / 3.0;
         let mut reference: Option<Vec<f64>> = None;
-        let mut rows: Vec<(String, f64, Option<f64>, Option<Vec<f64>>, String)> = Vec::new();
+        let mut rows: Vec<Row> = Vec::new();
         let add =
             |rows: &mut Vec<_>, what: &str, s: f64, gf: bool, w: Option<Vec<f64>>, note: String| {
                 rows.push((what.to_string(), s, gf.then(|| flops / s / 1e9), w, note));
