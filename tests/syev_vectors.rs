@@ -1,0 +1,132 @@
+//! Eigenvectors through the two-stage reduction: the bulge chasing's Q2 (band →
+//! tridiagonal), the dense → band reduction's Q1, and the driver `dsyev_ooc` with JOBZ = 'V'.
+//!
+//! For eigenpairs (λ_j, z_j) of the symmetric A (n x n), with ε the precision's ulp:
+//! - residual: max_j ‖A z_j − λ_j z_j‖₁ / (‖A‖₁ n ε);
+//! - orthogonality: ‖ZᵀZ − I‖₁ / (n ε);
+//!
+//! both below 20 (LAPACK's test threshold in its SEP tests is 20 for ratios of this kind).
+//! Seeds change from run to run and are printed; `HYLAPACK_TEST_SEED` replays one.
+
+use hylapack::lapack::Dense;
+use hylapack::real::Real;
+use hylapack::sbr::sb2st;
+use hylapack::testmat::{self, Rng};
+
+const THRESHOLD: f64 = 20.0;
+
+/// The (residual, orthogonality) ratios of the pairs (w, Z) for the full symmetric `a` (f64,
+/// n x n, leading dimension n), in the module notes' units for precision T.
+fn ratios<T: Real>(n: usize, a: &[f64], w: &[T], z: &[T], ldz: usize) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 0.0);
+    }
+    let eps = T::ULP.to_f64();
+    let anorm = (0..n)
+        .map(|j| (0..n).map(|i| a[i + j * n].abs()).sum::<f64>())
+        .fold(0.0, f64::max)
+        .max(f64::MIN_POSITIVE);
+    let mut resid = 0.0f64;
+    for j in 0..n {
+        let zj: Vec<f64> = (0..n).map(|i| z[i + j * ldz].to_f64()).collect();
+        let lam = w[j].to_f64();
+        let mut norm = 0.0;
+        for i in 0..n {
+            let az: f64 = (0..n).map(|k| a[i + k * n] * zj[k]).sum();
+            norm += (az - lam * zj[i]).abs();
+        }
+        resid = resid.max(norm);
+    }
+    let mut ortho = 0.0f64;
+    for j in 0..n {
+        let mut col = 0.0;
+        for i in 0..n {
+            let dot: f64 = (0..n)
+                .map(|k| z[k + i * ldz].to_f64() * z[k + j * ldz].to_f64())
+                .sum();
+            col += (dot - if i == j { 1.0 } else { 0.0 }).abs();
+        }
+        ortho = ortho.max(col);
+    }
+    (resid / (anorm * n as f64 * eps), ortho / (n as f64 * eps))
+}
+
+/// Eigenvalues (ascending) and eigenvectors of the tridiagonal (d, e) by the system
+/// LAPACK's xSTEQR.
+fn tridiagonal_vectors<T: Real + Dense>(mut d: Vec<T>, mut e: Vec<T>) -> (Vec<T>, Vec<T>) {
+    let n = d.len();
+    let mut z = vec![T::ZERO; n * n];
+    let mut work = vec![T::ZERO; (2 * n).saturating_sub(2).max(1)];
+    e.resize(n.max(1), T::ZERO);
+    let info = T::steqr_vectors(&mut d, &mut e, &mut z, n.max(1), &mut work);
+    assert_eq!(info, 0, "xSTEQR failed");
+    (d, z)
+}
+
+/// A random symmetric band matrix of order n and bandwidth kd: full (f64) and in LAPACK band
+/// storage of the `uplo` triangle (leading dimension kd + 1).
+fn random_band<T: Real>(uplo: u8, n: usize, kd: usize, rng: &mut Rng) -> (Vec<f64>, Vec<T>) {
+    let mut full = vec![0.0; n * n];
+    let ldab = kd + 1;
+    let mut ab = vec![T::ZERO; ldab * n];
+    for j in 0..n {
+        for i in j..n.min(j + kd + 1) {
+            let x = T::from_f64(rng.range(-1.0, 1.0));
+            full[i + j * n] = x.to_f64();
+            full[j + i * n] = x.to_f64();
+            if uplo == b'L' {
+                ab[(i - j) + j * ldab] = x;
+            } else {
+                ab[kd + j - i + i * ldab] = x;
+            }
+        }
+    }
+    (full, ab)
+}
+
+fn band_q2_case<T: Real + Dense>(uplo: u8, n: usize, kd: usize, threads: usize, seed: u64) {
+    let mut rng = Rng::new(seed);
+    let (full, ab) = random_band::<T>(uplo, n, kd, &mut rng);
+    let (d, e, q2) =
+        sb2st::tridiagonalize_keeping(uplo, n, kd, &ab, kd + 1, threads).expect("host memory");
+    let (w, mut z) = tridiagonal_vectors(d, e);
+    q2.apply_left(n, &mut z, n.max(1), threads);
+    let (resid, ortho) = ratios(n, &full, &w, &z, n.max(1));
+    let what = format!(
+        "{}: uplo {} n {n} kd {kd} threads {threads} seed {seed}: residual {resid:.2}, \
+         orthogonality {ortho:.2}",
+        T::PREFIX,
+        uplo as char
+    );
+    println!("{what}");
+    assert!(resid < THRESHOLD && ortho < THRESHOLD, "{what}");
+}
+
+/// Q2 of the bulge chasing turns the tridiagonal's eigenvectors into the band matrix's.
+#[test]
+fn band_to_tridiagonal_reflectors() {
+    let seed = testmat::seed_from_time();
+    println!("seed {seed}");
+    for uplo in [b'L', b'U'] {
+        for (n, kd) in [
+            (1, 1),
+            (2, 1),
+            (3, 1),
+            (3, 2),
+            (3, 5),
+            (5, 1),
+            (10, 3),
+            (17, 4),
+            (40, 7),
+            (100, 8),
+            (130, 32),
+            (257, 16),
+        ] {
+            for threads in [1, 3] {
+                let s = seed ^ (n * 1000 + kd) as u64;
+                band_q2_case::<f64>(uplo, n, kd, threads, s);
+                band_q2_case::<f32>(uplo, n, kd, threads, s);
+            }
+        }
+    }
+}
