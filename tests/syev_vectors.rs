@@ -10,8 +10,8 @@
 
 use hylapack::lapack::Dense;
 use hylapack::real::Real;
-use hylapack::sbr::sb2st;
-use hylapack::testmat::{self, Rng};
+use hylapack::sbr::{self, sb2st, CublasReal, Path};
+use hylapack::testmat::{self, DenseFamily, Rng};
 
 const THRESHOLD: f64 = 20.0;
 
@@ -126,6 +126,89 @@ fn band_to_tridiagonal_reflectors() {
                 let s = seed ^ (n * 1000 + kd) as u64;
                 band_q2_case::<f64>(uplo, n, kd, threads, s);
                 band_q2_case::<f32>(uplo, n, kd, threads, s);
+            }
+        }
+    }
+}
+
+/// The `uplo` triangle of the full n x n `full`, the other holding NaN (never read).
+fn one_triangle<T: Real>(full: &[T], n: usize, uplo: u8) -> Vec<T> {
+    let mut a = full.to_vec();
+    for j in 0..n {
+        for i in 0..n {
+            if (uplo == b'U' && i > j) || (uplo == b'L' && i < j) {
+                a[i + j * n] = T::from_f64(f64::NAN);
+            }
+        }
+    }
+    a
+}
+
+fn dense_case<T: Real + Dense + CublasReal>(uplo: u8, n: usize, kd: usize, path: Path, seed: u64) {
+    let mut rng = Rng::new(seed);
+    let full = testmat::dense_symmetric::<T>(DenseFamily::Random, n, &mut rng);
+    let full64: Vec<f64> = full.iter().map(|x| x.to_f64()).collect();
+    let lda = n.max(1);
+    let mut a = one_triangle(&full, n, uplo);
+    let ldab = kd + 1;
+    let mut ab = vec![T::ZERO; ldab * n.max(1)];
+    let mut tau = vec![T::ZERO; n.saturating_sub(kd).max(1)];
+    let report = sbr::syrdb(uplo, n, kd, &mut a, lda, &mut ab, ldab, &mut tau, path);
+    assert_eq!(report.info, 0);
+    let (d, e, q2) = sb2st::tridiagonalize_keeping(uplo, n, kd, &ab, ldab, 0).expect("host memory");
+    let (w, mut z) = tridiagonal_vectors(d, e);
+    q2.apply_left(n, &mut z, lda, 0);
+    sbr::apply_q1(uplo, n, kd, &a, lda, &tau, n, &mut z, lda).expect("host memory");
+    let (resid, ortho) = ratios(n, &full64, &w, &z, lda);
+    let mut reference = full.clone();
+    let mut lam = vec![T::ZERO; n];
+    assert_eq!(T::syev_values(b'L', n, &mut reference, lda, &mut lam), 0);
+    let norm = lam.iter().fold(0.0f64, |m, x| m.max(x.to_f64().abs()));
+    let err = w
+        .iter()
+        .zip(&lam)
+        .fold(0.0f64, |m, (x, y)| m.max((x.to_f64() - y.to_f64()).abs()));
+    let agree = err / (norm.max(f64::MIN_POSITIVE) * n as f64 * T::ULP.to_f64());
+    let what = format!(
+        "{}: uplo {} n {n} kd {kd} {path:?} seed {seed}: residual {resid:.2}, orthogonality \
+         {ortho:.2}, eigenvalues within {agree:.2} n ε ‖A‖ of xSYEV's",
+        T::PREFIX,
+        uplo as char
+    );
+    println!("{what}");
+    assert!(
+        resid < THRESHOLD && ortho < THRESHOLD && agree < 10.0,
+        "{what}"
+    );
+}
+
+/// Q1 of the dense → band reduction, then Q2, turn the tridiagonal's eigenvectors into A's.
+#[test]
+fn dense_to_band_reflectors() {
+    let seed = testmat::seed_from_time();
+    println!("seed {seed}");
+    for uplo in [b'L', b'U'] {
+        for (n, kd) in [
+            (1, 1),
+            (2, 1),
+            (3, 1),
+            (3, 2),
+            (4, 3),
+            (10, 1),
+            (10, 3),
+            (33, 8),
+            (100, 7),
+            (150, 32),
+        ] {
+            let s = seed ^ (n * 1000 + kd) as u64;
+            for path in [Path::Lapack, Path::CpuBlocked { budget: u64::MAX }] {
+                dense_case::<f64>(uplo, n, kd, path, s);
+                dense_case::<f32>(uplo, n, kd, path, s);
+            }
+            // Streaming block columns of 7 (the out-of-core tiling on the CPU).
+            if n > 21 {
+                let budget = sbr::streaming_budget(n, kd, 7, 8);
+                dense_case::<f64>(uplo, n, kd, Path::CpuBlocked { budget }, s);
             }
         }
     }

@@ -67,6 +67,7 @@ pub mod executor;
 mod host;
 mod panel;
 mod plan;
+mod reflectors;
 mod resident;
 pub mod sb2st;
 pub mod sbrdb;
@@ -77,6 +78,7 @@ pub use executor::gpu::CublasReal;
 pub use executor::{DirectBlock, ExecError, Executor, Op, OpMut};
 pub use host::HostMat;
 pub use plan::{plan, streaming_budget, Mode};
+pub use reflectors::apply_q1;
 
 use crate::dispatch::Backend;
 use crate::lapack::Dense;
