@@ -8,7 +8,10 @@
 //! both below 20 (LAPACK's test threshold in its SEP tests is 20 for ratios of this kind).
 //! Seeds change from run to run and are printed; `HYLAPACK_TEST_SEED` replays one.
 
-use hylapack::lapack::Dense;
+mod common;
+use common::reported;
+
+use hylapack::lapack::{Dense, Orthogonal};
 use hylapack::real::Real;
 use hylapack::sbr::{self, sb2st, CublasReal, Path};
 use hylapack::testmat::{self, DenseFamily, Rng};
@@ -87,8 +90,9 @@ fn random_band<T: Real>(uplo: u8, n: usize, kd: usize, rng: &mut Rng) -> (Vec<f6
 fn band_q2_case<T: Real + Dense>(uplo: u8, n: usize, kd: usize, threads: usize, seed: u64) {
     let mut rng = Rng::new(seed);
     let (full, ab) = random_band::<T>(uplo, n, kd, &mut rng);
-    let (d, e, q2) =
-        sb2st::tridiagonalize_keeping(uplo, n, kd, &ab, kd + 1, threads).expect("host memory");
+    let mut q2 = sb2st::Reflectors::new(n, kd).expect("host memory");
+    let (d, e) = sb2st::tridiagonalize_keeping(uplo, n, kd, &ab, kd + 1, threads, &mut q2)
+        .expect("host memory");
     let (w, mut z) = tridiagonal_vectors(d, e);
     q2.apply_left(n, &mut z, n.max(1), threads);
     let (resid, ortho) = ratios(n, &full, &w, &z, n.max(1));
@@ -155,7 +159,9 @@ fn dense_case<T: Real + Dense + CublasReal>(uplo: u8, n: usize, kd: usize, path:
     let mut tau = vec![T::ZERO; n.saturating_sub(kd).max(1)];
     let report = sbr::syrdb(uplo, n, kd, &mut a, lda, &mut ab, ldab, &mut tau, path);
     assert_eq!(report.info, 0);
-    let (d, e, q2) = sb2st::tridiagonalize_keeping(uplo, n, kd, &ab, ldab, 0).expect("host memory");
+    let mut q2 = sb2st::Reflectors::new(n, kd).expect("host memory");
+    let (d, e) =
+        sb2st::tridiagonalize_keeping(uplo, n, kd, &ab, ldab, 0, &mut q2).expect("host memory");
     let (w, mut z) = tridiagonal_vectors(d, e);
     q2.apply_left(n, &mut z, lda, 0);
     sbr::apply_q1(uplo, n, kd, &a, lda, &tau, n, &mut z, lda).expect("host memory");
@@ -211,5 +217,203 @@ fn dense_to_band_reflectors() {
                 dense_case::<f64>(uplo, n, kd, Path::CpuBlocked { budget }, s);
             }
         }
+    }
+}
+
+/// The driver's answer for the full symmetric `full` (its `uplo` triangle given) on `path`
+/// against the system LAPACK's DSYEV with JOBZ = 'V'.
+fn driver_case(family: DenseFamily, uplo: u8, n: usize, path: Path, scale: f64, seed: u64) {
+    let mut rng = Rng::new(seed);
+    let mut full = testmat::dense_symmetric::<f64>(family, n, &mut rng);
+    full.iter_mut().for_each(|x| *x *= scale);
+    let lda = n + 3;
+    let mut a = vec![f64::NAN; lda * n.max(1)];
+    for j in 0..n {
+        for i in 0..n {
+            if (uplo == b'U' && i <= j) || (uplo == b'L' && i >= j) {
+                a[i + j * lda] = full[i + j * n];
+            }
+        }
+    }
+    let mut reference = a.clone();
+    let mut lam = vec![0.0; n];
+    let mut work = vec![0.0; (34 * n).max(1)];
+    let info = f64::syev_vectors_in(uplo, n, &mut reference, lda, &mut lam, &mut work);
+    assert_eq!(info, 0, "DSYEV");
+    let mut w = vec![0.0; n];
+    let report = hylapack::syev::syev_vectors(uplo, n, &mut a, lda, &mut w, path);
+    let note = report.reduction.as_ref().and_then(|r| r.note.clone());
+    assert_eq!(report.info, 0, "{note:?}");
+    let (resid, ortho) = ratios::<f64>(n, &full, &w, &a, lda);
+    let norm = lam.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    let err = w
+        .iter()
+        .zip(&lam)
+        .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+    let agree = err / (norm.max(f64::MIN_POSITIVE) * n.max(1) as f64 * f64::EPSILON);
+    let (rref, oref) = ratios::<f64>(n, &full, &lam, &reference, lda);
+    let what = format!(
+        "{} uplo {} n {n} scale {scale:e} {path:?} seed {seed}: residual {resid:.2} \
+         (DSYEV {rref:.2}), orthogonality {ortho:.2} (DSYEV {oref:.2}), eigenvalues within \
+         {agree:.2} n ε ‖A‖ of DSYEV's; {note:?}",
+        family.name(),
+        uplo as char
+    );
+    println!("{what}");
+    assert!(
+        resid < THRESHOLD && ortho < THRESHOLD && agree < 10.0,
+        "{what}"
+    );
+    // The columns past N of A's leading dimension are not written.
+    for j in 0..n {
+        assert!(
+            a[n + j * lda..(j + 1) * lda].iter().all(|x| x.is_nan()),
+            "{what}"
+        );
+    }
+}
+
+/// `syev_vectors` (DSYEV with JOBZ = 'V') on the in-core CPU path, the streaming tiling, the
+/// out-of-core fallback to LAPACK, and LAPACK itself.
+#[test]
+fn driver_eigenvectors() {
+    let seed = testmat::seed_from_time();
+    println!("seed {seed}");
+    for uplo in [b'L', b'U'] {
+        for n in [0, 1, 2, 3, 10, 100, 600] {
+            let s = seed ^ n as u64;
+            let streaming = sbr::streaming_budget(n.max(2), 32.min(n.max(2) - 1), 7, 8);
+            for path in [
+                Path::CpuBlocked { budget: u64::MAX },
+                Path::CpuBlocked { budget: streaming },
+                Path::Lapack,
+            ] {
+                if path == Path::Lapack && n > 100 {
+                    continue;
+                }
+                driver_case(DenseFamily::Random, uplo, n, path, 1.0, s);
+            }
+        }
+        let budget = Path::CpuBlocked { budget: u64::MAX };
+        for family in DenseFamily::all() {
+            driver_case(family, uplo, 80, budget, 1.0, seed);
+        }
+        // Scaled into LAPACK's safe range and back: W rescaled, Z as it is.
+        for scale in [1e-160, 1e160] {
+            driver_case(DenseFamily::Random, uplo, 50, budget, scale, seed);
+        }
+    }
+}
+
+/// The exported names: JOBZ = 'V' through the C and the Fortran convention, a workspace
+/// query, illegal arguments reported through `xerbla_` in LAPACK's numbering.
+#[test]
+fn exported_names_with_vectors() {
+    use hylapack::api::syev::{dsyev_ooc, dsyev_ooc_};
+    let c = |x: u8| x as std::ffi::c_char;
+    let seed = testmat::seed_from_time();
+    println!("seed {seed}");
+    let n = 40;
+    let ni = n as i32;
+    let full = testmat::dense_symmetric::<f64>(DenseFamily::Random, n, &mut Rng::new(seed));
+    let mut reference = vec![0.0; n];
+    let mut r = full.clone();
+    assert_eq!(f64::syev_values(b'L', n, &mut r, n, &mut reference), 0);
+    let check = |a: &[f64], w: &[f64], what: &str| {
+        let (resid, ortho) = ratios::<f64>(n, &full, w, a, n);
+        let norm = reference.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let close = w
+            .iter()
+            .zip(&reference)
+            .all(|(x, y)| (x - y).abs() <= 10.0 * n as f64 * f64::EPSILON * norm);
+        println!("{what}: residual {resid:.2}, orthogonality {ortho:.2}");
+        assert!(
+            close && resid < THRESHOLD && ortho < THRESHOLD,
+            "{what} seed {seed}"
+        );
+    };
+    let mut w = vec![0.0; n];
+    // SAFETY (all calls): arrays sized as DSYEV indexes them for order n.
+    unsafe {
+        let mut a = full.clone();
+        assert_eq!(
+            dsyev_ooc(c(b'V'), c(b'L'), ni, a.as_mut_ptr(), ni, w.as_mut_ptr()),
+            0
+        );
+        check(&a, &w, "dsyev_ooc");
+        assert_eq!(
+            dsyev_ooc(c(b'Y'), c(b'L'), ni, a.as_mut_ptr(), ni, w.as_mut_ptr()),
+            -1
+        );
+        assert!(reported("DSYEV_OOC", 1));
+        assert_eq!(
+            dsyev_ooc(c(b'V'), c(b'L'), ni, a.as_mut_ptr(), ni - 1, w.as_mut_ptr()),
+            -5
+        );
+        assert!(reported("DSYEV_OOC", 5));
+        assert_eq!(
+            dsyev_ooc(
+                c(b'V'),
+                c(b'L'),
+                ni,
+                std::ptr::null_mut(),
+                ni,
+                w.as_mut_ptr()
+            ),
+            -4
+        );
+
+        let (jobz, uplo) = (b"V", b"U");
+        let mut a = full.clone();
+        let mut info = 7;
+        let mut work = vec![0.0; 3 * n - 1];
+        let lwork = -1;
+        dsyev_ooc_(
+            jobz.as_ptr() as _,
+            uplo.as_ptr() as _,
+            &ni,
+            a.as_mut_ptr(),
+            &ni,
+            w.as_mut_ptr(),
+            work.as_mut_ptr(),
+            &lwork,
+            &mut info,
+            1,
+            1,
+        );
+        assert_eq!(info, 0);
+        assert_eq!(work[0] as usize, 34 * n, "DSYEV's optimal LWORK (NB + 2) N");
+        let lwork = 3 * ni - 2;
+        dsyev_ooc_(
+            jobz.as_ptr() as _,
+            uplo.as_ptr() as _,
+            &ni,
+            a.as_mut_ptr(),
+            &ni,
+            w.as_mut_ptr(),
+            work.as_mut_ptr(),
+            &lwork,
+            &mut info,
+            1,
+            1,
+        );
+        assert_eq!(info, -8);
+        assert!(reported("DSYEV_OOC", 8));
+        let lwork = 3 * ni - 1;
+        dsyev_ooc_(
+            jobz.as_ptr() as _,
+            uplo.as_ptr() as _,
+            &ni,
+            a.as_mut_ptr(),
+            &ni,
+            w.as_mut_ptr(),
+            work.as_mut_ptr(),
+            &lwork,
+            &mut info,
+            1,
+            1,
+        );
+        assert_eq!(info, 0);
+        check(&a, &w, "dsyev_ooc_");
     }
 }

@@ -19,10 +19,21 @@ pub struct Reflectors<T> {
 }
 
 impl<T: Real> Reflectors<T> {
-    /// Q2 = I of order n for bandwidth b (every τ zero), or None if it cannot be allocated.
-    pub(super) fn new(n: usize, b: usize) -> Option<Self> {
+    /// Room for Q2 of order n after a chase of the band with `kd` off-diagonals (Q2 = I until
+    /// then), or None if it cannot be allocated (n(n − 1)/2 entries).
+    pub fn new(n: usize, kd: usize) -> Option<Self> {
         let v = crate::host::try_zeroed(n * n.saturating_sub(1) / 2)?;
-        Some(Reflectors { n, b, v })
+        Some(Reflectors { n, b: kd.max(1), v })
+    }
+
+    /// Whether this is the room for order n and bandwidth b.
+    pub(super) fn fits(&self, n: usize, b: usize) -> bool {
+        self.n == n && self.b == b
+    }
+
+    /// Q2 := I (a chase records only the reflectors it makes).
+    pub(super) fn clear(&mut self) {
+        self.v.fill(T::ZERO);
     }
 
     /// The order n.

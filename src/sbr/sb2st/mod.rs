@@ -96,8 +96,9 @@ pub(crate) fn sweep_offset(n: usize, i: usize) -> usize {
     i * (n - 1) - i * i.saturating_sub(1) / 2
 }
 
-/// [`tridiagonalize`] keeping the reflectors: (d, e) and Q2 with T = Q2ᵀ B Q2 (module notes).
-/// None when its host memory (about (2 kd + 4) n + n²/2 entries) cannot be allocated.
+/// [`tridiagonalize`] keeping the reflectors: (d, e), and Q2 with T = Q2ᵀ B Q2 (module notes)
+/// into `q` (from [`Reflectors::new`] for this n and kd). None when its host memory (about
+/// (2 kd + 4) n entries) cannot be allocated.
 pub fn tridiagonalize_keeping<T: Real>(
     uplo: u8,
     n: usize,
@@ -105,9 +106,14 @@ pub fn tridiagonalize_keeping<T: Real>(
     ab: &[T],
     ldab: usize,
     threads: usize,
-) -> Option<(Vec<T>, Vec<T>, Reflectors<T>)> {
+    q: &mut Reflectors<T>,
+) -> Option<(Vec<T>, Vec<T>)> {
     let (mut w, ld, b) = workspace(uplo, n, kd, ab, ldab)?;
-    let mut q = Reflectors::new(n, b)?;
+    assert!(
+        q.fits(n, b),
+        "Q2's layout is for another order or bandwidth"
+    );
+    q.clear();
     if needs_chase(n, kd) {
         let threads = if threads == 0 {
             crate::host::threads()
@@ -118,8 +124,7 @@ pub fn tridiagonalize_keeping<T: Real>(
         let group = sweep_group(n, b, threads);
         cpu::chase(&mut w, ld, n, b, threads, group, Some(&mut q.v))?;
     }
-    let (d, e) = diagonals(&w, ld, n)?;
-    Some((d, e, q))
+    diagonals(&w, ld, n)
 }
 
 /// The symmetric tridiagonal matrix (d, e) orthogonally similar to the band matrix `ab`
