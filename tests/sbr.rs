@@ -691,11 +691,9 @@ fn ssyevx_matches_lapack() {
 fn driver_argument_checks_in_lapack_order() {
     use hylapack::syev::{syev_check, syevx_check};
     assert_eq!(syev_check(b'N', b'L', 5, 5, 14), 0);
-    assert_eq!(
-        syev_check(b'V', b'L', 5, 5, 14),
-        -1,
-        "JOBZ = 'V' is not supported"
-    );
+    assert_eq!(syev_check(b'V', b'L', 5, 5, 14), 0);
+    assert_eq!(syev_check(b'v', b'u', 5, 5, 14), 0);
+    assert_eq!(syev_check(b'V', b'L', 5, 5, 13), -8);
     assert_eq!(syev_check(b'X', b'Q', -1, 0, 0), -1);
     assert_eq!(syev_check(b'n', b'Q', 5, 5, 14), -2);
     assert_eq!(syev_check(b'N', b'u', -1, 5, 14), -3);

@@ -1,6 +1,6 @@
 //! The exported C and Fortran entry points of the band-reduction family (`dsyrdb_ooc`,
 //! `ssyrdb_ooc`, `dsyev_ooc`, `dsyevx_ooc` and their `_` Fortran names): INFO and `xerbla_`
-//! for illegal and NULL arguments in LAPACK's numbering, JOBZ = 'V' refused, workspace
+//! for illegal and NULL arguments in LAPACK's numbering, `dsyevx_ooc`'s JOBZ = 'V' refused, workspace
 //! queries, and a small problem through each entry against the system LAPACK. This program
 //! defines its own `xerbla_`, which must win over the system LAPACK's.
 
@@ -195,7 +195,7 @@ fn syev_entries_check_arguments_and_agree_with_lapack() {
     unsafe {
         let mut a = full.clone();
         assert_eq!(
-            dsyev_ooc(c(b'V'), c(b'U'), ni, a.as_mut_ptr(), ni, w.as_mut_ptr()),
+            dsyev_ooc(c(b'X'), c(b'U'), ni, a.as_mut_ptr(), ni, w.as_mut_ptr()),
             -1
         );
         assert!(reported("DSYEV_OOC", 1));

@@ -72,7 +72,11 @@ unsafe fn syev_run(
             let w = output(w, len).unwrap_or_default();
             let started = Instant::now();
             let (path, why_not_gpu) = choose_path(len);
-            let report = drivers::syev(uplo, len, a, lda as usize, w, path);
+            let report = if jobz.eq_ignore_ascii_case(&b'V') {
+                drivers::syev_vectors(uplo, len, a, lda as usize, w, path)
+            } else {
+                drivers::syev(uplo, len, a, lda as usize, w, path)
+            };
             log_call(routine, len, &report, why_not_gpu, started);
             return report.info;
         }
@@ -154,12 +158,22 @@ unsafe fn syevx_run(
 }
 
 /// All eigenvalues of the real symmetric `n` x `n` matrix `a` (its `uplo` triangle, 'U' or
-/// 'L'), ascending in `w` (`n` entries), in double precision (C convention, LAPACKE shape).
+/// 'L'), ascending in `w` (`n` entries), and with `jobz` = 'V' the eigenvectors, in double
+/// precision (C convention, LAPACKE shape).
 ///
-/// LAPACK DSYEV's contract for JOBZ = 'N': the `uplo` triangle of `a` is destroyed; INFO > 0:
-/// the QL/QR iteration failed to converge on INFO off-diagonal elements. JOBZ = 'V'
-/// (eigenvectors) is not implemented: it returns INFO = −1 (illegal first argument) through
-/// `xerbla_`. The path: dense → band on the GPU (as `dsyrdb_ooc`; a matrix larger than the GPU
+/// LAPACK DSYEV's contract: JOBZ = 'N', the `uplo` triangle of `a` is destroyed; JOBZ = 'V',
+/// `a` is overwritten by the orthonormal eigenvectors (column j for W(j)); INFO > 0: the
+/// QL/QR iteration failed to converge on INFO off-diagonal elements.
+///
+/// JOBZ = 'V': dense → band as below (on the GPU where it would run there, keeping its
+/// reflectors), band → tridiagonal by bulge chasing on the host's threads keeping its
+/// reflectors, the tridiagonal's eigenvectors by the system LAPACK's DSTEDC (DSTEQR if that
+/// fails, whose INFO is DSYEV's), then both back-transformations on the host. A matrix that
+/// would be reduced out of core through a wide first band (larger than the GPU budget), or
+/// whose workspace (about 1.5 n² entries besides A) cannot be allocated, runs the system
+/// LAPACK's DSYEV on the untouched A. Eigenvectors are determined up to sign, as in LAPACK.
+///
+/// JOBZ = 'N': the path: dense → band on the GPU (as `dsyrdb_ooc`; a matrix larger than the GPU
 /// budget streams to a wide band, up to 2048 off-diagonals, which is then narrowed on the GPU),
 /// band → tridiagonal by bulge chasing on the GPU (on the host's threads if the GPU fails), all
 /// eigenvalues by bisection on the GPU (DSTERF if bisection fails or the matrix was scaled into

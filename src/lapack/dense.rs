@@ -1,7 +1,7 @@
 //! BLAS 3 and the dense symmetric LAPACK routines of the band-reduction family (xGEMM, xSYMM,
 //! xSYR2K, xGEQRF, xGEQRT3, xLARFT, xSYTRD_SY2SB, xSYTRD_SB2ST, xSYEV/X/D) behind [`Dense`].
 
-use super::{c_int_of, mut_ptr_for, ptr_for, span, symbols, Lapack, Mat, Triangular};
+use super::{c_int_of, mut_ptr_for, ptr_for, span, symbols, Lapack, Mat, Orthogonal, Triangular};
 use std::os::raw::{c_char, c_int};
 
 // BLAS 3 and the dense symmetric LAPACK routines of the band-reduction family, declared here
@@ -214,7 +214,7 @@ dense_externs!(
 /// precision. Characters are LAPACK's (`b'N'`, `b'T'`, `b'L'`, …); sizes are checked against
 /// the slices before the call.
 #[allow(clippy::too_many_arguments)]
-pub trait Dense: Lapack + Triangular {
+pub trait Dense: Lapack + Triangular + Orthogonal {
     /// C := alpha op(A) op(B) + beta C, C m x n.
     fn gemm(
         ta: u8,

@@ -67,6 +67,7 @@ pub mod executor;
 mod host;
 mod panel;
 mod plan;
+mod reflectors;
 mod resident;
 pub mod sb2st;
 pub mod sbrdb;
@@ -76,6 +77,7 @@ mod update;
 pub use executor::{DirectBlock, ExecError, Executor, Op, OpMut};
 pub use host::HostMat;
 pub use plan::{plan, streaming_budget, Mode};
+pub use reflectors::apply_q1;
 
 use crate::dispatch::Backend;
 use crate::lapack::Dense;

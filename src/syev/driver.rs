@@ -203,3 +203,103 @@ pub(super) fn all_by_bisection<T: Real>(d: &[T], e: &[T], w: &mut [T]) -> bool {
     );
     r.info == 0 && r.m == n as i32
 }
+
+/// The host memory of the eigenvector path that is allocated before `a` is touched: the band
+/// and its τ ([`BandWork`]), the n x n eigenvectors Z, and the room for Q2.
+pub(super) struct VectorWork<T> {
+    band: BandWork<T>,
+    z: Vec<T>,
+    q2: sb2st::Reflectors<T>,
+}
+
+impl<T: Real> VectorWork<T> {
+    /// The workspace of an n x n problem (n ≥ 2) on `path`, or why the call goes to the
+    /// system LAPACK instead: a matrix reduced out of core through a wide first band (its
+    /// back-transformation is not built), or host memory.
+    pub(super) fn new(n: usize, path: Path) -> Result<Self, String> {
+        let band = BandWork::new(n, path).map_err(|e| format!("no host memory for {e}"))?;
+        if let Some(kw) = band.wide {
+            return Err(format!(
+                "eigenvectors of a matrix reduced out of core (first band {kw}) are not built"
+            ));
+        }
+        let z = crate::host::try_zeroed(n * n).ok_or("no host memory for the eigenvectors")?;
+        let q2 = sb2st::Reflectors::new(n, band.kd).ok_or("no host memory for Q2")?;
+        Ok(VectorWork { band, z, q2 })
+    }
+}
+
+/// The eigenvalues (ascending, into `w`) and eigenvectors (over `a`) of the n x n `a` (n ≥ 2):
+/// dense → band keeping Q1 in `a` ([`crate::sbr::syrdb`] on `path`), band → tridiagonal
+/// keeping Q2 (the CPU chase), the tridiagonal's eigenvectors Z_T (xSTEDC, or xSTEQR when
+/// xSTEDC fails or its workspace does not fit, whose INFO > 0 is xSYEV's), then Q1 Q2 Z_T.
+/// Returns the tridiagonal solver's INFO and how the reduction ran; fails, with why, for want
+/// of host memory after `a` was touched.
+pub(super) fn eigenvectors<T: SbrReal>(
+    uplo: u8,
+    n: usize,
+    a: &mut [T],
+    lda: usize,
+    w: &mut [T],
+    work: VectorWork<T>,
+    path: Path,
+) -> Result<(i32, SyrdbReport), String> {
+    let VectorWork {
+        band,
+        mut z,
+        mut q2,
+    } = work;
+    let BandWork {
+        mut ab,
+        mut tau,
+        kd,
+        ..
+    } = band;
+    let ldab = kd + 1;
+    let report = crate::sbr::syrdb(uplo, n, kd, a, lda, &mut ab, ldab, &mut tau, path);
+    if report.info != 0 {
+        return Err(report.note.unwrap_or_default());
+    }
+    let (mut d, mut e) = sb2st::tridiagonalize_keeping(uplo, n, kd, &ab, ldab, 0, &mut q2)
+        .ok_or("bulge chasing: cannot allocate its host memory")?;
+    drop(ab);
+    let info = tridiagonal_vectors(&mut d, &mut e, &mut z, n)?;
+    q2.apply_left(n, &mut z, n, 0);
+    drop(q2);
+    crate::sbr::apply_q1(uplo, n, kd, a, lda, &tau, n, &mut z, n)?;
+    for (dst, src) in a.chunks_mut(lda).zip(z.chunks(n)) {
+        dst[..n].copy_from_slice(src);
+    }
+    w[..n].copy_from_slice(&d);
+    Ok((info, report))
+}
+
+/// The eigenvalues of the tridiagonal (d, e) into `d` (ascending) and its eigenvectors into
+/// the n x n `z`: by xSTEDC, or where its workspace cannot be allocated or it fails, by
+/// xSTEQR from the same (d, e), whose INFO (xSYEV's) is returned.
+fn tridiagonal_vectors<T: SbrReal>(
+    d: &mut [T],
+    e: &mut [T],
+    z: &mut [T],
+    n: usize,
+) -> Result<i32, String> {
+    let (lw, liw) = T::stedc_sizes(n);
+    let room = (
+        crate::host::try_zeroed::<T>(lw),
+        crate::host::try_vec(liw, 0i32),
+        crate::host::try_vec(n, T::ZERO),
+        crate::host::try_vec(n, T::ZERO),
+    );
+    if let (Some(mut work), Some(mut iwork), Some(mut d2), Some(mut e2)) = room {
+        d2.copy_from_slice(d);
+        e2[..n - 1].copy_from_slice(&e[..n - 1]);
+        if T::stedc_vectors(&mut d2, &mut e2[..n - 1], z, n, &mut work, &mut iwork) == 0 {
+            d.copy_from_slice(&d2);
+            return Ok(0);
+        }
+        dispatch::debug(|| "syev: xSTEDC failed; xSTEQR instead".to_string());
+    }
+    let mut work = crate::host::try_zeroed::<T>((2 * n).saturating_sub(2).max(1))
+        .ok_or("the workspace of xSTEQR")?;
+    Ok(T::steqr_vectors(d, e, z, n, &mut work))
+}

@@ -1,13 +1,20 @@
-//! The dense symmetric eigenvalue drivers, xSYEV and xSYEVX for eigenvalues only (JOBZ = 'N'),
-//! through the band reduction: dense → band ([`crate::sbr::syrdb`]; a matrix that does not fit
+//! The dense symmetric eigenvalue drivers, xSYEV (JOBZ = 'N' and 'V') and xSYEVX for
+//! eigenvalues only (JOBZ = 'N'), through the band reduction: dense → band ([`crate::sbr::syrdb`]; a matrix that does not fit
 //! streams through the executor to a wide band, which [`crate::sbr::sbrdb`] then narrows in the
 //! executor's memory) → tridiagonal ([`crate::sbr::sb2st`], bulge chasing on the GPU or the CPU's
 //! threads) → eigenvalues (xSTERF, or on the GPU path the crate's bisection [`crate::stebz`], for
 //! all of them; the bisection for RANGE = 'V' / 'I'), with LAPACK's scaling of matrices near
-//! underflow or overflow. The stages are composed in [`driver`]; eigenvector stages will join
-//! them there.
+//! underflow or overflow. The stages are composed in [`driver`].
 //!
-//! JOBZ = 'V' is not implemented: it is reported as an illegal first argument.
+//! Eigenvectors (xSYEV with JOBZ = 'V', [`syev_vectors`]): the reduction keeps its orthogonal
+//! factors, B = Q1ᵀ A Q1 (dense → band; Q1's reflectors in A and TAU as xSYTRD_SY2SB leaves
+//! them) and T = Q2ᵀ B Q2 (bulge chasing on the CPU, its reflectors in the compact layout of
+//! [`crate::sbr::sb2st::Reflectors`]). With T = Z_T Λ Z_Tᵀ (xSTEDC, or xSTEQR), A = Z Λ Zᵀ for
+//! Z = Q1 (Q2 Z_T): Q2 is applied first (its reflectors in the reverse of the chase's order),
+//! then Q1 (xORMQR / xORMLQ per panel, last panel first). Scaling A by σ scales Λ only; W is
+//! scaled back, Z is not. A matrix reduced out of core through a wide first band (sbrdb's
+//! narrowing), or one whose workspace does not fit before A is touched, runs the system
+//! LAPACK's xSYEV on the untouched A instead.
 
 mod driver;
 mod scale;
@@ -18,7 +25,7 @@ use crate::dispatch::Backend;
 use crate::lapack::Dense;
 use crate::real::Real;
 use crate::sbr::{Path, SbrReal, SyrdbReport};
-use driver::{all_by_bisection, tridiagonal, BandWork};
+use driver::{all_by_bisection, eigenvectors, tridiagonal, BandWork, VectorWork};
 use scale::{scale_into_range, triangle_max_abs};
 
 /// ILAENV's block size for xSYTRD, which sizes LAPACK's optimal workspace.
@@ -68,10 +75,26 @@ fn lapack_syev<T: Real + Dense>(
     }
 }
 
+/// The system LAPACK's xSYEV with JOBZ = 'V' on `a`, as [`lapack_syev`].
+fn lapack_syev_vectors<T: Real + Dense>(
+    report: &mut EigReport,
+    uplo: u8,
+    n: usize,
+    a: &mut [T],
+    lda: usize,
+    w: &mut [T],
+) {
+    let lwork = ((SYTRD_NB + 2) * n).max(1);
+    match crate::host::try_zeroed(lwork) {
+        Some(mut work) => report.info = T::syev_vectors_in(uplo, n, a, lda, w, &mut work),
+        None => no_host_memory(report, "xSYEV's workspace"),
+    }
+}
+
 /// xSYEV's argument checks in LAPACK's order (1 JOBZ, 2 UPLO, 3 N, 5 LDA, 8 LWORK; −1 is a
-/// query). JOBZ = 'V' is not supported here and is reported as illegal (−1).
+/// query; the same LWORK rules for JOBZ = 'N' and 'V').
 pub fn syev_check(jobz: u8, uplo: u8, n: i32, lda: i32, lwork: i32) -> i32 {
-    if !jobz.eq_ignore_ascii_case(&b'N') {
+    if !matches!(jobz.to_ascii_uppercase(), b'N' | b'V') {
         return -1;
     }
     if !matches!(uplo.to_ascii_uppercase(), b'U' | b'L') {
@@ -380,6 +403,69 @@ pub fn syev<T: SbrReal>(
     if !(on_gpu && sigma.is_none() && all_by_bisection(&d, &e, w)) {
         report.info = T::sterf(&mut d, &mut e);
         w[..n].copy_from_slice(&d);
+    }
+    if let Some(sigma) = sigma {
+        let imax = if report.info == 0 {
+            n
+        } else {
+            report.info as usize - 1
+        };
+        for x in &mut w[..imax] {
+            *x = *x * (T::ONE / sigma);
+        }
+    }
+    report
+}
+
+/// All eigenvalues of the symmetric `a` (its `uplo` triangle), ascending in `w`, and the
+/// orthonormal eigenvectors over `a` (column j for `w[j]`), as xSYEV with JOBZ = 'V' (module
+/// notes). `Path::Lapack`, N ≤ 1, a NaN or ±Inf in the triangle, a matrix that would be reduced
+/// out of core through a wide first band, or workspace that cannot be allocated before A is
+/// touched: the system LAPACK's xSYEV on the untouched A. The arguments must have passed
+/// [`syev_check`].
+pub fn syev_vectors<T: SbrReal>(
+    uplo: u8,
+    n: usize,
+    a: &mut [T],
+    lda: usize,
+    w: &mut [T],
+    path: Path,
+) -> EigReport {
+    let mut report = EigReport {
+        info: 0,
+        m: n as i32,
+        reduction: None,
+        stebz_illegal: None,
+    };
+    let anrm = (path != Path::Lapack && n > 1).then(|| triangle_max_abs(uplo, n, a, lda));
+    let Some(anrm) = anrm.filter(|x| x.is_finite()) else {
+        lapack_syev_vectors(&mut report, uplo, n, a, lda, w);
+        return report;
+    };
+    let work = match VectorWork::new(n, path) {
+        Ok(work) => work,
+        Err(why) => {
+            report.reduction = Some(SyrdbReport {
+                info: 0,
+                backend: Backend::Cpu,
+                note: Some(format!("{why}; system LAPACK")),
+                transfer_secs: None,
+            });
+            lapack_syev_vectors(&mut report, uplo, n, a, lda, w);
+            return report;
+        }
+    };
+    let rmax = (T::ONE / (T::SAFE_MIN / T::ULP)).sqrt();
+    let sigma = scale_into_range(uplo, n, a, lda, anrm, rmax);
+    match eigenvectors(uplo, n, a, lda, w, work, path) {
+        Ok((info, reduction)) => {
+            report.info = info;
+            report.reduction = Some(reduction);
+        }
+        Err(why) => {
+            no_host_memory(&mut report, &why);
+            return report;
+        }
     }
     if let Some(sigma) = sigma {
         let imax = if report.info == 0 {
