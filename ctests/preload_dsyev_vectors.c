@@ -1,4 +1,5 @@
-/* preload_dsyev_vectors.c — DSYEV and DSYEVD with JOBZ = 'V' through the preload library
+/* preload_dsyev_vectors.c — DSYEV and DSYEVD (and SSYEV, SSYEVD) with JOBZ = 'V' through the
+ * preload library
  * (HYLAPACK_PRELOAD=own, HYLAPACK_LOG=info), each call compared with LAPACK's own DSYEV /
  * DSYEVD (found among the loaded objects) on the same matrix:
  *   - INFO = 0, and the log line of the call shows hylapack's path (not forwarded);
@@ -8,7 +9,8 @@
  *   - WORK(1) (and IWORK(1)) equal to LAPACK's optimal sizes (its workspace query);
  *   - LWORK / LIWORK one below LAPACK's minimum for JOBZ = 'V' (which JOBZ = 'N' accepts):
  *     forwarded, and LAPACK reports it (INFO -8 / -10, and XERBLA called);
- *   - a NaN in the triangle: forwarded, LAPACK's INFO.
+ *   - a NaN in the triangle: forwarded, LAPACK's INFO;
+ *   - SSYEV and SSYEVD: the same accuracy checks in single precision's units.
  * Linked against plain LAPACK; run under LD_PRELOAD. The seed is printed; HYLAPACK_TEST_SEED
  * replays one. */
 #define _GNU_SOURCE
@@ -26,11 +28,19 @@ typedef void syev_fn(const char *, const char *, const int *, double *, const in
                      double *, const int *, int *, size_t, size_t);
 typedef void syevd_fn(const char *, const char *, const int *, double *, const int *, double *,
                       double *, const int *, int *, const int *, int *, size_t, size_t);
+typedef void ssyev_fn(const char *, const char *, const int *, float *, const int *, float *,
+                      float *, const int *, int *, size_t, size_t);
+typedef void ssyevd_fn(const char *, const char *, const int *, float *, const int *, float *,
+                       float *, const int *, int *, const int *, int *, size_t, size_t);
 extern syev_fn dsyev_;
 extern syevd_fn dsyevd_;
+extern ssyev_fn ssyev_;
+extern ssyevd_fn ssyevd_;
 
 static syev_fn *lapack_syev;
 static syevd_fn *lapack_syevd;
+static ssyev_fn *lapack_ssyev;
+static ssyevd_fn *lapack_ssyevd;
 static int failures, checks;
 static unsigned long long rng_state;
 static char xerbla_name[8];
@@ -144,11 +154,12 @@ static double norm1(int n, const double *a, int lda)
     return worst;
 }
 
-/* (residual, orthogonality) ratios of (w, Z over z, ldz) for the full symmetric a (n x n). */
+/* (residual, orthogonality) ratios of (w, Z over z, ldz) for the full symmetric a (n x n), in
+ * units of eps (dlamch('P') of the precision). */
 static void ratios(int n, const double *a, const double *w, const double *z, int ldz,
-                   double *resid, double *ortho)
+                   double eps, double *resid, double *ortho)
 {
-    double anorm = fmax(norm1(n, a, n), DBL_MIN), eps = DBL_EPSILON / 2.0; /* dlamch('P') */
+    double anorm = fmax(norm1(n, a, n), DBL_MIN);
     double r = 0.0, o = 0.0;
     for (int j = 0; j < n; j++) {
         double s = 0.0;
@@ -223,8 +234,8 @@ static void case_vectors(int d, int n, char uplo, int least)
     } else {
         double anorm = norm1(n, full, n), eps = DBL_EPSILON / 2.0, worst = 0.0, r, o, rr, ro;
         for (int k = 0; k < n; k++) worst = fmax(worst, fabs(w[k] - wref[k]));
-        ratios(n, full, w, a, lda, &r, &o);
-        ratios(n, full, wref, ref, lda, &rr, &ro);
+        ratios(n, full, w, a, lda, eps, &r, &o);
+        ratios(n, full, wref, ref, lda, eps, &rr, &ro);
         printf("preload_dsyev_vectors: %s: eigenvalues %.2f n eps |A|, residual %.2f "
                "(LAPACK %.2f), orthogonality %.2f (LAPACK %.2f)\n",
                what, worst / (n * eps * anorm), r, rr, o, ro);
@@ -237,6 +248,65 @@ static void case_vectors(int d, int n, char uplo, int least)
             fail(what, "the call did not run hylapack's path (is LD_PRELOAD set, HYLAPACK_LOG=info?)");
     }
     free(full), free(a), free(ref), free(w), free(wref), free(work), free(iwork);
+}
+
+/* SSYEV (d = 0) or SSYEVD (d = 1) with JOBZ = 'V' and the optimal workspace, against LAPACK's. */
+static void case_single(int d, int n, char uplo)
+{
+    const char *routine = d ? "SSYEVD" : "SSYEV";
+    const int lda = n, minus1 = -1;
+    size_t nn = (size_t)n * n;
+    double *full = malloc(sizeof(double) * nn), *z = malloc(sizeof(double) * nn);
+    double *zref = malloc(sizeof(double) * nn), *wd = malloc(sizeof(double) * n);
+    double *wdref = malloc(sizeof(double) * n);
+    float *a = malloc(sizeof(float) * nn), *ref = malloc(sizeof(float) * nn);
+    float *w = malloc(sizeof(float) * n), *wref = malloc(sizeof(float) * n), q = 0.0f;
+    int qi = 0, info = 0, iref = 0;
+    char what[64];
+    snprintf(what, sizeof what, "%s V %c n=%d", routine, uplo, n);
+    if (!full || !z || !zref || !wd || !wdref || !a || !ref || !w || !wref) { perror("malloc"); exit(2); }
+    for (int j = 0; j < n; j++)
+        for (int i = j; i < n; i++)
+            full[i + (size_t)j * n] = full[j + (size_t)i * n] = (float)uniform();
+    for (size_t k = 0; k < nn; k++) a[k] = ref[k] = (float)full[k];
+    if (d) lapack_ssyevd("V", &uplo, &n, ref, &lda, wref, &q, &minus1, &qi, &minus1, &iref, 1, 1);
+    else lapack_ssyev("V", &uplo, &n, ref, &lda, wref, &q, &minus1, &iref, 1, 1);
+    int lwork = (int)q, liwork = qi > 1 ? qi : 1;
+    float *work = malloc(sizeof(float) * (size_t)lwork);
+    int *iwork = malloc(sizeof(int) * (size_t)liwork);
+    if (!work || !iwork) { perror("malloc"); exit(2); }
+    if (d) lapack_ssyevd("V", &uplo, &n, ref, &lda, wref, work, &lwork, iwork, &liwork, &iref, 1, 1);
+    else lapack_ssyev("V", &uplo, &n, ref, &lda, wref, work, &lwork, &iref, 1, 1);
+    work[0] = -1.0f;
+    capture_begin();
+    if (d) ssyevd_("V", &uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, &info, 1, 1);
+    else ssyev_("V", &uplo, &n, a, &lda, w, work, &lwork, &info, 1, 1);
+    const char *log = capture_end();
+    checks++;
+    if (info != 0 || iref != 0) {
+        fail(what, "INFO is not 0");
+    } else {
+        double anorm = norm1(n, full, n), eps = FLT_EPSILON / 2.0, worst = 0.0, r, o, rr, ro;
+        for (int k = 0; k < n; k++) {
+            worst = fmax(worst, fabs((double)w[k] - wref[k]));
+            wd[k] = w[k];
+            wdref[k] = wref[k];
+        }
+        for (size_t k = 0; k < nn; k++) z[k] = a[k], zref[k] = ref[k];
+        ratios(n, full, wd, z, n, eps, &r, &o);
+        ratios(n, full, wdref, zref, n, eps, &rr, &ro);
+        printf("preload_dsyev_vectors: %s: eigenvalues %.2f n eps |A|, residual %.2f "
+               "(LAPACK %.2f), orthogonality %.2f (LAPACK %.2f)\n",
+               what, worst / (n * eps * anorm), r, rr, o, ro);
+        if (!(worst <= 10.0 * n * eps * anorm)) fail(what, "eigenvalues differ from LAPACK's");
+        if (!(r < 20.0)) fail(what, "residual ratio 20 or more");
+        if (!(o < 20.0)) fail(what, "orthogonality ratio 20 or more");
+        if (work[0] != q) fail(what, "WORK(1) is not LAPACK's optimal LWORK");
+        if (!getenv("PRELOAD_DSYEV_VECTORS_PLAIN") && !ran_here(log, routine, n))
+            fail(what, "the call did not run hylapack's path (is LD_PRELOAD set, HYLAPACK_LOG=info?)");
+    }
+    free(full), free(z), free(zref), free(wd), free(wdref), free(a), free(ref), free(w);
+    free(wref), free(work), free(iwork);
 }
 
 /* LWORK (d = 0, 1) or LIWORK (d = 2) one below LAPACK's least for JOBZ = 'V'. */
@@ -303,21 +373,31 @@ int main(void)
     static const int sizes[] = {2, 3, 10, 33, 64, 129, 300};
     const char *env = getenv("HYLAPACK_TEST_SEED");
     struct lookup l1 = {"dsyev_", NULL}, l2 = {"dsyevd_", NULL};
+    struct lookup l3 = {"ssyev_", NULL}, l4 = {"ssyevd_", NULL};
     unsigned long long seed = env && *env ? strtoull(env, NULL, 10) : (unsigned long long)getpid() * 2654435761ULL;
     rng_state = seed;
     printf("preload_dsyev_vectors: seed %llu (HYLAPACK_TEST_SEED replays it)\n", seed);
     dl_iterate_phdr(find_reference, &l1);
     dl_iterate_phdr(find_reference, &l2);
-    if (!l1.found || !l2.found) {
-        fprintf(stderr, "FAIL: LAPACK's own dsyev_ / dsyevd_ not found among the loaded objects\n");
+    dl_iterate_phdr(find_reference, &l3);
+    dl_iterate_phdr(find_reference, &l4);
+    if (!l1.found || !l2.found || !l3.found || !l4.found) {
+        fprintf(stderr, "FAIL: LAPACK's own xSYEV / xSYEVD not found among the loaded objects\n");
         return 1;
     }
     memcpy(&lapack_syev, &l1.found, sizeof lapack_syev);
     memcpy(&lapack_syevd, &l2.found, sizeof lapack_syevd);
+    memcpy(&lapack_ssyev, &l3.found, sizeof lapack_ssyev);
+    memcpy(&lapack_ssyevd, &l4.found, sizeof lapack_ssyevd);
 
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int d = 0; d < 2; d++)
             for (int u = 0; u < 2; u++) case_vectors(d, sizes[s], u ? 'L' : 'U', (s + u) % 2);
+    for (int d = 0; d < 2; d++)
+        for (int u = 0; u < 2; u++) {
+            case_single(d, 5, u ? 'L' : 'U');
+            case_single(d, 300, u ? 'U' : 'L');
+        }
     for (int d = 0; d < 3; d++) case_short(d, 40);
     for (int d = 0; d < 2; d++) case_nan(d, 6);
     printf("preload_dsyev_vectors: %d passed, %d failed\n", checks - failures, failures);

@@ -1,5 +1,5 @@
 //! The dense symmetric eigenvalue drivers xSYEV, xSYEV_2STAGE, xSYEVD, xSYEVX and xSYEVR with
-//! JOBZ = 'N', and DSYEV and DSYEVD with JOBZ = 'V': the band-reduction path where the route
+//! JOBZ = 'N', and xSYEV and xSYEVD with JOBZ = 'V': the band-reduction path where the route
 //! says so, else forwarded.
 //!
 //! Before running, a call passes LAPACK's checks of its own driver, in LAPACK's order,
@@ -9,11 +9,11 @@
 //! N ≤ 1 is forwarded (LAPACK's answer is trivial, and its minimal workspace for N = 1 differs
 //! between LAPACK versions).
 //!
-//! Eigenvectors ([`syev::syev_vectors`]): DSYEV and DSYEVD with JOBZ = 'V' run it (the
+//! Eigenvectors ([`syev::syev_vectors`]): xSYEV and xSYEVD with JOBZ = 'V' run it (the
 //! eigenvectors over A, as LAPACK leaves them); a triangle holding a NaN or ±Inf is forwarded
 //! (LAPACK's INFO and output then depend on its own algorithm, which differs between DSYEV and
 //! DSYEVD). xSYEV_2STAGE with JOBZ = 'V' is forwarded (LAPACK 3.11 rejects it), as are xSYEVX
-//! and xSYEVR with JOBZ = 'V', and the single-precision drivers with JOBZ = 'V'.
+//! and xSYEVR with JOBZ = 'V'.
 
 use crate::{forward, route, run_logged, set_info, Inside, Route, FROM_INSIDE, ILLEGAL, NULL_ARG};
 use hylapack::api::fortran_char;
@@ -37,6 +37,12 @@ enum Driver {
 }
 
 impl Driver {
+    /// Whether JOBZ = 'V' runs here: xSYEV and xSYEVD ([`syev::syev_vectors`]); xSYEV_2STAGE
+    /// with JOBZ = 'V' is LAPACK's (3.11 rejects it), as are xSYEVX and xSYEVR with JOBZ = 'V'.
+    fn vectors_here(self) -> bool {
+        matches!(self, Driver::Syev | Driver::Syevd)
+    }
+
     /// LAPACK's least LWORK and LIWORK for N ≥ 2 (JOBZ = 'V' if `wantz`, else 'N');
     /// `queried_work` is WORK(1) of a workspace query, which xSYEV_2STAGE's minimum depends on
     /// (through ILAENV2STAGE).
@@ -145,7 +151,7 @@ struct AllValues {
 }
 
 /// The checks of xSYEV, xSYEV_2STAGE and xSYEVD up to the workspace, and the route; JOBZ =
-/// 'V' is taken only where `vectors` says so.
+/// 'V' is taken only where `vectors` says so ([`Driver::vectors_here`]).
 unsafe fn all_values_route(
     (jobz, uplo, n, lda): (*const c_char, *const c_char, *const c_int, *const c_int),
     a_and_w: bool,
@@ -192,20 +198,20 @@ fn triangle_not_finite<T: Real>(uplo: u8, n: usize, a: &[T], lda: usize) -> bool
 }
 
 /// Runs xSYEV / xSYEV_2STAGE / xSYEVD here if it should: JOBZ = 'N', or JOBZ = 'V' where
-/// `vectors` says so; `query` asks the program's LAPACK for the optimal (WORK(1), IWORK(1)).
-/// Returns INFO, or why it is forwarded.
+/// [`Driver::vectors_here`]; `query` asks the program's LAPACK for the optimal (WORK(1),
+/// IWORK(1)). Returns INFO, or why it is forwarded.
 #[allow(clippy::too_many_arguments)]
 unsafe fn all_values<T: SbrReal>(
     routine: &str,
     driver: Driver,
-    vectors: bool,
     scalars: (*const c_char, *const c_char, *const c_int, *const c_int),
     a: *mut T,
     w: *mut T,
     workspace: Result<Workspace<T>, &'static str>,
     query: impl FnOnce() -> Option<(T, c_int)>,
 ) -> Result<c_int, String> {
-    let (call, backend) = all_values_route(scalars, !a.is_null() && !w.is_null(), vectors)?;
+    let a_and_w = !a.is_null() && !w.is_null();
+    let (call, backend) = all_values_route(scalars, a_and_w, driver.vectors_here())?;
     let workspace = workspace?;
     let optimal = query().ok_or("the workspace query failed")?;
     workspace.enough(driver, call.wantz, call.n, optimal)?;
@@ -342,8 +348,8 @@ macro_rules! next_definition {
 }
 
 macro_rules! interpose_syev {
-    ($name:ident, $t:ty, $routine:literal, $driver:expr, $vectors:expr) => {
-        /// LAPACK's xSYEV (or xSYEV_2STAGE), interposed: JOBZ = 'N' (and 'V' for DSYEV) on
+    ($name:ident, $t:ty, $routine:literal, $driver:expr) => {
+        /// LAPACK's xSYEV (or xSYEV_2STAGE), interposed: JOBZ = 'N' (and 'V' for xSYEV) on
         /// the band-reduction path where the route says so, else forwarded.
         #[no_mangle]
         pub unsafe extern "C" fn $name(
@@ -370,10 +376,7 @@ macro_rules! interpose_syev {
                     };
                     let workspace = Workspace::read(work, lwork, std::ptr::null_mut(), None);
                     let scalars = (jobz, uplo, n, lda);
-                    let (driver, vectors) = ($driver, $vectors);
-                    match all_values::<$t>(
-                        $routine, driver, vectors, scalars, a, w, workspace, query,
-                    ) {
+                    match all_values::<$t>($routine, $driver, scalars, a, w, workspace, query) {
                         Ok(r) => return set_info(info, r),
                         Err(why) => why,
                     }
@@ -392,27 +395,15 @@ macro_rules! interpose_syev {
     };
 }
 
-interpose_syev!(dsyev_, f64, "DSYEV", Driver::Syev, true);
-interpose_syev!(ssyev_, f32, "SSYEV", Driver::Syev, false);
-interpose_syev!(
-    dsyev_2stage_,
-    f64,
-    "DSYEV_2STAGE",
-    Driver::Syev2stage,
-    false
-);
-interpose_syev!(
-    ssyev_2stage_,
-    f32,
-    "SSYEV_2STAGE",
-    Driver::Syev2stage,
-    false
-);
+interpose_syev!(dsyev_, f64, "DSYEV", Driver::Syev);
+interpose_syev!(ssyev_, f32, "SSYEV", Driver::Syev);
+interpose_syev!(dsyev_2stage_, f64, "DSYEV_2STAGE", Driver::Syev2stage);
+interpose_syev!(ssyev_2stage_, f32, "SSYEV_2STAGE", Driver::Syev2stage);
 
 macro_rules! interpose_syevd {
-    ($name:ident, $t:ty, $routine:literal, $vectors:expr) => {
-        /// LAPACK's xSYEVD, interposed: JOBZ = 'N' (and 'V' for DSYEVD) on the band-reduction
-        /// path where the route says so, else forwarded.
+    ($name:ident, $t:ty, $routine:literal) => {
+        /// LAPACK's xSYEVD, interposed: JOBZ = 'N' or 'V' on the band-reduction path where the
+        /// route says so, else forwarded.
         #[no_mangle]
         pub unsafe extern "C" fn $name(
             jobz: *const c_char,
@@ -440,10 +431,8 @@ macro_rules! interpose_syevd {
                     };
                     let workspace = Workspace::read(work, lwork, iwork, Some(liwork));
                     let scalars = (jobz, uplo, n, lda);
-                    let (driver, vectors) = (Driver::Syevd, $vectors);
-                    match all_values::<$t>(
-                        $routine, driver, vectors, scalars, a, w, workspace, query,
-                    ) {
+                    let driver = Driver::Syevd;
+                    match all_values::<$t>($routine, driver, scalars, a, w, workspace, query) {
                         Ok(r) => return set_info(info, r),
                         Err(why) => why,
                     }
@@ -462,8 +451,8 @@ macro_rules! interpose_syevd {
     };
 }
 
-interpose_syevd!(dsyevd_, f64, "DSYEVD", true);
-interpose_syevd!(ssyevd_, f32, "SSYEVD", false);
+interpose_syevd!(dsyevd_, f64, "DSYEVD");
+interpose_syevd!(ssyevd_, f32, "SSYEVD");
 
 macro_rules! interpose_syevx {
     ($name:ident, $t:ty, $routine:literal) => {
