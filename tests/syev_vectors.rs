@@ -635,3 +635,179 @@ fn driver_selected_eigenvectors() {
         }
     }
 }
+
+/// `dsyevx_ooc` / `dsyevx_ooc_` with JOBZ = 'V': RANGE = 'I' through the C name, 'V' through
+/// the Fortran name (with its workspace query), against DSYEVX; a bad LDZ (< N) reported as
+/// the 15th argument through `xerbla_`.
+#[test]
+fn exported_selected_eigenvectors() {
+    use hylapack::api::syev::{dsyevx_ooc, dsyevx_ooc_};
+    let c = |x: u8| x as std::ffi::c_char;
+    let seed = testmat::seed_from_time();
+    println!("seed {seed}");
+    let n = 40;
+    let ni = n as i32;
+    let full = testmat::dense_symmetric::<f64>(DenseFamily::Random, n, &mut Rng::new(seed));
+    let mut lam = vec![0.0; n];
+    let mut r = full.clone();
+    assert_eq!(f64::syev_values(b'L', n, &mut r, n, &mut lam), 0);
+    let norm = lam.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    let check = |m: i32, w: &[f64], z: &[f64], want: &[f64], what: &str| {
+        let m = m as usize;
+        assert_eq!(m, want.len(), "{what} seed {seed}");
+        let (resid, ortho) = ratios_of::<f64>(n, m, &full, w, z, n);
+        let close = w[..m]
+            .iter()
+            .zip(want)
+            .all(|(x, y)| (x - y).abs() <= 10.0 * n as f64 * f64::EPSILON * norm);
+        println!("{what}: M {m}, residual {resid:.2}, orthogonality {ortho:.2}");
+        assert!(
+            close && resid < THRESHOLD && ortho < THRESHOLD,
+            "{what} seed {seed}"
+        );
+    };
+    let (il, iu) = (3, 17);
+    let (mut w, mut z, mut ifail) = (vec![0.0; n], vec![0.0; n * n], vec![-1; n]);
+    let mut m = -1;
+    // SAFETY (all calls): arrays sized as DSYEVX indexes them for order n.
+    unsafe {
+        let mut a = full.clone();
+        let info = dsyevx_ooc(
+            c(b'V'),
+            c(b'I'),
+            c(b'L'),
+            ni,
+            a.as_mut_ptr(),
+            ni,
+            0.0,
+            0.0,
+            il,
+            iu,
+            0.0,
+            &mut m,
+            w.as_mut_ptr(),
+            z.as_mut_ptr(),
+            ni,
+            ifail.as_mut_ptr(),
+        );
+        assert_eq!(info, 0);
+        check(m, &w, &z, &lam[il as usize - 1..iu as usize], "dsyevx_ooc");
+        assert!(ifail[..m as usize].iter().all(|&i| i == 0));
+        let info = dsyevx_ooc(
+            c(b'V'),
+            c(b'I'),
+            c(b'L'),
+            ni,
+            a.as_mut_ptr(),
+            ni,
+            0.0,
+            0.0,
+            il,
+            iu,
+            0.0,
+            &mut m,
+            w.as_mut_ptr(),
+            z.as_mut_ptr(),
+            ni - 1,
+            ifail.as_mut_ptr(),
+        );
+        assert_eq!(info, -15);
+        assert!(reported("DSYEVX_OOC", 15));
+
+        let (jobz, range, uplo) = (b"V", b"V", b"U");
+        let (vl, vu) = (0.5 * (lam[4] + lam[5]), 0.5 * (lam[30] + lam[31]));
+        let abstol = 0.0;
+        let mut work = vec![0.0; 8 * n];
+        let mut iwork = vec![0; 5 * n];
+        let mut info = 7;
+        let mut a = full.clone();
+        let call = |a: &mut [f64],
+                    m: &mut i32,
+                    w: &mut [f64],
+                    z: &mut [f64],
+                    ldz: i32,
+                    work: &mut [f64],
+                    lwork: i32,
+                    iwork: &mut [i32],
+                    ifail: &mut [i32],
+                    info: &mut i32| {
+            dsyevx_ooc_(
+                jobz.as_ptr() as _,
+                range.as_ptr() as _,
+                uplo.as_ptr() as _,
+                &ni,
+                a.as_mut_ptr(),
+                &ni,
+                &vl,
+                &vu,
+                &0,
+                &0,
+                &abstol,
+                m,
+                w.as_mut_ptr(),
+                z.as_mut_ptr(),
+                &ldz,
+                work.as_mut_ptr(),
+                &lwork,
+                iwork.as_mut_ptr(),
+                ifail.as_mut_ptr(),
+                info,
+                1,
+                1,
+                1,
+            )
+        };
+        call(
+            &mut a, &mut m, &mut w, &mut z, ni, &mut work, -1, &mut iwork, &mut ifail, &mut info,
+        );
+        assert_eq!(info, 0);
+        assert_eq!(
+            work[0] as usize,
+            35 * n,
+            "DSYEVX's optimal LWORK (NB + 3) N"
+        );
+        call(
+            &mut a,
+            &mut m,
+            &mut w,
+            &mut z,
+            ni,
+            &mut work,
+            8 * ni - 1,
+            &mut iwork,
+            &mut ifail,
+            &mut info,
+        );
+        assert_eq!(info, -17);
+        assert!(reported("DSYEVX_OOC", 17));
+        call(
+            &mut a,
+            &mut m,
+            &mut w,
+            &mut z,
+            ni - 1,
+            &mut work,
+            8 * ni,
+            &mut iwork,
+            &mut ifail,
+            &mut info,
+        );
+        assert_eq!(info, -15);
+        assert!(reported("DSYEVX_OOC", 15));
+        call(
+            &mut a,
+            &mut m,
+            &mut w,
+            &mut z,
+            ni,
+            &mut work,
+            8 * ni,
+            &mut iwork,
+            &mut ifail,
+            &mut info,
+        );
+        assert_eq!(info, 0);
+        check(m, &w, &z, &lam[5..31], "dsyevx_ooc_");
+        assert!(ifail[..m as usize].iter().all(|&i| i == 0));
+    }
+}

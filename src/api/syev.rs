@@ -304,7 +304,8 @@ pub unsafe extern "C" fn dsyev_ooc_(
 /// fails too), else bisection (ORDER = 'B') and this library's inverse iteration (DSTEIN's
 /// contract); both back-transformations on the host; the pairs sorted ascending. N <= 1, a
 /// matrix that would be reduced out of core through a wide first band, NaN or ±Inf, or
-/// workspace that cannot be allocated: the system LAPACK's DSYEVX on the untouched A.
+/// workspace that cannot be allocated: the system LAPACK's DSYEVX on the untouched A; as for
+/// JOBZ = 'N', small problems or no GPU run the system LAPACK's DSYEVX too.
 ///
 /// A matrix with NaN or ±Inf runs the system LAPACK's DSYEVX, so that M, W and INFO are
 /// LAPACK's.

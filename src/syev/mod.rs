@@ -1,5 +1,4 @@
-//! The dense symmetric eigenvalue drivers, xSYEV (JOBZ = 'N' and 'V') and xSYEVX for
-//! eigenvalues only (JOBZ = 'N'), through the band reduction: dense → band ([`crate::sbr::syrdb`]; a matrix that does not fit
+//! The dense symmetric eigenvalue drivers, xSYEV and xSYEVX (JOBZ = 'N' and 'V'), through the band reduction: dense → band ([`crate::sbr::syrdb`]; a matrix that does not fit
 //! streams through the executor to a wide band, which [`crate::sbr::sbrdb`] then narrows in the
 //! executor's memory) → tridiagonal ([`crate::sbr::sb2st`], bulge chasing on the GPU or the CPU's
 //! threads) → eigenvalues (xSTERF, or on the GPU path the crate's bisection [`crate::stebz`], for
@@ -15,6 +14,13 @@
 //! scaled back, Z is not. A matrix reduced out of core through a wide first band (sbrdb's
 //! narrowing), or one whose workspace does not fit before A is touched, runs the system
 //! LAPACK's xSYEV on the untouched A instead.
+//!
+//! xSYEVX with JOBZ = 'V' ([`syevx_vectors`]) reduces the same way, keeping Q1 and Q2; all
+//! eigenvectors with ABSTOL ≤ 0 come from xSTEDC (xSTEQR if it fails; LAPACK takes xSTEQR),
+//! the others from bisection with ORDER = 'B' ([`crate::stebz`]) and inverse iteration
+//! ([`crate::stein`], whose INFO and IFAIL are xSYEVX's); Z := Q1 Q2 Z_T for the M columns,
+//! then the pairs are sorted ascending as LAPACK does. Fallbacks to the system xSYEVX as for
+//! xSYEV, and for N ≤ 1.
 
 mod driver;
 mod scale;
