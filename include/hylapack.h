@@ -675,14 +675,28 @@ void dsyev_ooc_(const char *jobz,
 // (`vl`, `vu`]) or 'I' (the `il`-th through `iu`-th); `abstol` as in DSTEBZ (<= 0: LAPACK's
 // default). On return `*m` eigenvalues are in `w[0..*m]`, ascending.
 //
-// LAPACK DSYEVX's contract for JOBZ = 'N' (`z` and `ifail` are not referenced and may be
+// LAPACK DSYEVX's contract. JOBZ = 'N' (`z` and `ifail` are not referenced and may be
 // NULL; `ldz` >= 1): the `uplo` triangle of `a` is destroyed; INFO = i when bisection
 // (DSTEBZ) returned INFO = i, as LAPACK passes it through (−i reported through `xerbla_`
-// as DSTEBZ's, e.g. −5 when the scaling makes VL = VU). A matrix with NaN or ±Inf runs the
-// system LAPACK's DSYEVX, so that M, W and INFO are LAPACK's. JOBZ = 'V' (eigenvectors) is
-// not implemented: it returns INFO = −1 through `xerbla_`. The path: dense → band and band → tridiagonal as for
-// `dsyev_ooc`, then all eigenvalues as there (RANGE = 'A' or all of 'I', `abstol` <= 0) or
-// bisection (`dstebz_gpu`'s code); small problems or no GPU: the system LAPACK's DSYEVX.
+// as DSTEBZ's, e.g. −5 when the scaling makes VL = VU). The path: dense → band and band →
+// tridiagonal as for `dsyev_ooc`, then all eigenvalues as there (RANGE = 'A' or all of 'I',
+// `abstol` <= 0) or bisection (`dstebz_gpu`'s code); small problems or no GPU: the system
+// LAPACK's DSYEVX.
+//
+// JOBZ = 'V' (`ldz` >= max(1, N); `z` holds N columns for RANGE 'A' / 'V', IU − IL + 1 for
+// 'I'; `ifail` N entries): the orthonormal eigenvectors in `z`'s first `*m` columns, column j
+// for W(j); INFO = i > 0: i eigenvectors failed to converge, their indices in `ifail` (M
+// entries set, zeros otherwise). The path: dense → band and band → tridiagonal keeping both
+// orthogonal factors as `dsyev_ooc` with JOBZ = 'V'; all eigenvectors with `abstol` <= 0 by
+// the system LAPACK's DSTEDC (DSTEQR if it fails; bisection and inverse iteration if that
+// fails too), else bisection (ORDER = 'B') and this library's inverse iteration (DSTEIN's
+// contract); both back-transformations on the host; the pairs sorted ascending. N <= 1, a
+// matrix that would be reduced out of core through a wide first band, NaN or ±Inf, or
+// workspace that cannot be allocated: the system LAPACK's DSYEVX on the untouched A; as for
+// JOBZ = 'N', small problems or no GPU run the system LAPACK's DSYEVX too.
+//
+// A matrix with NaN or ±Inf runs the system LAPACK's DSYEVX, so that M, W and INFO are
+// LAPACK's.
 //
 // Returns INFO: 0 on success; −i if the i-th argument (LAPACK numbering) had an illegal value
 // or was NULL; > 0 as above; −1000 for an internal error (printed on stderr).
@@ -710,7 +724,8 @@ int dsyevx_ooc(char jobz,
 
 // `dsyevx_ooc` in the Fortran convention: LAPACK DSYEVX's argument list, all by reference,
 // with the hidden CHARACTER lengths of JOBZ, RANGE and UPLO last. LWORK >= 8N (1 if N <= 1);
-// LWORK = −1 is a query. WORK, IWORK, Z and IFAIL are not used beyond WORK(1).
+// LWORK = −1 is a query (WORK(1) returns DSYEVX's optimal size); the same rules for JOBZ =
+// 'V'. WORK and IWORK are not used beyond WORK(1); Z and IFAIL only for JOBZ = 'V'.
 //
 // # Safety
 // Each array pointer is NULL (reported as an illegal argument where the routine would read

@@ -705,7 +705,10 @@ fn driver_argument_checks_in_lapack_order() {
         syevx_check(jobz, range, uplo, n, lda, vl, vu, il, iu, ldz, lwork)
     };
     assert_eq!(c(b'N', b'A', b'L', 5, 5, 0.0, 0.0, 0, 0, 1, 40), 0);
-    assert_eq!(c(b'V', b'A', b'L', 5, 5, 0.0, 0.0, 0, 0, 5, 40), -1);
+    assert_eq!(c(b'V', b'A', b'L', 5, 5, 0.0, 0.0, 0, 0, 5, 40), 0);
+    assert_eq!(c(b'v', b'A', b'L', 5, 5, 0.0, 0.0, 0, 0, 4, 40), -15);
+    assert_eq!(c(b'V', b'A', b'L', 0, 1, 0.0, 0.0, 0, 0, 1, 1), 0);
+    assert_eq!(c(b'Y', b'A', b'L', 5, 5, 0.0, 0.0, 0, 0, 5, 40), -1);
     assert_eq!(c(b'N', b'X', b'L', 5, 5, 0.0, 0.0, 0, 0, 1, 40), -2);
     assert_eq!(c(b'N', b'A', b'X', 5, 5, 0.0, 0.0, 0, 0, 1, 40), -3);
     assert_eq!(c(b'N', b'A', b'L', -1, 5, 0.0, 0.0, 0, 0, 1, 40), -4);

@@ -1,5 +1,4 @@
-//! The dense symmetric eigenvalue drivers, xSYEV (JOBZ = 'N' and 'V') and xSYEVX for
-//! eigenvalues only (JOBZ = 'N'), through the band reduction: dense → band ([`crate::sbr::syrdb`]; a matrix that does not fit
+//! The dense symmetric eigenvalue drivers, xSYEV and xSYEVX (JOBZ = 'N' and 'V'), through the band reduction: dense → band ([`crate::sbr::syrdb`]; a matrix that does not fit
 //! streams through the executor to a wide band, which [`crate::sbr::sbrdb`] then narrows in the
 //! executor's memory) → tridiagonal ([`crate::sbr::sb2st`], bulge chasing on the GPU or the CPU's
 //! threads) → eigenvalues (xSTERF, or on the GPU path the crate's bisection [`crate::stebz`], for
@@ -15,6 +14,13 @@
 //! scaled back, Z is not. A matrix reduced out of core through a wide first band (sbrdb's
 //! narrowing), or one whose workspace does not fit before A is touched, runs the system
 //! LAPACK's xSYEV on the untouched A instead.
+//!
+//! xSYEVX with JOBZ = 'V' ([`syevx_vectors`]) reduces the same way, keeping Q1 and Q2; all
+//! eigenvectors with ABSTOL ≤ 0 come from xSTEDC (xSTEQR if it fails; LAPACK takes xSTEQR),
+//! the others from bisection with ORDER = 'B' ([`crate::stebz`]) and inverse iteration
+//! ([`crate::stein`], whose INFO and IFAIL are xSYEVX's); Z := Q1 Q2 Z_T for the M columns,
+//! then the pairs are sorted ascending as LAPACK does. Fallbacks to the system xSYEVX as for
+//! xSYEV, and for N ≤ 1.
 
 mod driver;
 mod scale;
@@ -25,7 +31,9 @@ use crate::dispatch::Backend;
 use crate::lapack::Dense;
 use crate::real::Real;
 use crate::sbr::{Path, SbrReal, SyrdbReport};
-use driver::{all_by_bisection, eigenvectors, tridiagonal, BandWork, VectorWork};
+use driver::{
+    all_by_bisection, all_vectors, eigenvectors, reduce_keeping, tridiagonal, BandWork, VectorWork,
+};
 use scale::{scale_into_range, triangle_max_abs};
 
 /// ILAENV's block size for xSYTRD, which sizes LAPACK's optimal workspace.
@@ -118,7 +126,7 @@ pub fn syev_lwork(n: usize) -> usize {
 }
 
 /// xSYEVX's argument checks in LAPACK's order (1 JOBZ, 2 RANGE, 3 UPLO, 4 N, 6 LDA, 8 VU,
-/// 9 IL, 10 IU, 15 LDZ, 17 LWORK; −1 is a query). JOBZ = 'V' is reported as illegal (−1).
+/// 9 IL, 10 IU, 15 LDZ (≥ 1, and ≥ N for JOBZ = 'V'), 17 LWORK; −1 is a query).
 #[allow(clippy::too_many_arguments)]
 pub fn syevx_check<T: Real>(
     jobz: u8,
@@ -133,7 +141,8 @@ pub fn syevx_check<T: Real>(
     ldz: i32,
     lwork: i32,
 ) -> i32 {
-    if !jobz.eq_ignore_ascii_case(&b'N') {
+    let wantz = jobz.eq_ignore_ascii_case(&b'V');
+    if !wantz && !jobz.eq_ignore_ascii_case(&b'N') {
         return -1;
     }
     let range = range.to_ascii_uppercase();
@@ -155,7 +164,7 @@ pub fn syevx_check<T: Real>(
         b'I' if iu < n.min(il) || iu > n => return -10,
         _ => {}
     }
-    if ldz < 1 {
+    if ldz < 1 || (wantz && ldz < n) {
         return -15;
     }
     if lwork != -1 && (lwork as i64) < syevx_lwork(n as usize).0 as i64 {
@@ -234,6 +243,41 @@ fn lapack_syevx<T: Real + Dense>(
     } = sel;
     (report.m, report.info) = T::syevx_values_in(
         range, uplo, n, a, lda, vl, vu, il, iu, abstol, w, &mut work, &mut iwork, &mut ifail,
+    );
+}
+
+/// The system LAPACK's xSYEVX with JOBZ = 'V' on `a`, as [`lapack_syevx`]; `z` and `ifail`
+/// are the caller's.
+#[allow(clippy::too_many_arguments)]
+fn lapack_syevx_vectors<T: Real + Dense>(
+    report: &mut EigReport,
+    sel: Selection<T>,
+    uplo: u8,
+    n: usize,
+    a: &mut [T],
+    lda: usize,
+    w: &mut [T],
+    z: &mut [T],
+    ldz: usize,
+    ifail: &mut [i32],
+) {
+    let room = (
+        crate::host::try_zeroed((8 * n).max(1)),
+        crate::host::try_vec(5 * n, 0),
+    );
+    let (Some(mut work), Some(mut iwork)) = room else {
+        return no_host_memory(report, "xSYEVX's workspace");
+    };
+    let Selection {
+        range,
+        vl,
+        vu,
+        il,
+        iu,
+        abstol,
+    } = sel;
+    (report.m, report.info) = T::syevx_vectors_in(
+        range, uplo, n, a, lda, vl, vu, il, iu, abstol, w, z, ldz, &mut work, &mut iwork, ifail,
     );
 }
 
@@ -442,7 +486,7 @@ pub fn syev_vectors<T: SbrReal>(
         lapack_syev_vectors(&mut report, uplo, n, a, lda, w);
         return report;
     };
-    let work = match VectorWork::new(n, path) {
+    let work = match VectorWork::new(n, path, true) {
         Ok(work) => work,
         Err(why) => {
             report.reduction = Some(SyrdbReport {
@@ -576,5 +620,226 @@ pub fn syevx<T: SbrReal>(
             *x = *x * (T::ONE / sigma);
         }
     }
+    report
+}
+
+/// The eigenvectors `sel` asks for (its bounds and tolerance scaled with A) of the tridiagonal
+/// (d, e), as xSYEVX computes them: the eigenvalues by bisection with ORDER = 'B' into `w`
+/// (as [`selected_eigenvalues`]), then their vectors by the crate's inverse iteration
+/// ([`crate::stein`]) into the n x M `z`, whose INFO and IFAIL (M entries) become xSYEVX's
+/// (LAPACK's xSYEVX overwrites xSTEBZ's INFO with xSTEIN's). Fails, with why, for want of host
+/// memory.
+#[allow(clippy::too_many_arguments)]
+fn selected_vectors<T: SbrReal>(
+    report: &mut EigReport,
+    sel: Selection<T>,
+    d: &[T],
+    e: &[T],
+    w: &mut [T],
+    z: &mut [T],
+    ldz: usize,
+    ifail: &mut [i32],
+    path: Path,
+) -> Result<(), String> {
+    let n = d.len();
+    let backend = if matches!(path, Path::Gpu { .. }) {
+        Backend::Gpu
+    } else {
+        Backend::Cpu
+    };
+    let (Some(mut iblock), Some(mut isplit)) =
+        (crate::host::try_vec(n, 0), crate::host::try_vec(n, 0))
+    else {
+        return Err("xSTEBZ's IBLOCK and ISPLIT".into());
+    };
+    let r = crate::stebz::stebz_or_lapack(
+        sel.range,
+        b'B',
+        sel.vl,
+        sel.vu,
+        sel.il,
+        sel.iu,
+        sel.abstol,
+        d,
+        &e[..n - 1],
+        w,
+        &mut iblock,
+        &mut isplit,
+        backend,
+        None,
+    );
+    if r.info == crate::stebz::INFO_NO_HOST_MEMORY {
+        return Err("xSTEBZ's workspace".into());
+    }
+    if r.info < 0 {
+        // xSTEBZ returned before setting M: xSTEIN then computes nothing.
+        report.stebz_illegal = Some(r.info);
+        report.m = 0;
+    } else {
+        report.m = r.m;
+    }
+    let m = report.m.max(0) as usize;
+    let s = crate::stein::stein(d, &e[..n - 1], &w[..m], &iblock[..m], &isplit, z, ldz)
+        .map_err(|e| format!("xSTEIN's workspace ({e})"))?;
+    report.info = s.info;
+    ifail[..m].copy_from_slice(&s.ifail[..m]);
+    Ok(())
+}
+
+/// xSYEVX's last step with JOBZ = 'V': the M eigenvalues ascending (selection sort, as LAPACK
+/// orders bisection's blocks), each column of the n x M `z` moved with its eigenvalue, and the
+/// entries of IFAIL swapped alike where INFO ≠ 0.
+#[allow(clippy::too_many_arguments)]
+fn sort_pairs<T: Real>(
+    info: i32,
+    m: usize,
+    n: usize,
+    w: &mut [T],
+    z: &mut [T],
+    ldz: usize,
+    ifail: &mut [i32],
+) {
+    for j in 0..m.saturating_sub(1) {
+        let mut least = None;
+        let mut value = w[j];
+        for (jj, &x) in w.iter().enumerate().take(m).skip(j + 1) {
+            if x < value {
+                least = Some(jj);
+                value = x;
+            }
+        }
+        if let Some(i) = least {
+            w[i] = w[j];
+            w[j] = value;
+            for r in 0..n {
+                z.swap(r + i * ldz, r + j * ldz);
+            }
+            if info != 0 {
+                ifail.swap(i, j);
+            }
+        }
+    }
+}
+
+/// Selected eigenvalues of the symmetric `a`, ascending in `w[..m]`, and their orthonormal
+/// eigenvectors in the n x M `z` (leading dimension `ldz` ≥ max(1, n); column j for `w[j]`),
+/// as xSYEVX with JOBZ = 'V' (module notes): INFO > 0 is the number of vectors inverse
+/// iteration did not converge for, whose indices IFAIL lists (`ifail`, n entries: M set, the
+/// rest untouched, as LAPACK). `a` is destroyed. `Path::Lapack`, N ≤ 1, a NaN or ±Inf in the
+/// triangle, a matrix that would be reduced out of core through a wide first band, or
+/// workspace that cannot be allocated before A is touched: the system LAPACK's xSYEVX on the
+/// untouched A. The arguments must have passed [`syevx_check`]; `z` holds as many columns as
+/// RANGE may select (n, or IU − IL + 1 for 'I').
+#[allow(clippy::too_many_arguments)]
+pub fn syevx_vectors<T: SbrReal>(
+    range: u8,
+    uplo: u8,
+    n: usize,
+    a: &mut [T],
+    lda: usize,
+    vl: T,
+    vu: T,
+    il: i32,
+    iu: i32,
+    abstol: T,
+    w: &mut [T],
+    z: &mut [T],
+    ldz: usize,
+    ifail: &mut [i32],
+    path: Path,
+) -> EigReport {
+    let sel = Selection {
+        range: range.to_ascii_uppercase(),
+        vl,
+        vu,
+        il,
+        iu,
+        abstol,
+    };
+    let range = sel.range;
+    let mut report = EigReport {
+        info: 0,
+        m: 0,
+        reduction: None,
+        stebz_illegal: None,
+    };
+    let anrm = (path != Path::Lapack && n > 1).then(|| triangle_max_abs(uplo, n, a, lda));
+    let Some(anrm) = anrm.filter(|x| x.is_finite()) else {
+        lapack_syevx_vectors(&mut report, sel, uplo, n, a, lda, w, z, ldz, ifail);
+        return report;
+    };
+    let work = match VectorWork::new(n, path, false) {
+        Ok(work) => work,
+        Err(why) => {
+            report.reduction = Some(SyrdbReport {
+                info: 0,
+                backend: Backend::Cpu,
+                note: Some(format!("{why}; system LAPACK")),
+                transfer_secs: None,
+            });
+            lapack_syevx_vectors(&mut report, sel, uplo, n, a, lda, w, z, ldz, ifail);
+            return report;
+        }
+    };
+    let rmax = (T::ONE / (T::SAFE_MIN / T::ULP))
+        .sqrt()
+        .min(T::ONE / T::SAFE_MIN.sqrt().sqrt());
+    let sigma = scale_into_range(uplo, n, a, lda, anrm, rmax);
+    let mut scaled = sel;
+    if let Some(sigma) = sigma {
+        if abstol > T::ZERO {
+            scaled.abstol = abstol * sigma;
+        }
+        if range == b'V' {
+            scaled.vl = vl * sigma;
+            scaled.vu = vu * sigma;
+        }
+    }
+    let (kept, _, reduction) = match reduce_keeping(uplo, n, a, lda, work, path) {
+        Ok(done) => done,
+        Err(why) => {
+            no_host_memory(&mut report, &why);
+            return report;
+        }
+    };
+    report.reduction = Some(reduction);
+    // All of them with the default tolerance: xSTEDC (xSTEQR if it fails), as LAPACK's
+    // xSYEVX takes xSTEQR; bisection and inverse iteration if neither converges.
+    let everything = range == b'A' || (range == b'I' && il == 1 && iu == n as i32);
+    let mut done = false;
+    if everything && abstol <= T::ZERO {
+        match all_vectors(&kept.d, &kept.e, w, z, ldz) {
+            Ok(true) => {
+                report.m = n as i32;
+                ifail[..n].fill(0);
+                done = true;
+            }
+            Ok(false) => {}
+            Err(why) => {
+                no_host_memory(&mut report, &why);
+                return report;
+            }
+        }
+    }
+    if !done {
+        let (d, e) = (&kept.d, &kept.e);
+        if let Err(why) = selected_vectors(&mut report, scaled, d, e, w, z, ldz, ifail, path) {
+            no_host_memory(&mut report, &why);
+            return report;
+        }
+    }
+    let m = report.m.max(0) as usize;
+    if let Err(why) = kept.back_transform(uplo, n, a, lda, m, z, ldz) {
+        no_host_memory(&mut report, &why);
+        report.m = 0;
+        return report;
+    }
+    if let Some(sigma) = sigma {
+        let imax = syevx_unscaled(report.info, report.m, n);
+        for x in &mut w[..imax] {
+            *x = *x * (T::ONE / sigma);
+        }
+    }
+    sort_pairs(report.info, m, n, w, z, ldz, ifail);
     report
 }
