@@ -879,8 +879,8 @@ macro_rules! impl_dense {
                 let (n_, lda_, ldz_) = (c_int_of(n), c_int_of(lda.max(1)), c_int_of(ldz.max(1)));
                 let lwork = c_int_of(work.len());
                 let (mut m, mut info) = (0, 0);
-                // SAFETY: a spans n x n, w n, z n x cols (at least one entry), the workspaces
-                // their lengths.
+                // SAFETY: a spans n x n, w n, z n x cols (none for N = 0, where xSYEVX returns
+                // before touching it), the workspaces their lengths.
                 unsafe {
                     $syevx(
                         &jobz,
@@ -896,7 +896,7 @@ macro_rules! impl_dense {
                         &abstol,
                         &mut m,
                         mut_ptr_for(w, n),
-                        mut_ptr_for(z, span(n, cols, ldz).max(1)),
+                        mut_ptr_for(z, span(n, cols, ldz)),
                         &ldz_,
                         work.as_mut_ptr(),
                         &lwork,
