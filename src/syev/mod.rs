@@ -196,6 +196,18 @@ pub struct EigReport {
     pub stebz_illegal: Option<i32>,
 }
 
+impl EigReport {
+    /// INFO = 0, no eigenvalues yet, nothing reduced.
+    fn new() -> EigReport {
+        EigReport {
+            info: 0,
+            m: 0,
+            reduction: None,
+            stebz_illegal: None,
+        }
+    }
+}
+
 /// xSYEVX's INFO after its xSTEBZ call returned `stebz_info`, on every path: LAPACK's xSYEVX
 /// returns xSTEBZ's INFO unchanged — 0; 1, 2, 3 or 4 for a failure; −i for an illegal
 /// argument of xSTEBZ (which xSTEBZ reported through `xerbla_`) — never N + i.
@@ -212,6 +224,20 @@ struct Selection<T> {
     il: i32,
     iu: i32,
     abstol: T,
+}
+
+impl<T> Selection<T> {
+    /// The selection of xSYEVX's arguments, RANGE in upper case.
+    fn new(range: u8, (vl, vu): (T, T), (il, iu): (i32, i32), abstol: T) -> Selection<T> {
+        Selection {
+            range: range.to_ascii_uppercase(),
+            vl,
+            vu,
+            il,
+            iu,
+            abstol,
+        }
+    }
 }
 
 /// The system LAPACK's xSYEVX (JOBZ = 'N') on `a`, its workspace allocated here: M and INFO,
@@ -407,10 +433,8 @@ pub fn syev<T: SbrReal>(
     path: Path,
 ) -> EigReport {
     let mut report = EigReport {
-        info: 0,
         m: n as i32,
-        reduction: None,
-        stebz_illegal: None,
+        ..EigReport::new()
     };
     // A NaN or ±Inf in the triangle: LAPACK's INFO (0 or > 0) and NaNs in W depend on where
     // its own reduction spreads the NaN, so the system LAPACK answers, from the untouched A.
@@ -476,10 +500,8 @@ pub fn syev_vectors<T: SbrReal>(
     path: Path,
 ) -> EigReport {
     let mut report = EigReport {
-        info: 0,
         m: n as i32,
-        reduction: None,
-        stebz_illegal: None,
+        ..EigReport::new()
     };
     let anrm = (path != Path::Lapack && n > 1).then(|| triangle_max_abs(uplo, n, a, lda));
     let Some(anrm) = anrm.filter(|x| x.is_finite()) else {
@@ -543,21 +565,9 @@ pub fn syevx<T: SbrReal>(
     w: &mut [T],
     path: Path,
 ) -> EigReport {
-    let sel = Selection {
-        range: range.to_ascii_uppercase(),
-        vl,
-        vu,
-        il,
-        iu,
-        abstol,
-    };
+    let sel = Selection::new(range, (vl, vu), (il, iu), abstol);
     let range = sel.range;
-    let mut report = EigReport {
-        info: 0,
-        m: 0,
-        reduction: None,
-        stebz_illegal: None,
-    };
+    let mut report = EigReport::new();
     // A NaN or ±Inf in the triangle (N ≥ 2): LAPACK's M, INFO (even −5 from xSTEBZ, as the
     // scaling by σ = 0 makes VL = VU) and W depend on its own reduction: the system LAPACK
     // answers, from the untouched A.
@@ -748,21 +758,9 @@ pub fn syevx_vectors<T: SbrReal>(
     ifail: &mut [i32],
     path: Path,
 ) -> EigReport {
-    let sel = Selection {
-        range: range.to_ascii_uppercase(),
-        vl,
-        vu,
-        il,
-        iu,
-        abstol,
-    };
+    let sel = Selection::new(range, (vl, vu), (il, iu), abstol);
     let range = sel.range;
-    let mut report = EigReport {
-        info: 0,
-        m: 0,
-        reduction: None,
-        stebz_illegal: None,
-    };
+    let mut report = EigReport::new();
     let anrm = (path != Path::Lapack && n > 1).then(|| triangle_max_abs(uplo, n, a, lda));
     let Some(anrm) = anrm.filter(|x| x.is_finite()) else {
         lapack_syevx_vectors(&mut report, sel, uplo, n, a, lda, w, z, ldz, ifail);
