@@ -115,6 +115,10 @@ static void on_alarm(int sig)
     _exit(2);
 }
 
+/* Seconds a case may take. With a GPU, a family's first call compiles its kernels (NVRTC,
+ * tens of seconds on a host without the kernel cache), so the watchdog waits longer there. */
+static unsigned watchdog_s = 10;
+
 /* HOSTILE_VERBOSE=1 prints each case before it runs (to find the one that crashed). */
 static int verbose;
 #define WATCH(...)                                                                         \
@@ -123,7 +127,7 @@ static int verbose;
         if (verbose) {                                                                     \
             fprintf(stderr, "case: %s\n", ctx);                                            \
         }                                                                                  \
-        alarm(10);                                                                         \
+        alarm(watchdog_s);                                                                 \
     } while (0)
 
 /* The outcome of one call. */
@@ -1421,7 +1425,7 @@ static void sb_kd0_child(int v)
     fflush(stderr);
     pid_t pid = fork();
     if (pid == 0) {
-        alarm(10);
+        alarm(watchdog_s);
         Sb s = sb_make('U', 5, 0, 5, 1);
         Res r = sb_call(v, &s);
         _exit(r.info == -3 && r.xcalls == 1 ? 0 : 3);
@@ -2241,6 +2245,7 @@ int main(void)
     check(g == 0 || g == 1, "hylapack_gpu_available() = %d", g);
     check(hylapack_gpu_available() == g, "hylapack_gpu_available() changed");
     gpu_present = g;
+    watchdog_s = g ? 120 : 10;
 
     gtsv_all();
     batch_all();
