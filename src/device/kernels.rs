@@ -48,8 +48,14 @@ pub static SB2ST: KernelSource = KernelSource {
     source: include_str!("../../kernels/sb2st.cu"),
 };
 
+/// Inverse iteration for tridiagonal eigenvectors.
+pub static STEIN: KernelSource = KernelSource {
+    name: "stein",
+    source: include_str!("../../kernels/stein.cu"),
+};
+
 /// Every kernel family (the compile test walks this list).
-pub static ALL: &[&KernelSource] = &[&STEBZ, &GTSV, &GTSV_SLICE, &INTERVAL, &SB2ST];
+pub static ALL: &[&KernelSource] = &[&STEBZ, &GTSV, &GTSV_SLICE, &INTERVAL, &SB2ST, &STEIN];
 
 /// NVRTC options for every kernel: IEEE division and square root, no flush-to-zero and no
 /// contraction into FMA, because Sturm counts and directed rounding must match the CPU bit for bit.

@@ -53,8 +53,10 @@
 //! - [`check_args`] does not take ISPLIT: LAPACK's checks do not read it.
 
 pub mod cpu;
+pub mod gpu;
 pub mod random;
 
+use crate::dispatch::Backend;
 use crate::real::Real;
 use cpu::ClusterJob;
 use random::Larnv;
@@ -312,6 +314,123 @@ pub fn stein<T: Real>(
 /// [`stein`] on at most `threads` threads (the answer does not depend on how many).
 #[allow(clippy::too_many_arguments)]
 pub fn stein_on<T: Real>(
+    threads: usize,
+    d: &[T],
+    e: &[T],
+    w: &[T],
+    iblock: &[i32],
+    isplit: &[i32],
+    z: &mut [T],
+    ldz: usize,
+) -> SteinReport {
+    stein_run(Backend::Cpu, threads, d, e, w, iblock, isplit, z, ldz).report
+}
+
+/// What [`stein_with`] did: LAPACK's outputs, where it ran, and why not on the GPU.
+#[derive(Clone, Debug)]
+pub struct SteinRun {
+    pub report: SteinReport,
+    pub backend: Backend,
+    /// Why a call meant for the GPU ran on the host (the GPU path failed before writing
+    /// anything but Z, which the host path then overwrites).
+    pub note: Option<String>,
+}
+
+/// [`stein`] on `backend`: the GPU path ([`gpu`]) for the clusters of the plan, the host for
+/// the rest; if the GPU path fails, the whole call runs on the host (Z is an output only, the
+/// inputs are untouched).
+#[allow(clippy::too_many_arguments)]
+pub fn stein_with<T: Real>(
+    backend: Backend,
+    d: &[T],
+    e: &[T],
+    w: &[T],
+    iblock: &[i32],
+    isplit: &[i32],
+    z: &mut [T],
+    ldz: usize,
+) -> SteinRun {
+    stein_run(
+        backend,
+        crate::host::threads(),
+        d,
+        e,
+        w,
+        iblock,
+        isplit,
+        z,
+        ldz,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn stein_run<T: Real>(
+    backend: Backend,
+    threads: usize,
+    d: &[T],
+    e: &[T],
+    w: &[T],
+    iblock: &[i32],
+    isplit: &[i32],
+    z: &mut [T],
+    ldz: usize,
+) -> SteinRun {
+    let mut run = SteinRun {
+        report: SteinReport {
+            info: 0,
+            ifail: Vec::new(),
+        },
+        backend: Backend::Cpu,
+        note: None,
+    };
+    let (n, m) = (d.len(), w.len());
+    if backend == Backend::Gpu && n >= 2 && m >= 1 {
+        let int = |x: usize| i32::try_from(x).unwrap_or(i32::MAX);
+        if check_args(int(n), int(m), w, iblock, int(ldz)) == 0 {
+            assert!(
+                e.len() + 1 >= n && z.len() >= (m - 1) * ldz + n,
+                "xSTEIN arrays too short for N = {n}, M = {m}, LDZ = {ldz}"
+            );
+            let tasks = plan(d, e, w, iblock, isplit);
+            match gpu::clusters(d, e, &tasks, z, ldz) {
+                Ok(result) => {
+                    let mut failed = result.failed;
+                    for task in &tasks {
+                        if matches!(task, Task::Cluster { .. }) {
+                            continue;
+                        }
+                        let (col, _) = task.columns();
+                        let tail = &mut z[col * ldz..];
+                        for f in run_task(task, d, e, tail, ldz) {
+                            failed.push(col + f);
+                        }
+                    }
+                    failed.sort_unstable();
+                    let mut ifail = vec![0; m];
+                    for (to, &c) in ifail.iter_mut().zip(&failed) {
+                        *to = int(c + 1);
+                    }
+                    run.report = SteinReport {
+                        info: int(failed.len()),
+                        ifail,
+                    };
+                    run.backend = Backend::Gpu;
+                    return run;
+                }
+                Err(why) => {
+                    crate::dispatch::debug(|| format!("stein: GPU path failed ({why})"));
+                    run.note = Some(format!("the GPU path failed ({why}); ran on the host"));
+                }
+            }
+        }
+    }
+    run.report = stein_host(threads, d, e, w, iblock, isplit, z, ldz);
+    run
+}
+
+/// The host path of [`stein_run`].
+#[allow(clippy::too_many_arguments)]
+fn stein_host<T: Real>(
     threads: usize,
     d: &[T],
     e: &[T],
