@@ -48,35 +48,25 @@ impl DigemmMethod {
     }
 }
 
-/// Diagnostic switches of the band reduction (`sbr`), for measurements.
+/// Settings of the band reduction (`sbr`), resolved once per call by its driver and passed
+/// down to the stages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SbrTuning {
     /// `HYLAPACK_SBR_PROFILE=1`: synchronise after each phase and print the phase times.
     pub profile: bool,
-    /// `HYLAPACK_SBR_PANEL`: how the resident mode factors its panels.
-    pub panel: SbrPanel,
-    /// `HYLAPACK_SBR_LOOKAHEAD` (default 1): the resident mode factors the next panel on a
-    /// second stream while the rest of the trailing matrix is updated.
-    pub lookahead: bool,
-    /// `HYLAPACK_SBR_STREAM_AHEAD` (default 1): the streaming mode's SYR2K pass factors the
-    /// next panel and forms the next step's SYMM too (one pass per step instead of two).
-    pub stream_ahead: bool,
     /// `HYLAPACK_SBR_DIRECT` (default 1): the streaming mode page-locks the user's matrix for
-    /// the call and moves block columns by DMA, without staging copies.
+    /// the call and moves block columns by DMA, without staging copies. `0` is for a matrix
+    /// that page-locking would cost more than it saves (e.g. 80 GB never written: 23 s).
     pub direct: bool,
 }
 
-/// How the band reduction's resident mode factors its panels (`HYLAPACK_SBR_PANEL`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SbrPanel {
-    /// `cholqr` (or `executor`, the default): CholeskyQR2 and Householder reconstruction on the
-    /// executor, xGEQRF there where CholeskyQR2 cannot be trusted.
-    #[default]
-    CholQr,
-    /// `geqrf`: xGEQRF on the executor for every panel (cuSOLVER on the GPU), for comparison.
-    Geqrf,
-    /// `host`: on the host, as before the executor factored them, for comparison.
-    Host,
+impl Default for SbrTuning {
+    fn default() -> Self {
+        SbrTuning {
+            profile: false,
+            direct: true,
+        }
+    }
 }
 
 /// Smallest problem order sent to the GPU in `auto` mode, per routine family.
@@ -275,39 +265,10 @@ pub fn load(env: impl Fn(&str) -> Option<String>) -> Config {
     let sbr = SbrTuning {
         profile: s
             .lookup("HYLAPACK_SBR_PROFILE", "sbr.profile", parse_bool, "0 or 1")
-            .unwrap_or(false),
-        panel: s
-            .lookup(
-                "HYLAPACK_SBR_PANEL",
-                "sbr.panel",
-                |v| match v.to_ascii_lowercase().as_str() {
-                    "host" => Some(SbrPanel::Host),
-                    "geqrf" => Some(SbrPanel::Geqrf),
-                    "cholqr" | "executor" | "gpu" => Some(SbrPanel::CholQr),
-                    _ => None,
-                },
-                "cholqr, geqrf or host",
-            )
-            .unwrap_or_default(),
-        lookahead: s
-            .lookup(
-                "HYLAPACK_SBR_LOOKAHEAD",
-                "sbr.lookahead",
-                parse_bool,
-                "0 or 1",
-            )
-            .unwrap_or(true),
+            .unwrap_or(SbrTuning::default().profile),
         direct: s
             .lookup("HYLAPACK_SBR_DIRECT", "sbr.direct", parse_bool, "0 or 1")
-            .unwrap_or(true),
-        stream_ahead: s
-            .lookup(
-                "HYLAPACK_SBR_STREAM_AHEAD",
-                "sbr.stream_ahead",
-                parse_bool,
-                "0 or 1",
-            )
-            .unwrap_or(true),
+            .unwrap_or(SbrTuning::default().direct),
     };
     let cache_dir = s
         .lookup(

@@ -1,6 +1,9 @@
-//! Facts about the host machine, read once per process.
+//! Facts about the host machine, read once per process; fallible allocation; work spread over
+//! its threads ([`workers`]).
 
 use std::sync::OnceLock;
+
+pub mod workers;
 
 /// The number of threads the process may run at once. `available_parallelism` reads cgroup
 /// files on every call (tens of system calls), which dominated tiny LAPACK calls, so it is
@@ -18,6 +21,55 @@ pub fn try_vec<T: Clone>(len: usize, value: T) -> Option<Vec<T>> {
     v.try_reserve_exact(len).ok()?;
     v.resize(len, value);
     Some(v)
+}
+
+/// Host memory that a call needs could not be allocated. Nothing the caller gave has been
+/// written when this is returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NoMemory {
+    /// The bytes of the allocation that failed.
+    pub bytes: usize,
+}
+
+impl NoMemory {
+    /// The failure of an allocation of `len` elements of `T`.
+    pub fn of<T>(len: usize) -> NoMemory {
+        NoMemory {
+            bytes: len.saturating_mul(std::mem::size_of::<T>()),
+        }
+    }
+}
+
+impl std::fmt::Display for NoMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "cannot allocate {} MiB of host memory",
+            self.bytes.div_ceil(1 << 20)
+        )
+    }
+}
+
+impl std::error::Error for NoMemory {}
+
+/// An empty vector with room for `len` elements, or `None` if that memory cannot be had.
+/// Nothing is written (or, for fresh pages, touched) until the caller fills it.
+pub fn try_room<T>(len: usize) -> Option<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).ok()?;
+    Some(v)
+}
+
+/// The first `len` elements of `room`, set to zero: only they are written, so a step that
+/// uses a small part of a large reservation pays for that part only.
+///
+/// # Panics
+/// If `len` exceeds the room reserved (a sizing bug: it would reallocate infallibly).
+pub fn take_room<T: ZeroBits>(room: &mut Vec<T>, len: usize) -> &mut [T] {
+    assert!(len <= room.capacity(), "workspace sized too small");
+    room.clear();
+    room.resize(len, unsafe_zero());
+    room
 }
 
 /// Types for which all-zero bytes are a valid value.

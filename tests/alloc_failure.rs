@@ -10,7 +10,9 @@
 
 use hylapack::api::interval::{dgemm_rounded_, dgesv_verified, digemm};
 use hylapack::api::stebz::{dstebz_gpu, dstebz_gpu_, sstebz_gpu_};
-use hylapack::lapack::Lapack;
+use hylapack::api::stein::dstein_gpu;
+
+use hylapack::lapack::{Dense, Lapack};
 use std::ffi::c_int;
 use std::process::Command;
 
@@ -544,6 +546,336 @@ fn dgtsv_spike_cpu_without_memory_falls_back_to_lapack() {
     );
     assert!(
         out.contains("cannot allocate") && out.contains("LAPACK xGTSV ran instead"),
+        "{out}"
+    );
+}
+
+// ---- stein ----
+
+/// DSTEIN_GPU (C name) for one eigenvector of a matrix of order 2^21 under a 16 MiB margin:
+/// the inverse iteration's scratch (6 N reals, 96 MiB) does not fit, so INFO = -1000, Z
+/// untouched (the C name has no WORK to hand to the system LAPACK), one line on stderr.
+#[test]
+fn dstein_gpu_without_memory_returns_minus_1000() {
+    if in_child_process() {
+        let n = 1usize << 21;
+        let (d, e) = (vec![2.0f64; n], vec![-1.0f64; n - 1]);
+        let (w, iblock, isplit) = ([1.0f64], [1 as c_int], vec![n as c_int]);
+        let mut z = vec![7.0f64; n];
+        let mut ifail = [5 as c_int];
+        limit_address_space(16 * MIB);
+        // SAFETY: arrays of DSTEIN's extents (D N, E N-1, W/IBLOCK M = 1, ISPLIT N, Z N x 1).
+        let info = unsafe {
+            dstein_gpu(
+                n as c_int,
+                d.as_ptr(),
+                e.as_ptr(),
+                1,
+                w.as_ptr(),
+                iblock.as_ptr(),
+                isplit.as_ptr(),
+                z.as_mut_ptr(),
+                n as c_int,
+                ifail.as_mut_ptr(),
+            )
+        };
+        let untouched = z.iter().all(|&v| v == 7.0);
+        println!(
+            "RESULT info={info} ifail={} untouched={untouched}",
+            ifail[0]
+        );
+        return;
+    }
+    let (out, err) = in_child_env("dstein_gpu_without_memory_returns_minus_1000", &CPU_ONLY);
+    assert_eq!(
+        result_line(&out),
+        "RESULT info=-1000 ifail=0 untouched=true",
+        "{out}"
+    );
+    assert_eq!(lines_with(&err, "cannot allocate"), 1, "{err}");
+}
+
+// ---- dense → band and the eigenvalue drivers ----
+
+/// N for the dense names on the CPU path (the system LAPACK on the caller's A): LAPACK's
+/// workspace, allocated by hylapack for the C names (xSYEV 34N reals, 5.4 MB; xSYEVX 8N reals,
+/// 1.3 MB, and 6N integers; xSYTRD_SY2SB at KD = 64, 20 MB), does not fit a 512 KiB margin.
+/// A (3.2 GB) is calloc'ed and never written, so it costs address space, not memory: on this
+/// path nothing reads it before the workspace.
+const DENSE_N: usize = 20_000;
+/// KD for DSYRDB_OOC.
+const DENSE_KD: usize = 64;
+
+/// The CPU path, with one malloc arena: the test thread's own arena (64 MiB of address space
+/// reserved when the thread started, so counted in VmSize already) would otherwise serve
+/// these workspaces, all well below 64 MiB, whatever the limit.
+const ONE_ARENA: [(&str, &str); 2] = [("HYLAPACK_DEVICE", "cpu"), ("MALLOC_ARENA_MAX", "1")];
+
+/// A zero n x n matrix that is never written (its pages stay the shared zero page).
+fn untouched_zeros(n: usize) -> Vec<f64> {
+    vec![0.0; n * n]
+}
+
+/// DSYEV_OOC (C name, CPU path) under a 512 KiB margin: LAPACK's workspace cannot be
+/// allocated, so INFO = -1000 with A and W untouched and one line on stderr; never an abort.
+#[test]
+fn dsyev_ooc_without_memory_returns_minus_1000() {
+    use hylapack::api::syev::dsyev_ooc;
+    if in_child_process() {
+        let n = DENSE_N;
+        let mut a = untouched_zeros(n);
+        let mut w = vec![-7.0; n];
+        limit_address_space(512 << 10);
+        // SAFETY: A is n x n (lda n), W holds n entries.
+        let info = unsafe {
+            dsyev_ooc(
+                b'N' as _,
+                b'L' as _,
+                n as c_int,
+                a.as_mut_ptr(),
+                n as c_int,
+                w.as_mut_ptr(),
+            )
+        };
+        let untouched = w.iter().all(|&v| v == -7.0) && a.iter().all(|&v| v == 0.0);
+        println!("RESULT info={info} untouched={untouched}");
+        return;
+    }
+    let (out, err) = in_child_env("dsyev_ooc_without_memory_returns_minus_1000", &ONE_ARENA);
+    assert_eq!(
+        result_line(&out),
+        "RESULT info=-1000 untouched=true",
+        "{out}"
+    );
+    assert_eq!(
+        lines_with(&err, "cannot allocate host memory (xSYEV's workspace)"),
+        1,
+        "{err}"
+    );
+}
+
+/// DSYEVX_OOC (C name, CPU path, RANGE = 'I') under a 512 KiB margin: INFO = -1000, M = 0,
+/// A and W untouched, one line on stderr.
+#[test]
+fn dsyevx_ooc_without_memory_returns_minus_1000() {
+    use hylapack::api::syev::dsyevx_ooc;
+    if in_child_process() {
+        let n = DENSE_N;
+        let mut a = untouched_zeros(n);
+        let mut w = vec![-7.0; n];
+        let mut m: c_int = -7;
+        limit_address_space(512 << 10);
+        // SAFETY: A is n x n (lda n), W holds n entries; Z and IFAIL are not referenced for
+        // JOBZ = 'N' (LDZ = 1).
+        let info = unsafe {
+            dsyevx_ooc(
+                b'N' as _,
+                b'I' as _,
+                b'U' as _,
+                n as c_int,
+                a.as_mut_ptr(),
+                n as c_int,
+                0.0,
+                0.0,
+                1,
+                10,
+                0.0,
+                &mut m,
+                w.as_mut_ptr(),
+                std::ptr::null_mut(),
+                1,
+                std::ptr::null_mut(),
+            )
+        };
+        let untouched = w.iter().all(|&v| v == -7.0) && a.iter().all(|&v| v == 0.0);
+        println!("RESULT info={info} m={m} untouched={untouched}");
+        return;
+    }
+    let (out, err) = in_child_env("dsyevx_ooc_without_memory_returns_minus_1000", &ONE_ARENA);
+    assert_eq!(
+        result_line(&out),
+        "RESULT info=-1000 m=0 untouched=true",
+        "{out}"
+    );
+    assert_eq!(
+        lines_with(&err, "cannot allocate host memory (xSYEVX's workspace)"),
+        1,
+        "{err}"
+    );
+}
+
+/// DSYRDB_OOC (C name, CPU path) under a 512 KiB margin: xSYTRD_SY2SB's workspace cannot be
+/// allocated, so INFO = -1000 with A, AB and TAU untouched, one line on stderr.
+#[test]
+fn dsyrdb_ooc_without_memory_returns_minus_1000() {
+    use hylapack::api::syrdb::dsyrdb_ooc;
+    if in_child_process() {
+        let (n, kd) = (DENSE_N, DENSE_KD);
+        let mut a = untouched_zeros(n);
+        let (mut ab, mut tau) = (vec![-7.0; (kd + 1) * n], vec![-7.0; n - kd]);
+        limit_address_space(512 << 10);
+        // SAFETY: A is n x n (lda n), AB (kd + 1) x n (ldab kd + 1), TAU n - kd entries.
+        let info = unsafe {
+            dsyrdb_ooc(
+                b'L' as _,
+                n as c_int,
+                kd as c_int,
+                a.as_mut_ptr(),
+                n as c_int,
+                ab.as_mut_ptr(),
+                (kd + 1) as c_int,
+                tau.as_mut_ptr(),
+            )
+        };
+        let untouched = ab.iter().chain(&tau).all(|&v| v == -7.0) && a.iter().all(|&v| v == 0.0);
+        println!("RESULT info={info} untouched={untouched}");
+        return;
+    }
+    let (out, err) = in_child_env("dsyrdb_ooc_without_memory_returns_minus_1000", &ONE_ARENA);
+    assert_eq!(
+        result_line(&out),
+        "RESULT info=-1000 untouched=true",
+        "{out}"
+    );
+    assert_eq!(
+        lines_with(&err, "xSYTRD_SY2SB's workspace: cannot allocate"),
+        1,
+        "{err}"
+    );
+}
+
+/// N for the blocked band reduction on the CPU executor (the Rust API's
+/// `Path::CpuBlocked`, the GPU path's tiling without a GPU): A is 32 MB; the executor's
+/// resident copy of it (32 MB, the old code's first abort) does not fit a 16 MiB margin, while
+/// LAPACK's workspaces (about 1 MB) and the drivers' band (0.5 MB) do.
+const BLOCKED_N: usize = 2000;
+
+/// A random symmetric matrix of order n (both triangles).
+fn dense_random(n: usize, seed: u64) -> Vec<f64> {
+    println!("seed {seed}");
+    hylapack::testmat::dense_symmetric(
+        hylapack::testmat::DenseFamily::Random,
+        n,
+        &mut hylapack::testmat::Rng::new(seed),
+    )
+}
+
+/// The blocked reduction (`sbr::syrdb` on the CPU executor, in-core plan) under a 16 MiB
+/// margin: the executor's copy of A cannot be allocated, so the system LAPACK's xSYTRD_SY2SB
+/// runs on the untouched A: its answer, bit for bit.
+#[test]
+fn syrdb_blocked_without_memory_falls_back_to_lapack() {
+    use hylapack::sbr::{syrdb, Path};
+    if in_child_process() {
+        let (n, kd) = (BLOCKED_N, 32);
+        let a0 = dense_random(n, 2327);
+        let (mut ra, mut rab, mut rtau) = (a0.clone(), vec![0.0; (kd + 1) * n], vec![0.0; n - kd]);
+        let mut work = vec![0.0; n * kd + n * kd.max(32) + 2 * kd * kd];
+        let rinfo = f64::sytrd_sy2sb(
+            b'L',
+            n,
+            kd,
+            &mut ra,
+            n,
+            &mut rab,
+            kd + 1,
+            &mut rtau,
+            &mut work,
+            false,
+        );
+        drop(work);
+        let (mut a, mut ab, mut tau) = (a0, vec![0.0; (kd + 1) * n], vec![0.0; n - kd]);
+        limit_address_space(16 * MIB);
+        let path = Path::CpuBlocked { budget: u64::MAX };
+        let r = syrdb(b'L', n, kd, &mut a, n, &mut ab, kd + 1, &mut tau, path);
+        let same = rinfo == 0 && a == ra && ab == rab && tau == rtau;
+        println!("RESULT info={} same_as_lapack={same}", r.info);
+        println!("NOTE {}", r.note.unwrap_or_default());
+        return;
+    }
+    let (out, _) = in_child_env(
+        "syrdb_blocked_without_memory_falls_back_to_lapack",
+        &ONE_ARENA,
+    );
+    assert_eq!(
+        result_line(&out),
+        "RESULT info=0 same_as_lapack=true",
+        "{out}"
+    );
+    assert!(
+        out.contains("cannot allocate") && out.contains("system LAPACK"),
+        "{out}"
+    );
+}
+
+/// The largest |x − y| over the eigenvalues, over n ε ‖A‖ (‖A‖ the largest |λ|).
+fn scaled_error(got: &[f64], want: &[f64]) -> f64 {
+    let norm = want.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    let err = got
+        .iter()
+        .zip(want)
+        .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+    err / (got.len() as f64 * f64::EPSILON * norm)
+}
+
+/// The eigenvalue drivers on the blocked reduction (CPU executor) under a 16 MiB margin: the
+/// band fits, the executor's copy of A does not, so the reduction falls back to the system
+/// LAPACK's xSYTRD_SY2SB and the driver goes on (bulge chasing, xSTERF or bisection): INFO = 0
+/// and the eigenvalues of xSYEV / xSYEVX to a small multiple of n ε ‖A‖.
+#[test]
+fn syev_blocked_without_memory_falls_back_to_lapack() {
+    use hylapack::sbr::Path;
+    if in_child_process() {
+        let n = BLOCKED_N;
+        let a0 = dense_random(n, 2328);
+        let mut w_ref = vec![0.0; n];
+        let rinfo = f64::syev_values(b'U', n, &mut a0.clone(), n, &mut w_ref);
+        // The routines the fallback calls, found (and LAPACK opened) before the limit.
+        let (mut t, mut ab, mut tau, mut work) = ([1.0; 9], [0.0; 6], [0.0; 2], [0.0; 100]);
+        f64::sytrd_sy2sb(
+            b'L', 3, 1, &mut t, 3, &mut ab, 2, &mut tau, &mut work, false,
+        );
+        f64::sterf(&mut [1.0, 2.0], &mut [0.5]);
+        let (il, iu) = (3, 40);
+        let (mut a, mut ax) = (a0.clone(), a0);
+        let (mut w, mut wx) = (vec![0.0; n], vec![0.0; n]);
+        limit_address_space(16 * MIB);
+        let path = Path::CpuBlocked { budget: u64::MAX };
+        let r = hylapack::syev::syev(b'U', n, &mut a, n, &mut w, path);
+        let rx = hylapack::syev::syevx(
+            b'I', b'L', n, &mut ax, n, 0.0, 0.0, il, iu, 0.0, &mut wx, path,
+        );
+        let m = rx.m as usize;
+        let ok = rinfo == 0
+            && scaled_error(&w, &w_ref) < 10.0
+            && m == (iu - il + 1) as usize
+            && scaled_error(&wx[..m], &w_ref[il as usize - 1..iu as usize]) < 10.0;
+        println!(
+            "RESULT info={} infox={} m={m} close_to_lapack={ok}",
+            r.info, rx.info
+        );
+        for note in [r, rx]
+            .iter()
+            .filter_map(|r| r.reduction.as_ref()?.note.clone())
+        {
+            println!("NOTE {note}");
+        }
+        return;
+    }
+    let (out, _) = in_child_env(
+        "syev_blocked_without_memory_falls_back_to_lapack",
+        &ONE_ARENA,
+    );
+    assert_eq!(
+        result_line(&out),
+        "RESULT info=0 infox=0 m=38 close_to_lapack=true",
+        "{out}"
+    );
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.starts_with("NOTE") && l.contains("cannot allocate"))
+            .count(),
+        2,
         "{out}"
     );
 }

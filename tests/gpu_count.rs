@@ -15,6 +15,8 @@ fn require_gpu() -> bool {
 /// A random tridiagonal matrix split into blocks, prepared the way xSTEBZ prepares it. The first
 /// blocks have every length from 1 to 20, so the kernel's row groups (of 8, loaded one group
 /// ahead) meet every boundary case; the rest split at random.
+// j indexes E² and the block ends alike.
+#[allow(clippy::needless_range_loop)]
 fn problem<T: Real>(n: usize, rng: &mut Rng) -> (Vec<T>, Vec<T>, T, Vec<usize>) {
     let d: Vec<T> = (0..n)
         .map(|_| T::from_f64(rng.range(-1.0, 1.0) * 4.0))

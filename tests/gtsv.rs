@@ -191,8 +191,7 @@ fn rounded_solution(a: &Tridiag, b: &[f64]) -> Option<Vec<f64>> {
 fn within_10x_of_lapack(a: &Tridiag, b: &[f64], r_ours: f64, r_lap: f64) -> bool {
     let within = |floor: f64| r_ours <= 10.0 * floor.max(f64::MIN_POSITIVE);
     within(r_lap)
-        || rounded_solution(a, b)
-            .is_some_and(|x| within(rel_residual(a, &x, b, a.n(), 0)))
+        || rounded_solution(a, b).is_some_and(|x| within(rel_residual(a, &x, b, a.n(), 0)))
 }
 
 #[test]
@@ -499,8 +498,8 @@ fn c_and_fortran_entry_points() {
         )
     };
     assert_eq!(info, 0);
-    for i in 0..x.len() {
-        assert!((x[i] - want.x[i]).abs() <= 1e-12 * (1.0 + want.x[i].abs()));
+    for (&got, &want) in x.iter().zip(&want.x) {
+        assert!((got - want).abs() <= 1e-12 * (1.0 + want.abs()));
     }
     let (mut dl, mut d, mut du, mut x) = (a.dl.clone(), a.d.clone(), a.du.clone(), b.clone());
     let (n_i, nrhs_i, ldb_i, mut info) = (n as i32, 2, n as i32 + 2, -99);
@@ -835,8 +834,8 @@ fn speculative_refinement_agrees() {
 #[ignore]
 fn table3_stress_many_seeds() {
     let n = 512;
-    let mut worst = vec![0.0f64; 17];
-    let mut fails = vec![0; 17];
+    let mut worst = [0.0f64; 17];
+    let mut fails = [0; 17];
     let runs: u64 = std::env::var("STRESS_RUNS")
         .ok()
         .and_then(|s| s.parse().ok())

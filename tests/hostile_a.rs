@@ -362,7 +362,13 @@ fn stebz_nan_and_inf_never_a_silent_success() {
                             d[at] = bad;
                             e[at.min(n - 2)] = bad;
                         }
-                        _ => d[at] = if at % 2 == 0 { bad } else { T::ZERO - bad },
+                        _ => {
+                            d[at] = if at.is_multiple_of(2) {
+                                bad
+                            } else {
+                                T::ZERO - bad
+                            }
+                        }
                     }
                     cases.push((format!("{name} what={what} at={at}"), d, e));
                 }

@@ -394,6 +394,8 @@ fn unbounded_intervals_and_bad_bounds() {
 }
 
 /// The exact solution of `A X = B` for the stored (f64) data, or None if A is singular.
+// Gauss–Jordan on rows of rationals: the row and column indices are the algorithm.
+#[allow(clippy::needless_range_loop)]
 fn exact_solve(
     n: usize,
     a: &[f64],
@@ -896,6 +898,8 @@ fn multi_tile_products_bound_the_exact_result() {
 }
 
 #[test]
+// k indexes the bounds and the exact solution alike.
+#[allow(clippy::needless_range_loop)]
 fn larger_systems_with_a_known_integer_solution_are_verified() {
     // b = A·x* exactly (small integers), so x* is the exact solution.
     let s = seed();

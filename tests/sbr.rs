@@ -116,6 +116,8 @@ fn band_to_dense<T: Real>(ab: &[T], ldab: usize, kd: usize, n: usize, upper: boo
 }
 
 /// Q = H(1) ⋯ H(n−kd) from the reflectors xSYTRD_SY2SB leaves in A and TAU.
+// j indexes TAU and the reflectors' rows alike.
+#[allow(clippy::needless_range_loop)]
 fn build_q<T: Real>(a: &[T], n: usize, kd: usize, tau: &[T], upper: bool) -> Vec<f64> {
     let l = |r: usize, c: usize| if upper { a[c + r * n] } else { a[r + c * n] }.to_f64();
     let mut q = vec![0.0; n * n];
@@ -356,7 +358,8 @@ fn workspace_query_matches_lapack() {
 #[test]
 fn illegal_arguments_in_lapack_order() {
     // (uplo, n, kd, lda, ldab, lwork) → INFO
-    let cases: &[((u8, i32, i32, i32, i32, i32), i32)] = &[
+    type Case = ((u8, i32, i32, i32, i32, i32), i32);
+    let cases: &[Case] = &[
         ((b'X', 10, 2, 10, 3, 1000), -1),
         ((b'L', -1, 2, 10, 3, 1000), -2),
         ((b'u', 10, -1, 10, 3, 1000), -3),
@@ -817,7 +820,8 @@ fn sb2st_suite<T: Real + Dense>() {
                 (8, 0),
             ] {
                 let (d, e) =
-                    sbr::sb2st::tridiagonalize_grouped(uplo, n, kd, ab, band.ldab, threads, group);
+                    sbr::sb2st::tridiagonalize_grouped(uplo, n, kd, ab, band.ldab, threads, group)
+                        .expect("host memory");
                 check_tridiagonal(&band, d, e, || {
                     format!(
                         "{}sb2st n={n} kd={kd} uplo={} threads={threads} group={group} seed={seed}",
@@ -864,7 +868,7 @@ fn sb2st_gpu_suite<T: Real + Dense>() {
                     uplo as char
                 )
             };
-            let (d, e) = sbr::sb2st::gpu::tridiagonalize(uplo, n, kd, ab, band.ldab)
+            let (d, e) = sbr::sb2st::gpu::tridiagonalize(uplo, n, kd, ab, band.ldab, false)
                 .unwrap_or_else(|err| panic!("{}: {err}", what()));
             check_tridiagonal(&band, d, e, what);
         }
@@ -889,8 +893,9 @@ fn sb2st_gpu_suite<T: Real + Dense>() {
                     T::PREFIX
                 )
             };
-            let (d, e) = sbr::sb2st::gpu::tridiagonalize(b'L', n, kd, &band.lower, band.ldab)
-                .unwrap_or_else(|err| panic!("{}: {err}", what()));
+            let (d, e) =
+                sbr::sb2st::gpu::tridiagonalize(b'L', n, kd, &band.lower, band.ldab, false)
+                    .unwrap_or_else(|err| panic!("{}: {err}", what()));
             check_tridiagonal(&band, d, e, what);
         }
     }
@@ -906,10 +911,12 @@ fn pipelined_chase_is_reproducible() {
     let mut rng = Rng::new(seed);
     let (n, kd) = (3000, 16);
     let band = random_band::<f64>(&mut rng, n, kd);
-    let serial = sbr::sb2st::tridiagonalize_grouped(b'L', n, kd, &band.lower, band.ldab, 1, 1);
+    let serial = sbr::sb2st::tridiagonalize_grouped(b'L', n, kd, &band.lower, band.ldab, 1, 1)
+        .expect("host memory");
     for (threads, group) in [(8, 1), (16, 1), (4, 2)] {
         let run =
-            sbr::sb2st::tridiagonalize_grouped(b'L', n, kd, &band.lower, band.ldab, threads, group);
+            sbr::sb2st::tridiagonalize_grouped(b'L', n, kd, &band.lower, band.ldab, threads, group)
+                .expect("host memory");
         assert!(
             run == serial,
             "threads={threads} group={group} seed={seed}: differs from the serial chase"
@@ -922,7 +929,7 @@ fn pipelined_chase_is_reproducible() {
     for (n, kd) in [(6000, 32), (6000, 64)] {
         let band = random_band::<f64>(&mut rng, n, kd);
         let run = || {
-            sbr::sb2st::gpu::tridiagonalize(b'L', n, kd, &band.lower, band.ldab)
+            sbr::sb2st::gpu::tridiagonalize(b'L', n, kd, &band.lower, band.ldab, false)
                 .unwrap_or_else(|err| panic!("n={n} kd={kd}: {err}"))
         };
         let first = run();

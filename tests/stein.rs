@@ -87,7 +87,8 @@ fn run_backend<T: Real>(
     ctx: &str,
 ) -> SteinReport {
     let n = d.len();
-    let run = stein::stein_with(backend(), d, e, &ev.w, &ev.iblock, &ev.isplit, z, n.max(1));
+    let run = stein::stein_with(backend(), d, e, &ev.w, &ev.iblock, &ev.isplit, z, n.max(1))
+        .expect("host memory");
     if backend() == Backend::Gpu && gpu_required() && n >= 2 && !ev.w.is_empty() {
         assert_eq!(
             run.backend,
@@ -263,7 +264,8 @@ fn threads_do_not_change_the_answer() {
         let m = ev.w.len();
         let run = |threads| {
             let mut z = vec![0.0f64; 600 * m];
-            let r = stein::stein_on(threads, &d, &e, &ev.w, &ev.iblock, &ev.isplit, &mut z, 600);
+            let r = stein::stein_on(threads, &d, &e, &ev.w, &ev.iblock, &ev.isplit, &mut z, 600)
+                .expect("host memory");
             (r, z)
         };
         let (r1, z1) = run(1);
@@ -293,7 +295,8 @@ fn rows_below_n_are_untouched() {
         n as i32, &d, &e, m as i32, &ev.w, &ev.iblock, &ev.isplit, &mut z_ref, ldz as i32,
         &mut ifail,
     );
-    let rep = stein::stein(&d, &e, &ev.w, &ev.iblock, &ev.isplit, &mut z, ldz);
+    let rep =
+        stein::stein(&d, &e, &ev.w, &ev.iblock, &ev.isplit, &mut z, ldz).expect("host memory");
     assert_eq!((rep.info, rep.ifail), (info, ifail));
     for j in 0..m {
         assert!(z[j * ldz + n..(j + 1) * ldz].iter().all(|&x| x == 7.0));
@@ -315,7 +318,7 @@ fn edge_cases_as_lapack() {
             n as i32, d, e, m as i32, w, iblock, isplit, &mut z_ref, ldz as i32, &mut ifail,
         );
         ifail.truncate(m);
-        let rep = stein::stein(d, e, w, iblock, isplit, &mut z, ldz);
+        let rep = stein::stein(d, e, w, iblock, isplit, &mut z, ldz).expect("host memory");
         assert_eq!((rep.info, &rep.ifail), (info, &ifail), "{iblock:?}");
         if w.iter().any(|x| x.abs() > 100.0) {
             assert!(info > 0, "the far shifts were meant to fail");
@@ -406,7 +409,8 @@ fn starting_vectors_are_lapacks() {
         let ev = stebz_by_block(b'A', 0, 0, &d, &e);
         let (z_ref, rep_ref) = lapack_stein(&d, &e, &ev);
         let mut z = vec![T::ZERO; z_ref.len()];
-        let rep = stein::stein(&d, &e, &ev.w, &ev.iblock, &ev.isplit, &mut z, n);
+        let rep =
+            stein::stein(&d, &e, &ev.w, &ev.iblock, &ev.isplit, &mut z, n).expect("host memory");
         assert_eq!(rep, rep_ref);
         let mut worst = 0.0f64;
         for (a, b) in z.chunks(n).zip(z_ref.chunks(n)) {
@@ -436,7 +440,7 @@ fn blocks_outside_t_fail_instead_of_reading_past_d() {
     let w = [1.0, 3.0, 1.0, 4.0];
     for isplit in [&[2][..], &[2, 9], &[2, 2]] {
         let mut z = vec![7.0f64; 16];
-        let rep = stein::stein(&d, &e, &w, &[1, 1, 2, 3], isplit, &mut z, 4);
+        let rep = stein::stein(&d, &e, &w, &[1, 1, 2, 3], isplit, &mut z, 4).expect("host memory");
         assert_eq!(rep.info, 2, "{isplit:?}");
         assert_eq!(rep.ifail, [3, 4, 0, 0], "{isplit:?}");
         assert!(z[8..].iter().all(|&x| x == 0.0), "{isplit:?}");
@@ -469,6 +473,7 @@ fn exported_names_check_as_lapack_and_agree_with_the_library() {
         &mut z_lib,
         n,
     )
+    .expect("host memory")
     .report;
     let (mut ifail_c, mut ifail_f) = (vec![7; m], vec![7; m]);
     let (ni, mi) = (n as c_int, m as c_int);

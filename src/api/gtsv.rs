@@ -123,6 +123,11 @@ unsafe fn fortran<T: Lapack>(
 /// DL … B = 3 … 6 when NULL but referenced, LDB = 7), reported through `xerbla_`; i > 0 if
 /// U(i,i) of DGTSV's factorization is exactly zero (the solution was not computed); −1000 for an
 /// internal error (printed on stderr).
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn dgtsv_spike(
     n: c_int,
@@ -139,6 +144,11 @@ pub unsafe extern "C" fn dgtsv_spike(
 }
 
 /// Single-precision `dgtsv_spike` (LAPACK SGTSV's contract).
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn sgtsv_spike(
     n: c_int,
@@ -156,6 +166,11 @@ pub unsafe extern "C" fn sgtsv_spike(
 
 /// `dgtsv_spike` in the Fortran convention: LAPACK DGTSV's argument list
 /// (N, NRHS, DL, D, DU, B, LDB, INFO), all by reference.
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn dgtsv_spike_(
     n: *const c_int,
@@ -171,6 +186,11 @@ pub unsafe extern "C" fn dgtsv_spike_(
 }
 
 /// `sgtsv_spike` in the Fortran convention (LAPACK SGTSV's argument list).
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn sgtsv_spike_(
     n: *const c_int,
@@ -299,6 +319,11 @@ unsafe fn run_device<T: Lapack>(
 /// memory (about 1.25·n·nrhs + 0.5·n elements) does not fit `HYLAPACK_GPU_MEMORY_LIMIT` or the
 /// free memory (B is then unchanged, unless the failure came while the answer was being copied
 /// into it); −1000 for an internal error. N = 0 returns 0 without touching the GPU.
+///
+/// # Safety
+/// DL, D, DU and B are NULL or device memory of the process's primary context valid for N − 1,
+/// N, N − 1 and LDB × NRHS elements; `stream` is NULL or a live stream of that context, and
+/// the caller does not touch B until that stream has passed this call's work.
 #[no_mangle]
 pub unsafe extern "C" fn dgtsv_spike_device(
     n: c_int,
@@ -316,6 +341,11 @@ pub unsafe extern "C" fn dgtsv_spike_device(
 }
 
 /// Single-precision `dgtsv_spike_device` (SGTSV's INFO).
+///
+/// # Safety
+/// DL, D, DU and B are NULL or device memory of the process's primary context valid for N − 1,
+/// N, N − 1 and LDB × NRHS elements; `stream` is NULL or a live stream of that context, and
+/// the caller does not touch B until that stream has passed this call's work.
 #[no_mangle]
 pub unsafe extern "C" fn sgtsv_spike_device(
     n: c_int,
@@ -448,6 +478,11 @@ unsafe fn run_batch<T: Lapack>(
 /// info > 0); or −i if the i-th argument had an illegal value (N = 1, NRHS = 2, DL, D, DU = 3, 4,
 /// 5 when NULL but referenced, STRIDE_A = 6, B = 7, LDB = 8, STRIDE_B = 9, COUNT = 10, INFO =
 /// 11), reported through `xerbla_`; −1000 for an internal error.
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn dgtsv_spike_strided_batch(
     n: c_int,
@@ -481,6 +516,11 @@ pub unsafe extern "C" fn dgtsv_spike_strided_batch(
 }
 
 /// Single-precision `dgtsv_spike_strided_batch` (SGTSV's contract per system).
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn sgtsv_spike_strided_batch(
     n: c_int,

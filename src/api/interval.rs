@@ -168,6 +168,11 @@ unsafe fn gemm_rounded_run(
 /// 13 C null or overlapping A or B, 14 ldc), or −1000 (`HYLAPACK_INFO_INTERNAL_ERROR`) with
 /// one line on stderr and C unchanged when host memory the call needs (the CPU path packs
 /// op(A) and op(B): (m + n)·k reals) cannot be allocated; never an abort.
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn dgemm_rounded(
     rnd: c_char,
@@ -214,6 +219,11 @@ pub unsafe extern "C" fn dgemm_rounded(
 /// as [`dgemm_rounded`], a BLAS-style subroutine (illegal arguments go to `xerbla_`). It has
 /// no INFO: when host memory the call needs cannot be allocated, C is left unchanged and one
 /// line on stderr says so (never an abort).
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn dgemm_rounded_(
     rnd: *const c_char,
@@ -381,6 +391,11 @@ unsafe fn igemm_run(
 /// (`HYLAPACK_INFO_INTERNAL_ERROR`) with one line on stderr and `[C]` unchanged when host
 /// memory the call needs cannot be allocated (the CPU path holds about 2(m + n)·k + 2·m·n
 /// reals: packed or split operands and the products); never an abort.
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn digemm(
     transa: c_char,
@@ -427,6 +442,11 @@ pub unsafe extern "C" fn digemm(
 /// LDC)`: as [`digemm`], a BLAS-style subroutine (illegal arguments go to `xerbla_`). It has
 /// no INFO: when host memory the call needs cannot be allocated, CINF and CSUP are left
 /// unchanged and one line on stderr says so (never an abort).
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn digemm_(
     transa: *const c_char,
@@ -548,6 +568,11 @@ unsafe fn gesv_verified_run(
 /// matrices), X_inf and X_sup are unchanged and one line on stderr says so (never an abort).
 /// N = 0 or NRHS = 0: a quick return with INFO = 0. A column that is not verified is returned
 /// as [−∞, +∞]; an unverified interval is never returned as verified.
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn dgesv_verified(
     n: c_int,
@@ -571,6 +596,11 @@ pub unsafe extern "C" fn dgesv_verified(
 
 /// Fortran `DGESV_VERIFIED(N, NRHS, A, LDA, B, LDB, XINF, XSUP, LDX, INFO)`: as
 /// [`dgesv_verified`].
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn dgesv_verified_(
     n: *const c_int,

@@ -230,6 +230,11 @@ unsafe fn fortran<T: Lapack>(
 /// a workspace of 4N reals and 3N integers allocated for it (same contract, same outputs); when
 /// that cannot be allocated either, it returns -1000 with M = 0, `w`, `iblock` and `isplit`
 /// untouched, and one message on stderr. It never aborts the program.
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn dstebz_gpu(
     range: c_char,
@@ -278,6 +283,11 @@ pub unsafe extern "C" fn dstebz_gpu(
 
 /// Single-precision `dstebz_gpu` (LAPACK SSTEBZ's contract; host memory as `dstebz_gpu`, falling
 /// back to the system LAPACK's SSTEBZ).
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn sstebz_gpu(
     range: c_char,
@@ -333,6 +343,11 @@ pub unsafe extern "C" fn sstebz_gpu(
 /// can answer in the memory it was given is answered. Only if WORK or IWORK is NULL as well
 /// (and a workspace of their size cannot be allocated) does INFO = -1000 come back (M = 0,
 /// outputs untouched, one message on stderr).
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn dstebz_gpu_(
     range: *const c_char,
@@ -383,6 +398,11 @@ pub unsafe extern "C" fn dstebz_gpu_(
 
 /// `sstebz_gpu` in the Fortran convention (LAPACK SSTEBZ's argument list; WORK and IWORK as in
 /// `dstebz_gpu_`).
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn sstebz_gpu_(
     range: *const c_char,

@@ -5,6 +5,8 @@
 
 use super::{ffi_boundary, input, output, report_illegal_argument, HYLAPACK_INFO_INTERNAL_ERROR};
 use crate::dispatch::{self, Family};
+use crate::host::NoMemory;
+use crate::log;
 use crate::real::Real;
 use crate::stein;
 use std::ffi::c_int;
@@ -15,7 +17,8 @@ const STEIN_MIN_ENTRIES: usize = 1 << 20;
 
 /// Checks pointers and arguments in LAPACK's order (NULL arrays as illegal values of their
 /// LAPACK argument numbers), then runs the routine and logs the call. `Err(info)` for an
-/// illegal argument, not yet reported.
+/// illegal argument, not yet reported; `Ok(Err(_))` when the host memory of the call could
+/// not be had (Z untouched, IFAIL zeroed).
 #[allow(clippy::too_many_arguments)]
 unsafe fn checked_run<T: Real>(
     routine: &str,
@@ -29,7 +32,7 @@ unsafe fn checked_run<T: Real>(
     z: *mut T,
     ldz: c_int,
     ifail: *mut c_int,
-) -> Result<c_int, c_int> {
+) -> Result<Result<c_int, NoMemory>, c_int> {
     // N, M and LDZ first, without reading W or IBLOCK (LAPACK's first three checks).
     let early = if n < 0 {
         -1
@@ -53,7 +56,7 @@ unsafe fn checked_run<T: Real>(
     let ifail = output(ifail, count).ok_or(-12)?;
     ifail.fill(0);
     if len == 0 || count == 0 {
-        return Ok(0);
+        return Ok(Ok(0));
     }
     let d = input(d, len).ok_or(-2)?;
     let e = input(e, len - 1).ok_or(-3)?;
@@ -71,7 +74,10 @@ unsafe fn checked_run<T: Real>(
             )),
         };
     }
-    let run = stein::stein_with(decision.backend, d, e, w, iblock, isplit, z, ldz as usize);
+    let run = match stein::stein_with(decision.backend, d, e, w, iblock, isplit, z, ldz as usize) {
+        Ok(run) => run,
+        Err(no_memory) => return Ok(Err(no_memory)),
+    };
     ifail.copy_from_slice(&run.report.ifail);
     let note = run.note.or(decision.why_not_gpu);
     dispatch::finish_call(
@@ -81,7 +87,7 @@ unsafe fn checked_run<T: Real>(
         started.elapsed(),
         note.as_deref(),
     );
-    Ok(run.report.info)
+    Ok(Ok(run.report.info))
 }
 
 /// [`checked_run`] with illegal arguments reported through `xerbla_`.
@@ -99,10 +105,17 @@ unsafe fn run<T: Real>(
     ldz: c_int,
     ifail: *mut c_int,
 ) -> c_int {
-    checked_run(routine, n, d, e, m, w, iblock, isplit, z, ldz, ifail).unwrap_or_else(|info| {
-        report_illegal_argument(routine, info);
-        info
-    })
+    match checked_run(routine, n, d, e, m, w, iblock, isplit, z, ldz, ifail) {
+        Ok(Ok(info)) => info,
+        Ok(Err(no_memory)) => {
+            log::warn(&format!("{routine}: {no_memory}; nothing computed"));
+            HYLAPACK_INFO_INTERNAL_ERROR
+        }
+        Err(info) => {
+            report_illegal_argument(routine, info);
+            info
+        }
+    }
 }
 
 /// Eigenvectors of the symmetric tridiagonal matrix with diagonal `d[0..n]` and off-diagonal
@@ -125,6 +138,11 @@ unsafe fn run<T: Real>(
 /// value of its own argument: 2 D, 3 E, 5 W, 6 IBLOCK, 7 ISPLIT, 8 Z, 12 IFAIL), reported through
 /// `xerbla_` as DSTEIN_GPU; k > 0 if k eigenvectors failed to converge; −1000 for an internal
 /// error (printed on stderr).
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn dstein_gpu(
     n: c_int,
@@ -144,6 +162,11 @@ pub unsafe extern "C" fn dstein_gpu(
 }
 
 /// Single-precision `dstein_gpu` (LAPACK SSTEIN's contract).
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn sstein_gpu(
     n: c_int,
@@ -203,6 +226,11 @@ unsafe fn fortran<T: Real>(
 
 /// `dstein_gpu` in the Fortran convention: LAPACK DSTEIN's exact argument list, all by
 /// reference (WORK and IWORK accepted, not used). INFO as for `dstein_gpu`.
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn dstein_gpu_(
     n: *const c_int,
@@ -238,6 +266,11 @@ pub unsafe extern "C" fn dstein_gpu_(
 }
 
 /// Single-precision `dstein_gpu_` (LAPACK SSTEIN's argument list).
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn sstein_gpu_(
     n: *const c_int,
@@ -274,7 +307,8 @@ pub unsafe extern "C" fn sstein_gpu_(
 
 /// The preload library's xSTEIN: hylapack's path for a call LAPACK accepts, logged under
 /// `routine` (the name the program called); `None` for an illegal argument (nothing written),
-/// which the caller forwards so that LAPACK reports it.
+/// which the caller forwards so that LAPACK reports it, and when the host memory of
+/// hylapack's path cannot be had (then LAPACK runs on the caller's WORK and IWORK).
 ///
 /// # Safety
 /// The pointers are the caller's xSTEIN arguments (each valid for LAPACK's extent or NULL).
@@ -294,6 +328,8 @@ pub unsafe fn interposed<T: Real>(
 ) -> Option<c_int> {
     let (n, m, ldz) = (*n.as_ref()?, *m.as_ref()?, *ldz.as_ref()?);
     ffi_boundary!(routine, None, {
-        checked_run(routine, n, d, e, m, w, iblock, isplit, z, ldz, ifail).ok()
+        checked_run(routine, n, d, e, m, w, iblock, isplit, z, ldz, ifail)
+            .ok()
+            .and_then(Result::ok)
     })
 }

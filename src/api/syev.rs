@@ -35,6 +35,7 @@ fn log_call(
 
 /// DSYEV's checks, pointers included, then the computation; `work` is (WORK, LWORK) in the
 /// Fortran convention.
+#[allow(clippy::too_many_arguments)] // DSYEV's own argument list
 unsafe fn syev_run(
     routine: &str,
     jobz: u8,
@@ -169,6 +170,11 @@ unsafe fn syevx_run(
 ///
 /// Returns INFO: 0 on success; −i if the i-th argument (LAPACK numbering) had an illegal value
 /// or was NULL; > 0 as above; −1000 for an internal error (printed on stderr).
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn dsyev_ooc(
     jobz: c_char,
@@ -186,6 +192,11 @@ pub unsafe extern "C" fn dsyev_ooc(
 /// `dsyev_ooc` in the Fortran convention: LAPACK DSYEV's argument list, all by reference, with
 /// the hidden CHARACTER lengths of JOBZ and UPLO last. LWORK >= max(1, 3N−1); LWORK = −1 is a
 /// query (WORK(1) returns DSYEV's optimal size). WORK is not used beyond WORK(1).
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn dsyev_ooc_(
     jobz: *const c_char,
@@ -234,6 +245,11 @@ pub unsafe extern "C" fn dsyev_ooc_(
 ///
 /// Returns INFO: 0 on success; −i if the i-th argument (LAPACK numbering) had an illegal value
 /// or was NULL; > 0 as above; −1000 for an internal error (printed on stderr).
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn dsyevx_ooc(
     jobz: c_char,
@@ -279,6 +295,11 @@ pub unsafe extern "C" fn dsyevx_ooc(
 /// `dsyevx_ooc` in the Fortran convention: LAPACK DSYEVX's argument list, all by reference,
 /// with the hidden CHARACTER lengths of JOBZ, RANGE and UPLO last. LWORK >= 8N (1 if N <= 1);
 /// LWORK = −1 is a query. WORK, IWORK, Z and IFAIL are not used beyond WORK(1).
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn dsyevx_ooc_(
     jobz: *const c_char,

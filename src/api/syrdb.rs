@@ -89,7 +89,8 @@ unsafe fn run<T: Real + Dense + CublasReal>(
                 started.elapsed(),
                 note.as_deref(),
             );
-            return 0;
+            // 0, or −1000 when host memory no path can do without was not there.
+            return report.info;
         }
     }
     report_illegal_argument(routine, info);
@@ -157,6 +158,11 @@ unsafe fn fortran<T: Real + Dense + CublasReal>(
 /// or was NULL, reported through `xerbla_`; −1000 for an internal error (printed on stderr).
 /// Unlike LAPACK, KD = 0 with N ≥ 2 is illegal (−3): no reflectors make a matrix diagonal, and
 /// LAPACK 3.11, which accepts it, divides by zero.
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn dsyrdb_ooc(
     uplo: c_char,
@@ -174,6 +180,11 @@ pub unsafe extern "C" fn dsyrdb_ooc(
 }
 
 /// Single-precision `dsyrdb_ooc` (LAPACK SSYTRD_SY2SB's contract).
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn ssyrdb_ooc(
     uplo: c_char,
@@ -194,6 +205,11 @@ pub unsafe extern "C" fn ssyrdb_ooc(
 /// reference, with the hidden CHARACTER length of UPLO last. LWORK = −1 is a workspace query:
 /// WORK(1) returns LAPACK's size (N·KD + N·max(KD, 32) + 2·KD², or 1 when N <= KD + 1), which
 /// is also the smallest LWORK accepted; WORK itself is not used beyond WORK(1).
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn dsyrdb_ooc_(
     uplo: *const c_char,
@@ -227,6 +243,11 @@ pub unsafe extern "C" fn dsyrdb_ooc_(
 }
 
 /// `ssyrdb_ooc` in the Fortran convention (LAPACK SSYTRD_SY2SB's argument list).
+///
+/// # Safety
+/// Each array pointer is NULL (reported as an illegal argument where the routine would read
+/// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+/// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 #[no_mangle]
 pub unsafe extern "C" fn ssyrdb_ooc_(
     uplo: *const c_char,

@@ -8,22 +8,26 @@ use cudarc::nvrtc::sys as nvrtc;
 use std::ffi::{c_char, CStr};
 use std::path::{Path, PathBuf};
 
-/// One `.cu` file: a kernel family with its s/d entry points.
+/// One `.cu` file: a kernel family with its s/d entry points, and the NVRTC options it is
+/// compiled with (part of its cache key).
 pub struct KernelSource {
     pub name: &'static str,
     pub source: &'static str,
+    pub options: &'static [&'static str],
 }
 
 /// Sturm counts for the tridiagonal eigenvalue family.
 pub static STEBZ: KernelSource = KernelSource {
     name: "stebz",
     source: include_str!("../../kernels/stebz.cu"),
+    options: EXACT,
 };
 
 /// SPIKE + diagonal pivoting for the tridiagonal solver family.
 pub static GTSV: KernelSource = KernelSource {
     name: "gtsv",
     source: include_str!("../../kernels/gtsv.cu"),
+    options: EXACT,
 };
 
 /// The tridiagonal solver's kernels for slices of a streamed top level (the same source with
@@ -34,32 +38,40 @@ pub static GTSV_SLICE: KernelSource = KernelSource {
         "#define GTSV_SLICES 1\n",
         include_str!("../../kernels/gtsv.cu")
     ),
+    options: EXACT,
 };
 
 /// Directed-rounding and interval products, and the verified solver's kernels.
 pub static INTERVAL: KernelSource = KernelSource {
     name: "interval",
     source: include_str!("../../kernels/interval.cu"),
+    options: EXACT,
 };
 
 /// Band → tridiagonal bulge chasing for the dense eigenvalue path.
 pub static SB2ST: KernelSource = KernelSource {
     name: "sb2st",
     source: include_str!("../../kernels/sb2st.cu"),
+    options: EXACT,
 };
 
 /// Inverse iteration for tridiagonal eigenvectors.
 pub static STEIN: KernelSource = KernelSource {
     name: "stein",
     source: include_str!("../../kernels/stein.cu"),
+    options: EXACT,
 };
 
 /// Every kernel family (the compile test walks this list).
 pub static ALL: &[&KernelSource] = &[&STEBZ, &GTSV, &GTSV_SLICE, &INTERVAL, &SB2ST, &STEIN];
 
-/// NVRTC options for every kernel: IEEE division and square root, no flush-to-zero and no
-/// contraction into FMA, because Sturm counts and directed rounding must match the CPU bit for bit.
-pub const OPTIONS: &[&str] = &[
+/// IEEE division and square root, no flush-to-zero and no contraction into FMA: for kernels
+/// whose correctness argument needs each operation rounded as written — Sturm counts that must
+/// match the CPU's bit for bit, directed rounding, and the tridiagonal solver's exact products
+/// (its compensated residual) and its tail kernel, which must agree bit for bit with the level
+/// kernels. Every module uses them today; the bulge chasing (`sb2st`, explicit `fma` where it
+/// matters) could allow contraction, once a GPU measurement shows what that is worth.
+pub const EXACT: &[&str] = &[
     "--fmad=false",
     "--ftz=false",
     "--prec-div=true",
@@ -92,7 +104,7 @@ fn compile_unchecked(source: &KernelSource, arch: &str) -> Result<Vec<u8>, Devic
     let name = std::ffi::CString::new(format!("{}.cu", source.name)).expect("no NUL in name");
     let prog =
         cudarc::nvrtc::result::create_program(&src, Some(&name)).map_err(|e| err("create", e))?;
-    let mut options: Vec<String> = OPTIONS.iter().map(|s| s.to_string()).collect();
+    let mut options: Vec<String> = source.options.iter().map(|s| s.to_string()).collect();
     options.push(format!("--gpu-architecture={arch}"));
     // SAFETY: prog is a live program; the options outlive the call.
     let compiled = unsafe { cudarc::nvrtc::result::compile_program(prog, &options) };
@@ -147,7 +159,7 @@ const MAGIC: &[u8; 8] = b"HYLKCUB1";
 pub fn cache_path(dir: &Path, source: &KernelSource, arch: &str, tag: &str) -> PathBuf {
     let key = fnv1a(&[
         source.source.as_bytes(),
-        OPTIONS.join(" ").as_bytes(),
+        source.options.join(" ").as_bytes(),
         arch.as_bytes(),
         tag.as_bytes(),
     ]);
@@ -214,6 +226,7 @@ fn replacement(source: &KernelSource) -> Option<KernelSource> {
     Some(KernelSource {
         name: source.name,
         source: Box::leak(text.into_boxed_str()),
+        options: source.options,
     })
 }
 

@@ -21,8 +21,7 @@ impl Linalg {
             if !libraries().cusolver {
                 return Err(DeviceError::MissingLibrary("cuSOLVER"));
             }
-            let h = DnHandle::new(self.stream.clone())
-                .map_err(|e| DeviceError::Driver(format!("cusolverDnCreate: {e:?}")))?;
+            let h = DnHandle::new(self.stream.clone()).map_err(DeviceError::from)?;
             self.solver = Some(h);
         }
         Ok(self.solver.as_ref().expect("created above"))
@@ -89,8 +88,7 @@ impl Gpu {
         } else {
             self.ctx.new_stream()?
         };
-        let blas = CudaBlas::new(stream.clone())
-            .map_err(|e| DeviceError::Driver(format!("cublasCreate: {e:?}")))?;
+        let blas = CudaBlas::new(stream.clone()).map_err(DeviceError::from)?;
         Ok(PooledLinalg(
             Some(Linalg {
                 stream,

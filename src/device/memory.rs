@@ -343,8 +343,7 @@ impl Gpu {
     /// A page-locked host buffer of `len` elements for fast transfers in both directions,
     /// reused from earlier calls when one is large enough.
     pub fn pinned<T: PlainData>(&'static self, len: usize) -> Result<Pinned<T>, DeviceError> {
-        let too_large =
-            || DeviceError::Driver(format!("pinned buffer of {len} elements is too large"));
+        let too_large = || DeviceError::Unsupported(format!("a pinned buffer of {len} elements"));
         let bytes = len
             .checked_mul(std::mem::size_of::<T>())
             .ok_or_else(too_large)?

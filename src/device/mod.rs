@@ -11,7 +11,7 @@ pub mod memory;
 
 use crate::config;
 use crate::log;
-use cudarc::driver::{CudaContext, CudaModule, CudaStream};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -30,8 +30,18 @@ pub enum DeviceError {
     Driver(String),
     /// NVRTC could not compile a kernel.
     Compile(String),
+    /// A CUDA library call failed: which library, and its status.
+    Library {
+        library: &'static str,
+        status: String,
+    },
     /// The memory budget (HYLAPACK_GPU_MEMORY_LIMIT or what is free) is too small.
     OutOfBudget { needed: u64, available: u64 },
+    /// Host memory for a staging or result buffer of this many bytes could not be allocated.
+    HostMemory { bytes: usize },
+    /// The call is outside what the GPU path supports (sizes beyond its index types, options
+    /// it was not built for).
+    Unsupported(String),
 }
 
 impl std::fmt::Display for DeviceError {
@@ -45,6 +55,11 @@ impl std::fmt::Display for DeviceError {
             DeviceError::MissingLibrary(l) => write!(f, "the CUDA library {l} is not installed"),
             DeviceError::Driver(s) => write!(f, "CUDA driver error: {s}"),
             DeviceError::Compile(s) => write!(f, "kernel compilation failed: {s}"),
+            DeviceError::Library { library, status } => write!(f, "{library} error: {status}"),
+            DeviceError::HostMemory { bytes } => {
+                write!(f, "{bytes} bytes of host memory could not be allocated")
+            }
+            DeviceError::Unsupported(s) => write!(f, "not supported on the GPU path: {s}"),
             DeviceError::OutOfBudget { needed, available } => {
                 write!(
                     f,
@@ -60,6 +75,56 @@ impl std::error::Error for DeviceError {}
 impl From<cudarc::driver::DriverError> for DeviceError {
     fn from(e: cudarc::driver::DriverError) -> Self {
         DeviceError::Driver(e.to_string())
+    }
+}
+
+impl From<cudarc::cublas::result::CublasError> for DeviceError {
+    fn from(e: cudarc::cublas::result::CublasError) -> Self {
+        DeviceError::Library {
+            library: "cuBLAS",
+            status: format!("{:?}", e.0),
+        }
+    }
+}
+
+impl From<cudarc::cusolver::result::CusolverError> for DeviceError {
+    fn from(e: cudarc::cusolver::result::CusolverError) -> Self {
+        DeviceError::Library {
+            library: "cuSOLVER",
+            status: format!("{:?}", e.0),
+        }
+    }
+}
+
+impl From<cudarc::cusparse::result::CusparseError> for DeviceError {
+    fn from(e: cudarc::cusparse::result::CusparseError) -> Self {
+        DeviceError::Library {
+            library: "cuSPARSE",
+            status: format!("{:?}", e.0),
+        }
+    }
+}
+
+impl From<cudarc::nvrtc::result::NvrtcError> for DeviceError {
+    fn from(e: cudarc::nvrtc::result::NvrtcError) -> Self {
+        DeviceError::Compile(format!("{:?}", e.0))
+    }
+}
+
+impl DeviceError {
+    /// A cuSOLVER status other than success as an error (for calls made through `sys`).
+    pub fn check_cusolver(
+        what: &str,
+        status: cudarc::cusolver::sys::cusolverStatus_t,
+    ) -> Result<(), DeviceError> {
+        if status == cudarc::cusolver::sys::cusolverStatus_t::CUSOLVER_STATUS_SUCCESS {
+            Ok(())
+        } else {
+            Err(DeviceError::Library {
+                library: "cuSOLVER",
+                status: format!("{what}: {status:?}"),
+            })
+        }
     }
 }
 
@@ -120,6 +185,7 @@ pub struct Gpu {
     pub budget: memory::Budget,
     streams: Mutex<Vec<Arc<CudaStream>>>,
     modules: Mutex<HashMap<&'static str, LoadedModule>>,
+    functions: Mutex<HashMap<(&'static str, String), CudaFunction>>,
     staging: Mutex<memory::StagingPool>,
 }
 
@@ -199,6 +265,7 @@ fn discover() -> Result<Gpu, DeviceError> {
         budget,
         streams: Mutex::new(Vec::new()),
         modules: Mutex::new(HashMap::new()),
+        functions: Mutex::new(HashMap::new()),
         staging: Mutex::new(memory::StagingPool::new()),
     })
 }
@@ -253,6 +320,22 @@ impl Gpu {
         source: &'static kernels::KernelSource,
     ) -> Result<Arc<CudaModule>, DeviceError> {
         Ok(self.loaded_module(source)?.module)
+    }
+
+    /// The kernel `name` of a family: its module loaded once, the function looked up once,
+    /// both kept for the life of the process.
+    pub fn function(
+        &self,
+        source: &'static kernels::KernelSource,
+        name: &str,
+    ) -> Result<CudaFunction, DeviceError> {
+        let key = (source.name, name.to_string());
+        if let Some(f) = lock(&self.functions).get(&key) {
+            return Ok(f.clone());
+        }
+        let f = self.module(source)?.load_function(name)?;
+        lock(&self.functions).insert(key, f.clone());
+        Ok(f)
     }
 
     /// Like `module`, with how the cubin was obtained (for `hylapack info`).

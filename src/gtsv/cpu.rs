@@ -6,7 +6,11 @@
 //! arrays are only read until the answer is accepted; `B` is then overwritten with `X`.
 
 use super::pivoting::BlockFactor;
-use super::{judge, refine, residual_cols, residual_rows, split_rows, try_vec, Reject, Residual};
+use super::{
+    judge, refine, residual_cols, residual_rows, split_rows, try_vec, Bands, Columns, RefineState,
+    Reject, Residual,
+};
+use crate::host::workers::{or_resume, run_parts};
 use crate::lapack::Lapack;
 use crate::real::Real;
 use std::ops::Range;
@@ -111,6 +115,16 @@ impl<T: Real> Workspace<T> {
     }
 }
 
+/// Thread `t`'s share of the first pass: its rows of the columns of X, W and V, and its
+/// blocks' factorizations.
+struct FactorPart<'a, T> {
+    t: usize,
+    x: Vec<&'a mut [T]>,
+    w: &'a mut [T],
+    v: &'a mut [T],
+    facs: &'a mut Vec<BlockFactor<T>>,
+}
+
 /// The SPIKE decomposition of `A`, factored: the diagonal-pivoting factors of every block (kept,
 /// so that a refinement step solves with them again without refactoring), the spikes `W`, `V`
 /// and the reduced separator matrix.
@@ -160,62 +174,69 @@ impl<'a, T: Lapack> Spike<'a, T> {
             mut reduced,
             ..
         } = ws;
-        let factored = {
-            let xs = split_rows(x, n, nrhs, &rb);
-            let ws = split_rows(&mut w, n, 1, &rb);
-            let vs = split_rows(&mut v, n, 1, &rb);
-            let (jb, rb) = (&jb, &rb);
-            std::thread::scope(|s| {
-                let handles: Vec<_> = xs
-                    .into_iter()
-                    .zip(ws)
-                    .zip(vs)
-                    .zip(facs.iter_mut())
-                    .enumerate()
-                    .map(|(t, (((mut xt, mut wt), mut vt), facs))| {
-                        let (js, r0, r1) = (jb[t]..jb[t + 1], rb[t], rb[t + 1]);
-                        s.spawn(move || {
-                            for (col, xc) in xt.iter_mut().enumerate() {
-                                xc.copy_from_slice(&b[col * ldb + r0..col * ldb + r1]);
-                            }
-                            for (j, fac) in js.zip(facs.iter_mut()) {
-                                let rows = lay.block(j);
-                                let (lo, hi) = (rows.start, rows.end);
-                                let (bdl, bd, bdu) = (&dl[lo..hi - 1], &d[lo..hi], &du[lo..hi - 1]);
-                                // Within the capacity reserved by Workspace::try_new.
-                                if fac.factor(bdl, bd, bdu).is_err() {
-                                    return false;
-                                }
-                                let local = lo - r0..hi - r0;
-                                let wj = &mut wt[0][local.clone()];
-                                if j > 0 {
-                                    wj[0] = dl[lo - 1];
-                                    fac.solve(bdl, bd, bdu, wj);
-                                }
-                                let vj = &mut vt[0][local.clone()];
-                                if j < lay.q {
-                                    let last = vj.len() - 1;
-                                    vj[last] = du[hi - 1];
-                                    fac.solve(bdl, bd, bdu, vj);
-                                }
-                                for xc in xt.iter_mut() {
-                                    fac.solve(bdl, bd, bdu, &mut xc[local.clone()]);
-                                }
-                            }
-                            true
-                        })
-                    })
-                    .collect();
-                // Join every thread (not `all`, which would stop at the first failure and leave
-                // a panicked thread for the scope to re-raise).
-                #[allow(clippy::unnecessary_fold)]
-                let ok = handles
-                    .into_iter()
-                    .fold(true, |ok, h| h.join().unwrap_or(false) && ok);
-                ok
+        let no_memory = || Reject::NoHostMemory(Workspace::<T>::bytes(&lay, nrhs));
+        let xs = split_rows(x, n, nrhs, &rb).ok_or_else(no_memory)?;
+        let ws = split_rows(&mut w, n, 1, &rb).ok_or_else(no_memory)?;
+        let vs = split_rows(&mut v, n, 1, &rb).ok_or_else(no_memory)?;
+        let parts: Vec<_> = xs
+            .into_iter()
+            .zip(ws)
+            .zip(vs)
+            .zip(facs.iter_mut())
+            .enumerate()
+            .map(|(t, (((x, w), v), facs))| FactorPart {
+                t,
+                x,
+                // W and V have one column each.
+                w: w.into_iter().next().expect("W's rows"),
+                v: v.into_iter().next().expect("V's rows"),
+                facs,
             })
+            .collect();
+        let one = |part: FactorPart<'_, T>| {
+            let FactorPart {
+                t,
+                x: mut xt,
+                w: wt,
+                v: vt,
+                facs,
+            } = part;
+            let (js, r0, r1) = (jb[t]..jb[t + 1], rb[t], rb[t + 1]);
+            for (col, xc) in xt.iter_mut().enumerate() {
+                xc.copy_from_slice(&b[col * ldb + r0..col * ldb + r1]);
+            }
+            for (j, fac) in js.zip(facs.iter_mut()) {
+                let rows = lay.block(j);
+                let (lo, hi) = (rows.start, rows.end);
+                let (bdl, bd, bdu) = (&dl[lo..hi - 1], &d[lo..hi], &du[lo..hi - 1]);
+                // Within the capacity reserved by Workspace::try_new.
+                if fac.factor(bdl, bd, bdu).is_err() {
+                    return false;
+                }
+                let local = lo - r0..hi - r0;
+                let wj = &mut wt[local.clone()];
+                if j > 0 {
+                    wj[0] = dl[lo - 1];
+                    fac.solve(bdl, bd, bdu, wj);
+                }
+                let vj = &mut vt[local.clone()];
+                if j < lay.q {
+                    let last = vj.len() - 1;
+                    vj[last] = du[hi - 1];
+                    fac.solve(bdl, bd, bdu, vj);
+                }
+                for xc in xt.iter_mut() {
+                    fac.solve(bdl, bd, bdu, &mut xc[local.clone()]);
+                }
+            }
+            true
         };
-        if !factored {
+        // A thread that panicked counts as a failed factorization: the answer is rejected
+        // (LAPACK then runs on the caller's untouched arrays), never taken as a success.
+        if !run_parts(parts, &one)
+            .into_iter()
+            .all(|r| r.unwrap_or(false))
+        {
             return Err(Reject::ZeroPivot);
         }
         let q = lay.q;
@@ -246,26 +267,25 @@ impl<'a, T: Lapack> Spike<'a, T> {
     }
 
     /// Pass 1 of a further solve (refinement): `Y_j = A_j⁻¹ f_j` in place in the block rows of
-    /// `x` (`ncols` columns, leading dimension `n`), with the stored factors.
-    fn solve_blocks(&self, x: &mut [T], ncols: usize) {
+    /// `x` (`ncols` columns, leading dimension `n`), with the stored factors. `None` when the
+    /// column lists cannot be allocated.
+    fn solve_blocks(&self, x: &mut [T], ncols: usize) -> Option<()> {
         let (lay, n) = (self.lay, self.lay.n);
-        let xs = split_rows(x, n, ncols, &self.rb);
-        std::thread::scope(|s| {
-            for (t, mut xt) in xs.into_iter().enumerate() {
-                let (js, r0, facs) = (self.jb[t]..self.jb[t + 1], self.rb[t], &self.facs[t]);
-                let (dl, d, du) = (self.dl, self.d, self.du);
-                s.spawn(move || {
-                    for (fac, j) in facs.iter().zip(js) {
-                        let rows = lay.block(j);
-                        let (lo, hi) = (rows.start, rows.end);
-                        let (bdl, bd, bdu) = (&dl[lo..hi - 1], &d[lo..hi], &du[lo..hi - 1]);
-                        for xc in xt.iter_mut() {
-                            fac.solve(bdl, bd, bdu, &mut xc[lo - r0..hi - r0]);
-                        }
-                    }
-                });
+        let xs = split_rows(x, n, ncols, &self.rb)?;
+        let (dl, d, du) = (self.dl, self.d, self.du);
+        let one = |(t, mut xt): (usize, Vec<&mut [T]>)| {
+            let (js, r0, facs) = (self.jb[t]..self.jb[t + 1], self.rb[t], &self.facs[t]);
+            for (fac, j) in facs.iter().zip(js) {
+                let rows = lay.block(j);
+                let (lo, hi) = (rows.start, rows.end);
+                let (bdl, bd, bdu) = (&dl[lo..hi - 1], &d[lo..hi], &du[lo..hi - 1]);
+                for xc in xt.iter_mut() {
+                    fac.solve(bdl, bd, bdu, &mut xc[lo - r0..hi - r0]);
+                }
             }
-        });
+        };
+        or_resume(run_parts(xs.into_iter().enumerate().collect(), &one));
+        Some(())
     }
 
     /// After pass 1 (`x` holds `Y` in the block rows and `f` in the separator rows): the reduced
@@ -294,28 +314,27 @@ impl<'a, T: Lapack> Spike<'a, T> {
                 return Err(Reject::ReducedSingular);
             }
         }
-        let xparts = split_rows(x, n, ncols, &self.rb);
+        let xparts = split_rows(x, n, ncols, &self.rb)
+            .ok_or(Reject::NoHostMemory(ncols * (self.jb.len() - 1) * 16))?;
         let (w, v, xs) = (&self.w, &self.v, &*xs);
-        std::thread::scope(|s| {
-            for (t, mut xt) in xparts.into_iter().enumerate() {
-                let (js, r0) = (self.jb[t]..self.jb[t + 1], self.rb[t]);
-                s.spawn(move || {
-                    for j in js {
-                        let rows = lay.block(j);
-                        for (col, xc) in xt.iter_mut().enumerate() {
-                            let xl = if j > 0 { xs[j - 1 + col * q] } else { T::ZERO };
-                            let xr = if j < q { xs[j + col * q] } else { T::ZERO };
-                            for i in rows.clone() {
-                                xc[i - r0] = xc[i - r0] - w[i] * xl - v[i] * xr;
-                            }
-                            if j < q {
-                                xc[lay.separator(j) - r0] = xr;
-                            }
-                        }
+        let (jb, rb) = (&self.jb, &self.rb);
+        let one = |(t, mut xt): (usize, Vec<&mut [T]>)| {
+            let (js, r0) = (jb[t]..jb[t + 1], rb[t]);
+            for j in js {
+                let rows = lay.block(j);
+                for (col, xc) in xt.iter_mut().enumerate() {
+                    let xl = if j > 0 { xs[j - 1 + col * q] } else { T::ZERO };
+                    let xr = if j < q { xs[j + col * q] } else { T::ZERO };
+                    for i in rows.clone() {
+                        xc[i - r0] = xc[i - r0] - w[i] * xl - v[i] * xr;
                     }
-                });
+                    if j < q {
+                        xc[lay.separator(j) - r0] = xr;
+                    }
+                }
             }
-        });
+        };
+        or_resume(run_parts(xparts.into_iter().enumerate().collect(), &one));
         Ok(())
     }
 }
@@ -335,7 +354,7 @@ pub fn solve<T: Lapack>(
 ) -> Result<(), Reject> {
     let n = d.len();
     let threads = threads
-        .unwrap_or_else(|| crate::host::threads())
+        .unwrap_or_else(crate::host::threads)
         .clamp(1, n.div_ceil(2).max(1));
     let lay = Layout::new(n, blocks.unwrap_or(4 * threads).max(1));
     let nblocks = lay.q + 1;
@@ -350,53 +369,34 @@ pub fn solve<T: Lapack>(
     let mut spike = Spike::factor(dl, d, du, lay, jb, rb, ws, &mut x, b, ldb, nrhs)?;
     spike.finish(&mut x, nrhs)?;
     let threads = spike.threads();
-    let all: Vec<usize> = (0..nrhs).collect();
-    let mut checks = residual_cols(dl, d, du, &x, n, &all, b, ldb, &all, None, threads, false);
-    refine(
-        dl,
-        d,
-        du,
-        &mut x,
-        n,
-        b,
-        ldb,
-        &mut checks,
-        threads,
-        |r, k| {
-            spike.solve_blocks(r, k);
-            Ok::<bool, Reject>(spike.finish(r, k).is_ok())
-        },
-    )?;
-    judge(checks)?;
+    let a = Bands { dl, d, du };
+    let mut state = RefineState::try_new(nrhs)?;
+    let (xc, bc) = (Columns::all(&x, n), Columns::all(b, ldb));
+    let checks = residual_cols(a, xc, bc, nrhs, None, threads, false)
+        .ok_or(Reject::NoHostMemory(nrhs * threads * 32))?;
+    state.checks.copy_from_slice(&checks);
+    refine(a, &mut x, n, bc, &mut state, threads, |r, k| {
+        // Refinement is optional: a correction that cannot run ends it.
+        let solved = spike.solve_blocks(r, k).is_some() && spike.finish(r, k).is_ok();
+        Ok::<bool, Reject>(solved)
+    })?;
+    judge(state.checks.iter().copied())?;
     for col in 0..nrhs {
         b[col * ldb..col * ldb + n].copy_from_slice(&x[col * n..(col + 1) * n]);
     }
     Ok(())
 }
 
-/// The residual `max_i |b − A x|` of every column (tests and benchmarks).
+/// The residual `max_i |b − A x|` of the first `nrhs` columns (tests and benchmarks).
 pub fn max_residuals<T: Real>(
-    dl: &[T],
-    d: &[T],
-    du: &[T],
-    x: &[T],
-    ldx: usize,
-    f: &[T],
-    ldf: usize,
+    a: Bands<'_, T>,
+    x: Columns<'_, T>,
+    f: Columns<'_, T>,
     nrhs: usize,
 ) -> Vec<Residual<T>> {
-    let n = d.len();
+    let n = a.d.len();
     (0..nrhs)
-        .map(|c| {
-            residual_rows(
-                dl,
-                d,
-                du,
-                &x[c * ldx..c * ldx + n],
-                &f[c * ldf..c * ldf + n],
-                0..n,
-            )
-        })
+        .map(|c| residual_rows(a.dl, a.d, a.du, x.col(c, n), f.col(c, n), 0..n))
         .collect()
 }
 

@@ -128,7 +128,7 @@ pub fn kms_inverse(n: usize, rho: f64) -> Tridiag {
 /// `c_i = e_i + (0.5 − i h)/h`; `d_i = −(c_i + e_i)`; sub-diagonal `c_2..c_n`, super `e_1..e_{n−1}`.
 pub fn dorr(n: usize, theta: f64) -> Tridiag {
     let h = 1.0 / (n as f64 + 1.0);
-    let m = (n + 1) / 2;
+    let m = n.div_ceil(2);
     let term = theta / (h * h);
     let (mut c, mut e, mut d) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
     for i in 1..=n {

@@ -43,7 +43,7 @@ where
         j0 += cols;
     }
     let queue = std::sync::Mutex::new(chunks);
-    super::run_on_threads(threads, || loop {
+    crate::host::workers::run_on_threads(threads, || loop {
         let next = {
             let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
             q.iter_mut().find_map(Option::take)

@@ -18,23 +18,18 @@ use crate::device::{self, kernels, linalg::PooledLinalg, DeviceError, Gpu};
 use cudarc::cublas::{sys as cublas_sys, Gemm, GemmConfig};
 use cudarc::cusolver::sys as solver_sys;
 use cudarc::driver::{
-    CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig,
-    PushKernelArg,
+    CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg,
 };
 use std::sync::Arc;
 
-fn module(gpu: &Gpu) -> Result<Arc<CudaModule>, DeviceError> {
-    gpu.module(&kernels::INTERVAL)
-}
-
-fn function(m: &Arc<CudaModule>, name: &str) -> Result<CudaFunction, DeviceError> {
-    Ok(m.load_function(name)?)
+fn function(gpu: &Gpu, name: &str) -> Result<CudaFunction, DeviceError> {
+    gpu.function(&kernels::INTERVAL, name)
 }
 
 /// `len` zeros in host memory, or an error that sends the call to the CPU path (which then
 /// reports [`super::NoMemory`] if it cannot allocate either): never an abort.
 fn host_buf(len: usize) -> Result<Vec<f64>, DeviceError> {
-    super::alloc(len, 0.0).map_err(|e| DeviceError::Driver(format!("host staging buffer: {e}")))
+    super::alloc(len, 0.0).map_err(|e| DeviceError::HostMemory { bytes: e.bytes })
 }
 
 /// A device array's contents in a new host vector (a fallible `clone_dtoh`).
@@ -97,7 +92,7 @@ fn flat(len: usize) -> LaunchConfig {
 }
 
 fn blas_err(e: cudarc::cublas::result::CublasError) -> DeviceError {
-    DeviceError::Driver(format!("cuBLAS: {e:?}"))
+    e.into()
 }
 
 fn check_emulation() -> Result<(), DeviceError> {
@@ -224,7 +219,7 @@ fn launch_gemm(
     if n.div_ceil(128) > 65_535 {
         return Err(DeviceError::Driver("n too large for one grid".into()));
     }
-    let f = function(&module(device::gpu()?)?, name)?;
+    let f = function(device::gpu()?, name)?;
     let (mi, ni, ki) = (m as i32, n as i32, k as i32);
     let (lda, ldb, ldc) = (a.1.max(1) as i64, b.1.max(1) as i64, ldc.max(1) as i64);
     let (ta, tb) = ((a.2 == Trans::Yes) as i32, (b.2 == Trans::Yes) as i32);
@@ -356,7 +351,7 @@ pub fn igemm_infsup_device(
     if n.div_ceil(64) > 65_535 {
         return Err(DeviceError::Driver("n too large for one grid".into()));
     }
-    let f = function(&module(device::gpu()?)?, "igemm_infsup")?;
+    let f = function(device::gpu()?, "igemm_infsup")?;
     let (mi, ni, ki) = (m as i32, n as i32, k as i32);
     let (lda, ldb, ldc) = (a.1.max(1) as i64, b.1.max(1) as i64, ldc.max(1) as i64);
     let (ta, tb) = ((a.2 == Trans::Yes) as i32, (b.2 == Trans::Yes) as i32);
@@ -530,11 +525,11 @@ pub fn igemm_midrad_device(
 ) -> Result<(), DeviceError> {
     check_emulation()?;
     dims_fit(&[m, n, k])?;
-    let module = module(device::gpu()?)?;
+    let gpu = device::gpu()?;
     let (f_split, f_add, f_finish) = (
-        function(&module, "midrad_split")?,
-        function(&module, "add_scaled_up")?,
-        function(&module, "midrad_finish")?,
+        function(gpu, "midrad_split")?,
+        function(gpu, "add_scaled_up")?,
+        function(gpu, "midrad_finish")?,
     );
     let stream = la.stream.clone();
     let (ta, tb) = (a.2, b.2);
@@ -613,11 +608,7 @@ pub fn igemm_midrad_device(
 }
 
 fn solver_err(what: &str, s: solver_sys::cusolverStatus_t) -> Result<(), DeviceError> {
-    if s == solver_sys::cusolverStatus_t::CUSOLVER_STATUS_SUCCESS {
-        Ok(())
-    } else {
-        Err(DeviceError::Driver(format!("{what}: {s:?}")))
-    }
+    DeviceError::check_cusolver(what, s)
 }
 
 /// The verified solver's GPU engine: A, B, R and [C] stay on the device; the n × nrhs vectors
@@ -658,12 +649,11 @@ impl Engine {
         let memory = gpu
             .budget
             .reserve(8 * (5 * n * n + n * nrhs.max(1) + 8 * n) as u64)?;
-        let module = module(gpu)?;
         let funcs = EngineFuncs {
-            residual: function(&module, "residual_dot2")?,
-            norms: function(&module, "norms_up")?,
-            build_c: function(&module, "build_c")?,
-            enclose: function(&module, "enclose_mv")?,
+            residual: function(gpu, "residual_dot2")?,
+            norms: function(gpu, "norms_up")?,
+            build_c: function(gpu, "build_c")?,
+            enclose: function(gpu, "enclose_mv")?,
         };
         let la = gpu.linalg()?;
         let stream = la.stream.clone();
@@ -785,7 +775,10 @@ impl verify::Engine for Engine {
             return Ok(Some(i as usize));
         }
         if i < 0 {
-            return Err(DeviceError::Driver(format!("cusolverDnDgetrf: info {i}")));
+            return Err(DeviceError::Library {
+                library: "cuSOLVER",
+                status: format!("cusolverDnDgetrf: info {i}"),
+            });
         }
         // R = A⁻¹ by solving with the identity.
         let mut eye = host_buf(n * n)?;

@@ -16,6 +16,7 @@ pub mod verify;
 
 use crate::dispatch::{self, Backend, Family};
 use round::Dir;
+use std::cmp::Ordering;
 use std::time::Instant;
 
 /// Whether an operand is used as stored or transposed.
@@ -75,45 +76,11 @@ pub use crate::config::DigemmMethod as Method;
 /// `HYLAPACK_INFO_INTERNAL_ERROR`; the reason is printed on stderr).
 pub const INFO_NO_HOST_MEMORY: i32 = -1000;
 
-/// Host memory that a call needs could not be allocated (issue #23: never an abort). Nothing
-/// the caller gave has been written when this is returned.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct NoMemory {
-    /// The bytes of the allocation that failed.
-    pub bytes: usize,
-}
-
-impl std::fmt::Display for NoMemory {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "cannot allocate {} MiB of host memory",
-            self.bytes.div_ceil(1 << 20)
-        )
-    }
-}
-
-impl std::error::Error for NoMemory {}
+pub use crate::host::NoMemory;
 
 /// `len` copies of `value`, or [`NoMemory`] (the family's fallible `vec![value; len]`).
 pub(crate) fn alloc<T: Clone>(len: usize, value: T) -> Result<Vec<T>, NoMemory> {
-    crate::host::try_vec(len, value).ok_or(NoMemory {
-        bytes: len.saturating_mul(std::mem::size_of::<T>()),
-    })
-}
-
-/// Runs `work` on up to `threads` threads (the calling one included) until it returns `None`
-/// (each call takes one piece of a shared queue). A thread that cannot be started (no memory
-/// for its stack) is not an error: the threads that did start, and the caller, do its share.
-pub(crate) fn run_on_threads(threads: usize, work: impl Fn() + Sync) {
-    std::thread::scope(|s| {
-        for _ in 1..threads {
-            if std::thread::Builder::new().spawn_scoped(s, &work).is_err() {
-                break;
-            }
-        }
-        work();
-    });
+    crate::host::try_vec(len, value).ok_or(NoMemory::of::<T>(len))
 }
 
 /// The size a product counts as for the GPU threshold: the cube root of `m·n·k`.
@@ -203,7 +170,9 @@ pub fn check_interval(x: &IntervalOperand, rows: usize, cols: usize) -> Result<b
         let (lo, hi) = (&x.inf.data[j * x.inf.ld..], &x.sup.data[j * x.sup.ld..]);
         for i in 0..rows {
             let (l, h) = (lo[i], hi[i]);
-            if !(l <= h) || l == f64::INFINITY || h == f64::NEG_INFINITY {
+            // NaN ends are bad too: they compare neither way.
+            let ordered = matches!(l.partial_cmp(&h), Some(Ordering::Less | Ordering::Equal));
+            if !ordered || l == f64::INFINITY || h == f64::NEG_INFINITY {
                 return Err(BadInterval);
             }
             finite &= l.is_finite() && h.is_finite();

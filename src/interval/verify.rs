@@ -449,7 +449,7 @@ fn par_rows<const K: usize>(
         start += len;
     }
     let queue = std::sync::Mutex::new(blocks);
-    super::run_on_threads(threads, || loop {
+    crate::host::workers::run_on_threads(threads, || loop {
         let next = {
             let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
             q.iter_mut().find_map(Option::take)

@@ -286,6 +286,16 @@ pub trait Dense: Lapack + Triangular {
     ) -> i32;
     /// xSYEV with JOBZ = 'N': eigenvalues of A into `w`, A destroyed. Returns INFO.
     fn syev_values(uplo: u8, n: usize, a: &mut [Self], lda: usize, w: &mut [Self]) -> i32;
+    /// [`Dense::syev_values`] on the caller's WORK (LWORK = `work.len()` ≥ max(1, 3n − 1)), so
+    /// that nothing is allocated.
+    fn syev_values_in(
+        uplo: u8,
+        n: usize,
+        a: &mut [Self],
+        lda: usize,
+        w: &mut [Self],
+        work: &mut [Self],
+    ) -> i32;
     /// xSYEVD with JOBZ = 'N'. Returns INFO.
     fn syevd_values(uplo: u8, n: usize, a: &mut [Self], lda: usize, w: &mut [Self]) -> i32;
     /// xSYEVX with JOBZ = 'N'. Returns (M, INFO).
@@ -301,6 +311,25 @@ pub trait Dense: Lapack + Triangular {
         iu: i32,
         abstol: Self,
         w: &mut [Self],
+    ) -> (i32, i32);
+    /// [`Dense::syevx_values`] on the caller's WORK (LWORK = `work.len()` ≥ max(1, 8n)), IWORK
+    /// (5n) and IFAIL (n), so that nothing is allocated.
+    #[allow(clippy::too_many_arguments)]
+    fn syevx_values_in(
+        range: u8,
+        uplo: u8,
+        n: usize,
+        a: &mut [Self],
+        lda: usize,
+        vl: Self,
+        vu: Self,
+        il: i32,
+        iu: i32,
+        abstol: Self,
+        w: &mut [Self],
+        work: &mut [Self],
+        iwork: &mut [i32],
+        ifail: &mut [i32],
     ) -> (i32, i32);
 }
 
@@ -633,9 +662,21 @@ macro_rules! impl_dense {
             }
 
             fn syev_values(uplo: u8, n: usize, a: &mut [Self], lda: usize, w: &mut [Self]) -> i32 {
+                let mut work = vec![<$t>::default(); (34 * n).max(3 * n).max(1)];
+                Self::syev_values_in(uplo, n, a, lda, w, &mut work)
+            }
+
+            fn syev_values_in(
+                uplo: u8,
+                n: usize,
+                a: &mut [Self],
+                lda: usize,
+                w: &mut [Self],
+                work: &mut [Self],
+            ) -> i32 {
+                assert!(work.len() >= (3 * n).max(2) - 1, "xSYEV's WORK too short");
                 let (jobz, uplo) = (b'N' as c_char, uplo as c_char);
                 let (n_, lda_) = (c_int_of(n), c_int_of(lda.max(1)));
-                let mut work = vec![<$t>::default(); (34 * n).max(3 * n).max(1)];
                 let lwork = c_int_of(work.len());
                 let mut info = 0;
                 // SAFETY: a spans n x n, w n, work its length.
@@ -719,11 +760,37 @@ macro_rules! impl_dense {
                 abstol: Self,
                 w: &mut [Self],
             ) -> (i32, i32) {
-                let (jobz, range, uplo) = (b'N' as c_char, range as c_char, uplo as c_char);
-                let (n_, lda_, ldz) = (c_int_of(n), c_int_of(lda.max(1)), 1 as c_int);
                 let mut work = vec![<$t>::default(); (8 * n).max(1)];
                 let mut iwork = vec![0 as c_int; (5 * n).max(1)];
                 let mut ifail = vec![0 as c_int; n.max(1)];
+                Self::syevx_values_in(
+                    range, uplo, n, a, lda, vl, vu, il, iu, abstol, w, &mut work, &mut iwork,
+                    &mut ifail,
+                )
+            }
+
+            fn syevx_values_in(
+                range: u8,
+                uplo: u8,
+                n: usize,
+                a: &mut [Self],
+                lda: usize,
+                vl: Self,
+                vu: Self,
+                il: i32,
+                iu: i32,
+                abstol: Self,
+                w: &mut [Self],
+                work: &mut [Self],
+                iwork: &mut [i32],
+                ifail: &mut [i32],
+            ) -> (i32, i32) {
+                assert!(
+                    work.len() >= (8 * n).max(1) && iwork.len() >= 5 * n && ifail.len() >= n,
+                    "xSYEVX's workspace too short"
+                );
+                let (jobz, range, uplo) = (b'N' as c_char, range as c_char, uplo as c_char);
+                let (n_, lda_, ldz) = (c_int_of(n), c_int_of(lda.max(1)), 1 as c_int);
                 let mut z = [<$t>::default()];
                 let lwork = c_int_of(work.len());
                 let (mut m, mut info) = (0, 0);

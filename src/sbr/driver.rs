@@ -3,14 +3,16 @@
 //! after an executor stops: the one place that decides between restarting on the untouched
 //! input and resuming where the host's state allows (see the module notes of [`super`]).
 
+use crate::config::SbrTuning;
 use crate::dispatch::Backend;
 use crate::lapack::Dense;
 use crate::real::Real;
+use crate::sbr::executor::host_vec;
 use crate::sbr::executor::{cpu, gpu, ExecError, Executor};
 use crate::sbr::host::{put_band, HostMat};
 use crate::sbr::plan::{describe, Mode};
 use crate::sbr::streaming::Pending;
-use crate::sbr::{plan, CublasReal, Path, SyrdbReport, FACTOPTNB};
+use crate::sbr::{plan, CublasReal, Path, SyrdbReport, FACTOPTNB, INFO_NO_HOST_MEMORY};
 use crate::sbr::{resident, streaming};
 
 /// The arguments of one reduction.
@@ -24,9 +26,11 @@ pub(super) struct Problem<'a, T> {
     pub(super) ldab: usize,
     pub(super) tau: &'a mut [T],
     pub(super) band_only: bool,
-    /// Streaming passes take the next step along (`HYLAPACK_SBR_STREAM_AHEAD`, see
-    /// [`syr2k_pass`]).
+    /// Streaming passes take the next step along where they can (see
+    /// [`streaming::syr2k_pass`]): always, but the unit tests compare them with plain passes.
     pub(super) stream_ahead: bool,
+    /// The settings, resolved once per call by [`reduce_on`].
+    pub(super) tuning: SbrTuning,
 }
 
 impl<'a, T: Real + Dense> Problem<'a, T> {
@@ -52,7 +56,8 @@ impl<'a, T: Real + Dense> Problem<'a, T> {
             ldab,
             tau,
             band_only: false,
-            stream_ahead: crate::config::get().sbr.stream_ahead,
+            stream_ahead: true,
+            tuning: SbrTuning::default(),
         }
     }
 
@@ -60,28 +65,57 @@ impl<'a, T: Real + Dense> Problem<'a, T> {
         self.uplo.eq_ignore_ascii_case(&b'U')
     }
 
-    /// The system LAPACK's xSYTRD_SY2SB, in place.
-    pub(super) fn lapack(&mut self) {
+    /// The system LAPACK's xSYTRD_SY2SB, in place; its workspace may not be allocated (the
+    /// arrays then untouched).
+    pub(super) fn lapack(&mut self) -> Result<(), ExecError> {
         let (n, kd) = (self.n, self.kd);
         // The general formula: LAPACK releases before 3.12 ask for it even when N ≤ KD + 1.
-        let mut work = vec![T::ZERO; (n * kd + n * kd.max(FACTOPTNB) + 2 * kd * kd).max(1)];
+        let lwork = n * kd + n * kd.max(FACTOPTNB) + 2 * kd * kd;
+        let mut work = host_vec(lwork.max(1), T::ZERO)?;
         let info = T::sytrd_sy2sb(
             self.uplo, n, kd, self.a, self.lda, self.ab, self.ldab, self.tau, &mut work, false,
         );
         assert_eq!(info, 0, "xSYTRD_SY2SB rejected checked arguments");
+        Ok(())
     }
+
+    /// [`Problem::lapack`], reported as run on the CPU with `note` (and why, where it could
+    /// not run: then INFO is [`INFO_NO_HOST_MEMORY`] with the arrays untouched).
+    pub(super) fn lapack_report(&mut self, note: Option<String>) -> SyrdbReport {
+        let mut report = SyrdbReport {
+            info: 0,
+            backend: Backend::Cpu,
+            note,
+            transfer_secs: None,
+        };
+        if let Err(e) = self.lapack() {
+            let why = format!("xSYTRD_SY2SB's workspace: {e}");
+            no_host_memory(&mut report, why);
+        }
+        report
+    }
+}
+
+/// Marks `report` as failed for want of host memory ([`INFO_NO_HOST_MEMORY`]), `why` added to
+/// its note and written on stderr.
+fn no_host_memory(report: &mut SyrdbReport, why: String) {
+    crate::log::warn(&format!(
+        "syrdb: {why}; returning INFO = {INFO_NO_HOST_MEMORY}"
+    ));
+    report.info = INFO_NO_HOST_MEMORY;
+    report.note = Some(match report.note.take() {
+        Some(before) => format!("{before}; {why}"),
+        None => why,
+    });
 }
 
 pub(super) fn reduce_on<T: Real + Dense + CublasReal>(
     mut p: Problem<T>,
     path: Path,
 ) -> SyrdbReport {
+    // The one place a reduction reads the settings.
+    p.tuning = crate::config::get().sbr;
     let (n, kd, lda, ldab) = (p.n, p.kd, p.lda, p.ldab);
-    let cpu = |note: Option<String>| SyrdbReport {
-        backend: Backend::Cpu,
-        note,
-        transfer_secs: None,
-    };
     if n <= kd + 1 {
         // Already a band: LAPACK's quick return copies the triangle into AB.
         let upper = p.upper();
@@ -89,33 +123,26 @@ pub(super) fn reduce_on<T: Real + Dense + CublasReal>(
         for j in 0..n {
             put_band(p.ab, ldab, kd, n, upper, j, |d| host.get(j + d, j));
         }
-        return cpu(None);
+        return SyrdbReport {
+            info: 0,
+            backend: Backend::Cpu,
+            note: None,
+            transfer_secs: None,
+        };
     }
     let elem = std::mem::size_of::<T>();
     match path {
-        Path::Lapack => {
-            p.lapack();
-            cpu(None)
-        }
+        Path::Lapack => p.lapack_report(None),
         Path::CpuBlocked { budget } => match plan(n, kd, elem, budget) {
             Ok(mode) => with_fallback(&mut cpu::CpuExecutor::new(budget), Backend::Cpu, mode, p),
-            Err(e) => {
-                p.lapack();
-                cpu(Some(format!("{e}; system LAPACK")))
-            }
+            Err(e) => p.lapack_report(Some(format!("{e}; system LAPACK"))),
         },
         Path::Gpu { budget } => match gpu::GpuExecutor::<T>::new(budget) {
             Ok(mut exec) => match plan(n, kd, elem, exec.budget()) {
                 Ok(mode) => with_fallback(&mut exec, Backend::Gpu, mode, p),
-                Err(e) => {
-                    p.lapack();
-                    cpu(Some(format!("GPU not used ({e}); system LAPACK")))
-                }
+                Err(e) => p.lapack_report(Some(format!("GPU not used ({e}); system LAPACK"))),
             },
-            Err(e) => {
-                p.lapack();
-                cpu(Some(format!("GPU not used ({e}); system LAPACK")))
-            }
+            Err(e) => p.lapack_report(Some(format!("GPU not used ({e}); system LAPACK"))),
         },
     }
 }
@@ -152,9 +179,11 @@ pub(super) fn with_fallback<T: Real + Dense, E: Executor<T>>(
         tau: &mut *p.tau,
         band_only: p.band_only,
         stream_ahead: p.stream_ahead,
+        tuning: p.tuning,
         direct: false,
     };
     let mut report = SyrdbReport {
+        info: 0,
         backend,
         note: Some(describe(mode)),
         transfer_secs: None,
@@ -185,19 +214,25 @@ pub(super) fn with_fallback<T: Real + Dense, E: Executor<T>>(
             // The host A was not written yet: LAPACK starts over from it.
             crate::dispatch::debug(|| format!("syrdb: executor stopped ({e}); restarting"));
             drop(job);
-            p.lapack();
-            report.note = Some(format!("{} stopped ({e}); system LAPACK", backend.name()));
-            return report;
+            let note = format!("{} stopped ({e}); system LAPACK", backend.name());
+            return p.lapack_report(Some(note));
         }
         // The host holds every finished block column: the CPU goes on from there.
         crate::dispatch::debug(|| format!("syrdb: executor stopped ({e}); resuming on the CPU"));
         let at = progress.i;
         let mut cpu = cpu::CpuExecutor::new(u64::MAX);
-        run(&mut cpu, &mut job, &mut progress, mode).expect("the CPU executor does not fail");
+        let resumed = run(&mut cpu, &mut job, &mut progress, mode);
         report.note = Some(format!(
             "{} stopped ({e}) at column {at}; finished on the CPU",
             backend.name()
         ));
+        if let Err(e) = resumed {
+            // The CPU executor fails only for want of host memory; the input is gone.
+            report.note = Some(format!("{} stopped at column {at}", backend.name()));
+            let why = format!("the CPU could not finish ({e}): the input is lost");
+            no_host_memory(&mut report, why);
+            return report;
+        }
     }
     let host = &*job.host;
     for j in progress.banded..n {
@@ -247,6 +282,7 @@ pub(super) struct Job<'h, 'a, T> {
     pub(super) band_only: bool,
     /// See [`Problem::stream_ahead`].
     pub(super) stream_ahead: bool,
+    pub(super) tuning: SbrTuning,
     /// The executor has mapped the host matrix (`Executor::map_host`): streaming block columns
     /// move straight between it and the executor.
     pub(super) direct: bool,
@@ -375,6 +411,19 @@ pub(super) mod testing {
         )
     }
 
+    /// Whether there is a GPU for a test; without one the test is to skip, unless
+    /// `HYLAPACK_REQUIRE_GPU=1` (read here, for the tests of every stage), where it fails.
+    pub(in crate::sbr) fn has_gpu() -> bool {
+        match crate::device::gpu() {
+            Ok(_) => true,
+            Err(e) => {
+                let required = crate::config::get().require_gpu;
+                assert!(!required, "HYLAPACK_REQUIRE_GPU=1 but no GPU: {e}");
+                false
+            }
+        }
+    }
+
     /// The message of a caught panic.
     pub(in crate::sbr) fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
         payload
@@ -412,12 +461,7 @@ pub(super) mod testing {
             Some((mut flaky, mode)) => with_fallback(&mut flaky, Backend::Gpu, mode, p),
             None => {
                 let mut p = p;
-                p.lapack();
-                SyrdbReport {
-                    backend: Backend::Cpu,
-                    note: None,
-                    transfer_secs: None,
-                }
+                p.lapack_report(None)
             }
         };
         (a, ab, tau, report)

@@ -243,6 +243,8 @@ mod tests {
         gather_and_scatter(1100, 1103, &[(0, 0, 1100, 1100), (9, 9, 1091, 900)], 2);
     }
 
+    // t indexes the data and the positions it maps to.
+    #[allow(clippy::needless_range_loop)]
     fn gather_and_scatter(
         n: usize,
         lda: usize,

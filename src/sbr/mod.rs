@@ -8,14 +8,15 @@
 //!    the executor. Resident: the executor factors the panel in place by CholeskyQR2 with
 //!    Householder reconstruction (see [`panel::cholqr`]), or by xGEQRF (cuSOLVER on the GPU) where
 //!    that cannot be trusted, the host forming the small `T` from `VᵀV` (see
-//!    [`panel::device::panel_on_executor`]), so the panel never travels; with look-ahead (the default) the
+//!    [`panel::device::panel_on_executor`]), so the panel never travels; with look-ahead the
 //!    next panel is factored on a second lane (a stream of the highest priority) while the
-//!    rest of the trailing matrix is updated (see [`resident::resident_steps`]). Streaming: the panel
+//!    rest of the trailing matrix is updated (see [`resident::resident_steps`]); an executor
+//!    that cannot factor (a GPU without cuSOLVER) has its panels factored on the host by
+//!    xGEQRT3. Streaming: the panel
 //!    is factored on the executor by sub-panels of 64 columns (each as the resident panels,
 //!    see [`panel::device::blocked_panel`]; a wide band's panel on the host's xGEQRT3 took 0.7 s of each 1 s
-//!    step at n = 32768, kd = 1024) and comes back to the host; `V` and `Z` stay. Unless
-//!    `HYLAPACK_SBR_STREAM_AHEAD=0` it is factored where the last step's update pass left it,
-//!    during that pass.
+//!    step at n = 32768, kd = 1024) and comes back to the host; `V` and `Z` stay. Where it can,
+//!    it is factored where the last step's update pass left it, during that pass.
 //! 2. Two-sided update of the trailing `A₂ = L[s.., s..]` as in the paper's (8)–(11), with
 //!    LAPACK's signs: `X = A₂ Z` (SYMM), `X −= ½ V (Zᵀ X)`, `A₂ −= V Xᵀ + X Vᵀ` (SYR2K).
 //!
@@ -25,9 +26,12 @@
 //! each step's SYMM takes a pass that uploads them, and its SYR2K a pass that uploads, updates
 //! and downloads them, the next upload and the previous download overlapping the current
 //! block's arithmetic. The SYR2K pass also factors the next panel and forms the next step's
-//! SYMM (see [`streaming::syr2k_pass`]; `HYLAPACK_SBR_STREAM_AHEAD=0` turns this off), so that the
-//! trailing matrix travels once each way per step (not for the first step, a resumed pass, or
-//! blocks no wider than kd). The block width comes from the executor's byte budget.
+//! SYMM (see [`streaming::syr2k_pass`]), so that the trailing matrix travels once each way per
+//! step (not for the first step, a resumed pass, or blocks no wider than kd) instead of up, up
+//! and down: on the H100 with a quarter of the matrix on the GPU (lower triangle) n = 16384
+//! took 1.11–1.57 s against 1.15–1.42 s with two passes per step, n = 32768 3.54 s against
+//! 4.37 s (docs/bench/2026-11-22-h100-syev-12.txt). The block width comes from the executor's
+//! byte budget.
 //!
 //! Streaming block columns move straight between the user's matrix and the executor
 //! (`Executor::map_host`: the GPU page-locks the matrix for the call and moves them by DMA at
@@ -36,13 +40,13 @@
 //! transposed on the executor in two more buffers (the ring's room then holds five of 3/5 the
 //! width). Only a block column's diagonal block comes back through a host buffer, so that the
 //! other triangle, which is not ours, is never written. X and the panels use host buffers
-//! mapped once per call. `HYLAPACK_SBR_DIRECT=0` copies through the staging on several host
-//! threads (see `host`).
+//! mapped once per call (`streaming::Mapped` undoes the mapping on every exit).
+//! `HYLAPACK_SBR_DIRECT=0` copies through the staging on several host threads (see `host`):
+//! for a matrix that page-locking costs more than it saves (80 GB never written took 23 s).
 //!
-//! Phase times: `HYLAPACK_SBR_PROFILE=1` synchronises the executor after each phase and prints
-//! the sums on stderr; `HYLAPACK_SBR_PANEL=geqrf` factors the resident mode's panels with
-//! xGEQRF on the executor, `=host` on the host, as before, for comparison;
-//! `HYLAPACK_SBR_LOOKAHEAD=0` turns the look-ahead off.
+//! Settings: the driver reads them once per call (`driver::reduce_on`) and passes them down
+//! (`config::SbrTuning`). Phase times: `HYLAPACK_SBR_PROFILE=1` synchronises the executor after
+//! each phase and prints the sums on stderr.
 //!
 //! Data safety: in resident mode the host `A` is written only at the end (the final download,
 //! then the band and LAPACK's unit-diagonal layout of the panels), so a failure before then
@@ -141,9 +145,17 @@ pub enum Path {
     Gpu { budget: Option<u64> },
 }
 
+/// INFO when host memory that no path can do without cannot be allocated (the exported
+/// routines' `HYLAPACK_INFO_INTERNAL_ERROR`): the workspace of the system LAPACK's
+/// xSYTRD_SY2SB (the outputs then untouched), or the CPU's buffers to finish a run the GPU left
+/// half done (the input is then lost). The reason is in the report's note and on stderr.
+pub const INFO_NO_HOST_MEMORY: i32 = -1000;
+
 /// How a reduction ran.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SyrdbReport {
+    /// 0, or [`INFO_NO_HOST_MEMORY`].
+    pub info: i32,
     pub backend: Backend,
     /// Resident, streaming with the block width used, or why the GPU was left.
     pub note: Option<String>,

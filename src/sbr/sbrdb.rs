@@ -33,7 +33,8 @@
 //! a dense column-major matrix in which every block a step touches (all of it inside that
 //! diagonal strip) is an ordinary BLAS operand.
 //!
-//! `HYLAPACK_SBR_PROFILE=1` prints the steps, the time and the QRs' split on stderr.
+//! `HYLAPACK_SBR_PROFILE=1` (the caller's `profile`) prints the steps, the time and the QRs'
+//! split on stderr.
 
 use super::executor::{op, op_mut, ExecError, Executor};
 use super::panel::device::panel_on_executor;
@@ -54,7 +55,9 @@ pub fn footprint(n: usize, kd: usize, kd2: usize) -> usize {
 /// The band matrix `ab` (LAPACK band storage of the `uplo` triangle with `kd` off-diagonals,
 /// leading dimension `ldab`) reduced to `kd2 < kd` off-diagonals by orthogonal similarity on
 /// `exec`: returned in lower band storage with leading dimension `kd2 + 1` (the entries past
-/// the matrix's end zero).
+/// the matrix's end zero). `profile`: print the steps and their time (the `profile` setting,
+/// see [`crate::config::SbrTuning`]).
+#[allow(clippy::too_many_arguments)]
 pub fn narrow<T: Real + Dense, E: Executor<T>>(
     exec: &mut E,
     uplo: u8,
@@ -63,6 +66,7 @@ pub fn narrow<T: Real + Dense, E: Executor<T>>(
     ab: &[T],
     ldab: usize,
     kd2: usize,
+    profile: bool,
 ) -> Result<Vec<T>, ExecError> {
     assert!(
         (1..kd).contains(&kd2),
@@ -113,7 +117,8 @@ pub fn narrow<T: Real + Dense, E: Executor<T>>(
                 steps += 1;
                 let q = op_mut(&mut block, 0, m);
                 exec.copy(m, k, op(&band, at(r0, c0), ld), q)?;
-                panel_on_executor(exec, op_mut(&mut block, 0, m), &mut tau, &mut set, m, k, 0)?;
+                let qr = op_mut(&mut block, 0, m);
+                panel_on_executor(exec, qr, &mut tau, &mut set, m, k, 0, profile)?;
                 let pk = m.min(k);
                 // From the left: A[R, c0..r0] := Qᵀ A[R, c0..r0].
                 let (v, z) = (op(&set.v, 0, m), op(&set.z, 0, m));
@@ -175,11 +180,11 @@ pub fn narrow<T: Real + Dense, E: Executor<T>>(
     let h = kd2 + 1;
     let mut narrow = exec.alloc(h * n)?;
     exec.copy(h, n, op(&band, 0, ldw), op_mut(&mut narrow, 0, h))?;
-    let mut out = vec![T::ZERO; h * n];
+    let mut out = super::executor::host_vec(h * n, T::ZERO)?;
     exec.download(&narrow, 0, h * n, &mut |start, piece| {
         out[start..start + piece.len()].copy_from_slice(piece)
     })?;
-    if crate::config::get().sbr.profile {
+    if profile {
         let split = super::panel::cholqr::report().unwrap_or_default();
         let secs = started.elapsed().as_secs_f64();
         eprintln!(
@@ -258,6 +263,7 @@ mod tests {
                     &ab,
                     kd + 1,
                     kd2,
+                    false,
                 )
                 .expect("the CPU executor does not fail");
                 let got = band_eigenvalues(b'L', n, kd2, &out, kd2 + 1);

@@ -2,14 +2,13 @@
 //! the trailing matrix's block columns, which stream through a ring of executor buffers,
 //! straight from and to the page-locked user's matrix where the executor can map it.
 
-use crate::config::SbrPanel;
 use crate::device::memory::par_copy;
 use crate::lapack::Dense;
 use crate::real::Real;
 use crate::sbr::driver::{Job, Progress, StepBufs};
 use crate::sbr::executor::{op, op_mut, DirectBlock, ExecError, Executor, Phases};
 use crate::sbr::panel::cholqr;
-use crate::sbr::panel::device::{blocked_panel, panel_mode};
+use crate::sbr::panel::device::blocked_panel;
 use crate::sbr::panel::{
     factor_panel, panel_home, panel_through_executor, panel_v, upload_panel, upload_panels,
     PanelBufs, SubPanels,
@@ -278,6 +277,7 @@ pub(super) fn factor_ahead<T: Real + Dense, E: Executor<T>>(
         next.x,
         next.z,
         next.sub,
+        job.tuning.profile,
     );
     exec.lane(0)?;
     let how = how?;
@@ -303,7 +303,7 @@ pub(super) fn upload_v<T: Real, E: Executor<T>>(
         // step's SYR2K pass ends, which waits for the upload.
         return unsafe { exec.upload_direct(vbuf, 0, pn, pn, pk, p[kd..].as_ptr(), h) };
     }
-    let v = panel_v(p, h, kd, pn, pk);
+    let v = panel_v(p, h, kd, pn, pk)?;
     exec.upload(vbuf, 0, pn * pk, &mut |start, out| {
         out.copy_from_slice(&v[start..start + out.len()])
     })
@@ -336,8 +336,7 @@ pub(super) fn syr2k_pass<T: Real + Dense, E: Executor<T>>(
     diagonal: &mut Vec<T>,
     mut next: Option<NextStep<E::Buf, T>>,
 ) -> Result<(Pending<T>, [usize; 2]), ExecError> {
-    let (n, kd) = (job.n, job.kd);
-    let pn = n - s;
+    let pn = job.n - s;
     let (done, pk) = {
         let p = progress.pending.as_ref().expect("a pass in progress");
         (p.done, p.pk)
@@ -349,21 +348,6 @@ pub(super) fn syr2k_pass<T: Real + Dense, E: Executor<T>>(
     let mut how = [0, 0];
     // Block columns whose part of the next X is queued.
     let mut added = 0;
-    // The next step's SYMM: block columns `..=last` of this pass, the first less the panel.
-    let mut add = |exec: &mut E, ring: &Ring<E::Buf>, next: &mut NextStep<E::Buf, T>, last| {
-        while added <= last {
-            let (c, w) = cols[added];
-            let (d, off, ld) = (&ring.slots[added % 3], 0, pn - c);
-            let (d, col) = if c == 0 {
-                ((d, off + kd + kd * ld, ld), (0, w - kd))
-            } else {
-                ((d, off, ld), (c - kd, w))
-            };
-            symm_block(exec, d, col, pn - kd, kd, next.z, next.x)?;
-            added += 1;
-        }
-        Ok::<(), ExecError>(())
-    };
     if cols.is_empty() {
         // Resumed after its last column was written back.
         return Ok((finish_pass(job, progress), how));
@@ -376,60 +360,13 @@ pub(super) fn syr2k_pass<T: Real + Dense, E: Executor<T>>(
             let slot = &mut ring.slots[(q + 1) % 3];
             upload_column(exec, job, s, cols[q + 1], slot, turn_buf(&mut ring.turn, 0))?;
         }
-        let h = pn - c;
-        let [r0, r1, r2] = &mut ring.slots;
-        let d = match q % 3 {
-            0 => r0,
-            1 => r1,
-            _ => r2,
-        };
-        exec.syr2k(
-            w,
-            pk,
-            -T::ONE,
-            op(vbuf, c, pn),
-            op(xbuf, c, pn),
-            T::ONE,
-            op_mut(d, 0, h),
-        )?;
-        if h > w {
-            exec.gemm(
-                false,
-                true,
-                h - w,
-                w,
-                pk,
-                -T::ONE,
-                op(vbuf, c + w, pn),
-                op(xbuf, c, pn),
-                T::ONE,
-                op_mut(d, w, h),
-            )?;
-            exec.gemm(
-                false,
-                true,
-                h - w,
-                w,
-                pk,
-                -T::ONE,
-                op(xbuf, c + w, pn),
-                op(vbuf, c, pn),
-                T::ONE,
-                op_mut(d, w, h),
-            )?;
-        }
+        let d = &mut ring.slots[q % 3];
+        update_block(exec, d, (c, w), pn, pk, vbuf, xbuf)?;
         if q > 0 {
             let slot = &ring.slots[(q - 1) % 3];
-            download_column(
-                exec,
-                job,
-                s,
-                cols[q - 1],
-                slot,
-                turn_buf(&mut ring.turn, 1),
-                diagonal,
-                &mut progress.written_back,
-            )?;
+            let turn = turn_buf(&mut ring.turn, 1);
+            let landing = &mut progress.written_back;
+            download_column(exec, job, s, cols[q - 1], slot, turn, diagonal, landing)?;
             progress.pending.as_mut().expect("in progress").done = c;
             if let Some(next) = &mut next {
                 if q == 1 {
@@ -437,7 +374,7 @@ pub(super) fn syr2k_pass<T: Real + Dense, E: Executor<T>>(
                 }
                 // After the write-back: a buffer keeps only its last read's event, and the
                 // upload that reuses it must wait for this read on lane 0 (see above).
-                add(exec, ring, next, q - 1)?;
+                add_next_x(exec, ring, next, &cols, &mut added, q - 1, pn, job.kd)?;
             }
         }
     }
@@ -448,25 +385,97 @@ pub(super) fn syr2k_pass<T: Real + Dense, E: Executor<T>>(
     }
     let last = cols.len() - 1;
     let slot = &ring.slots[last % 3];
-    download_column(
-        exec,
-        job,
-        s,
-        cols[last],
-        slot,
-        turn_buf(&mut ring.turn, 1),
-        diagonal,
-        &mut progress.written_back,
-    )?;
+    let turn = turn_buf(&mut ring.turn, 1);
+    let landing = &mut progress.written_back;
+    download_column(exec, job, s, cols[last], slot, turn, diagonal, landing)?;
     // Every column is home: a failure from here on must not have one redone.
     progress.pending.as_mut().expect("in progress").done = pn;
     if let Some(next) = &mut next {
         if last == 0 {
             how = factor_ahead(exec, job, s, &mut ring.slots[0], next)?;
         }
-        add(exec, ring, next, last)?;
+        add_next_x(exec, ring, next, &cols, &mut added, last, pn, job.kd)?;
     }
     Ok((finish_pass(job, progress), how))
+}
+
+/// `A₂ −= V Xᵀ + X Vᵀ` on block column `(c, w)` of the trailing matrix (of order `pn`), held
+/// in `d` (leading dimension pn − c): the diagonal block by SYR2K, the rows below it by two
+/// GEMMs.
+fn update_block<T: Real, E: Executor<T>>(
+    exec: &mut E,
+    d: &mut E::Buf,
+    (c, w): (usize, usize),
+    pn: usize,
+    pk: usize,
+    vbuf: &E::Buf,
+    xbuf: &E::Buf,
+) -> Result<(), ExecError> {
+    let h = pn - c;
+    exec.syr2k(
+        w,
+        pk,
+        -T::ONE,
+        op(vbuf, c, pn),
+        op(xbuf, c, pn),
+        T::ONE,
+        op_mut(d, 0, h),
+    )?;
+    if h > w {
+        exec.gemm(
+            false,
+            true,
+            h - w,
+            w,
+            pk,
+            -T::ONE,
+            op(vbuf, c + w, pn),
+            op(xbuf, c, pn),
+            T::ONE,
+            op_mut(d, w, h),
+        )?;
+        exec.gemm(
+            false,
+            true,
+            h - w,
+            w,
+            pk,
+            -T::ONE,
+            op(xbuf, c + w, pn),
+            op(vbuf, c, pn),
+            T::ONE,
+            op_mut(d, w, h),
+        )?;
+    }
+    Ok(())
+}
+
+/// The next step's SYMM (`next.x += A₂' next.z`, `A₂'` the next trailing matrix, of order
+/// pn − kd) over block columns `*added..=last` of this pass (`cols`, in the ring), the first
+/// less the next panel's kd columns; `*added` counts those queued.
+#[allow(clippy::too_many_arguments)]
+fn add_next_x<T: Real, E: Executor<T>>(
+    exec: &mut E,
+    ring: &Ring<E::Buf>,
+    next: &mut NextStep<E::Buf, T>,
+    cols: &[(usize, usize)],
+    added: &mut usize,
+    last: usize,
+    pn: usize,
+    kd: usize,
+) -> Result<(), ExecError> {
+    while *added <= last {
+        let (c, w) = cols[*added];
+        let (d, off, ld) = (&ring.slots[*added % 3], 0, pn - c);
+        let (d, col) = if c == 0 {
+            ((d, off + kd + kd * ld, ld), (0, w - kd))
+        } else {
+            ((d, off, ld), (c - kd, w))
+        };
+        symm_block(exec, d, col, pn - kd, kd, next.z, next.x)?;
+        *added += 1;
+    }
+    Ok(())
 }
 
 /// The end of a SYR2K pass whose columns are all written back: the factored panel into the
@@ -480,8 +489,8 @@ pub(super) fn finish_pass<T: Real>(job: &mut Job<T>, progress: &mut Progress<T>)
 }
 
 /// The streaming mode's run (see [`super::driver::run`]): the user's matrix and the steps'
-/// host buffers mapped where the executor can, the steps (panel, SYMM pass, SYR2K pass), and
-/// the mapping undone on every exit of the steps.
+/// host buffers mapped where the executor can ([`Mapped`], which undoes it on every exit),
+/// then the steps ([`steps`]).
 pub(super) fn run<T: Real + Dense, E: Executor<T>>(
     exec: &mut E,
     job: &mut Job<T>,
@@ -492,18 +501,117 @@ pub(super) fn run<T: Real + Dense, E: Executor<T>>(
     panel_len: usize,
 ) -> Result<(), ExecError> {
     let (n, kd) = (job.n, job.kd);
-    let StepBufs {
-        v: mut vbuf,
-        z: mut zbuf,
-        x: mut xbuf,
-        s: mut sbuf,
-        t: mut tbuf,
-    } = bufs;
-    let mut host_ph = Phases::new(&["map", "buffers", "unmap"]);
-    // SAFETY: the host matrix outlives the run; `unmap_host` ends it below.
-    // Upper storage: block columns of L are block rows of A, which go through two
-    // buffers to be transposed, in the ring's room (five buffers of 3/5 its width).
-    job.direct = crate::config::get().sbr.direct
+    let mut host_ph = Phases::new(&["map", "buffers", "unmap"], job.tuning.profile);
+    let mut mapped = Mapped {
+        exec: &mut *exec,
+        host: HostBufs::default(),
+    };
+    let (turn, nb) = map_matrix(mapped.exec, job, progress, nb);
+    // Timing only: a failing wait shows again in the run below, which unmaps.
+    host_ph.end(mapped.exec, 0).ok();
+    let ran = HostBufs::new(n, kd, nb).and_then(|host| {
+        mapped.host = host;
+        if job.direct {
+            mapped.map_buffers();
+        }
+        host_ph.end(mapped.exec, 1).ok();
+        let Mapped { exec: e, host } = &mut mapped;
+        steps(
+            &mut **e,
+            job,
+            progress,
+            mode,
+            (nb, turn),
+            bufs,
+            panel_len,
+            host,
+        )
+    });
+    if job.direct {
+        host_ph.last = Instant::now();
+        drop(mapped);
+        job.direct = false;
+        host_ph.end(exec, 2)?;
+        host_ph.report(n, kd, "host memory");
+    }
+    ran
+}
+
+/// The host buffers of the streaming steps (X, two panels, the diagonal block's tiles),
+/// allocated once so that their pages are in place, and mapped beside the matrix. They live
+/// here, in `spare` (between steps and during a step's panel and SYMM pass) or in
+/// `progress.pending`, all of which outlive the mapping; `p_next` holds the next step's panel
+/// while a pass factors it.
+#[derive(Default)]
+pub(super) struct HostBufs<T> {
+    x: Vec<T>,
+    p: Vec<T>,
+    p_next: Vec<T>,
+    diagonal: Vec<T>,
+    /// The `x` and `p` in use: these first, then those of the last step's `Pending`.
+    spare: Option<(Vec<T>, Vec<T>)>,
+}
+
+impl<T> HostBufs<T> {
+    /// Empty buffers with room for a run's steps, or [`ExecError::HostMemory`].
+    fn new(n: usize, kd: usize, nb: usize) -> Result<Self, ExecError> {
+        let room = |len: usize| {
+            let mut v = Vec::new();
+            v.try_reserve_exact(len)
+                .map_err(|_| ExecError::HostMemory {
+                    bytes: (len as u64).saturating_mul(std::mem::size_of::<T>() as u64),
+                })?;
+            Ok::<_, ExecError>(v)
+        };
+        Ok(HostBufs {
+            x: room(n * kd)?,
+            p: room(n * kd)?,
+            p_next: room(n * kd)?,
+            diagonal: room(DIAG_TILE.min(nb) * nb)?,
+            spare: None,
+        })
+    }
+}
+
+/// The executor of a streaming run while host memory is mapped for it, with the host buffers
+/// it maps: dropping it (on every exit of the run: a return, an error, a panic) undoes the
+/// mapping (for the GPU, unlocks the pages once every stream is idle), before the buffers it
+/// owns are freed.
+pub(super) struct Mapped<'e, T: Real, E: Executor<T>> {
+    exec: &'e mut E,
+    host: HostBufs<T>,
+}
+
+impl<T: Real, E: Executor<T>> Mapped<'_, T, E> {
+    /// Maps the host buffers (see [`HostBufs`]).
+    fn map_buffers(&mut self) {
+        let h = &mut self.host;
+        for b in [&mut h.x, &mut h.p, &mut h.p_next, &mut h.diagonal] {
+            // SAFETY: the buffers are not reallocated (they stay within their capacity) and
+            // are freed after the mapping ends (`Drop`), or live on in `progress.pending`.
+            unsafe { self.exec.map_host(b.as_mut_ptr(), b.capacity()) };
+        }
+    }
+}
+
+impl<T: Real, E: Executor<T>> Drop for Mapped<'_, T, E> {
+    fn drop(&mut self) {
+        self.exec.unmap_host();
+    }
+}
+
+/// Maps the user's matrix where the executor can and the `direct` setting allows (sets
+/// `job.direct`). Upper storage: block columns of L are block rows of A, which go through two
+/// buffers to be transposed, in the ring's room (five buffers of 3/5 its width). Returns
+/// whether they do and the block width.
+fn map_matrix<T: Real, E: Executor<T>>(
+    exec: &mut E,
+    job: &mut Job<T>,
+    progress: &mut Progress<T>,
+    nb: usize,
+) -> (bool, usize) {
+    // SAFETY: the host matrix outlives the run, whose `Mapped` ends the mapping.
+    job.direct = job.tuning.direct
         && (!job.host.upper || nb >= 2)
         && unsafe { exec.map_host(job.host.a.as_mut_ptr(), job.host.a.len()) };
     let turn = job.direct && job.host.upper;
@@ -515,167 +623,194 @@ pub(super) fn run<T: Real + Dense, E: Executor<T>>(
             "direct block-column transfers".into()
         });
     }
-    // Timing only: a failing wait shows again in the run below, which unmaps.
-    host_ph.end(exec, 0).ok();
-    // The host buffers of the steps (X, two panels, the diagonal block's tiles),
-    // allocated once so that their pages are in place, and mapped beside the matrix.
-    // They live here, in `spare` (between steps and during a step's panel and SYMM
-    // pass) or in `progress.pending`, all of which outlive `unmap_host`; `p_next` holds
-    // the next step's panel while a pass factors it.
-    let (mut x, mut p, mut p_next, mut diagonal) = (
-        Vec::with_capacity(n * kd),
-        Vec::with_capacity(n * kd),
-        Vec::with_capacity(n * kd),
-        Vec::with_capacity(DIAG_TILE.min(nb) * nb),
-    );
-    if job.direct {
-        for b in [&mut x, &mut p, &mut p_next, &mut diagonal] {
-            // SAFETY: the buffers are not reallocated (they stay within their
-            // capacity) and outlive the run, which ends with `unmap_host`.
-            unsafe { exec.map_host(b.as_mut_ptr(), b.capacity()) };
+    (turn, nb)
+}
+
+/// The streaming steps' executor buffers: the step buffers, the next step's `X` (its `V`
+/// while a pass factors its panel), τ, the sub-panels' and the ring.
+struct Bufs<B> {
+    v: B,
+    z: B,
+    x: B,
+    s: B,
+    t: B,
+    x_next: B,
+    tau: B,
+    sub: SubPanels<B>,
+    ring: Ring<B>,
+}
+
+/// The steps of a streaming run from `progress`: each step's panel, SYMM pass and `X`
+/// ([`prepare_step`], or those of the pass another executor left), then its SYR2K pass, which
+/// takes the next step's panel and SYMM along where it can (see [`syr2k_pass`]). `(nb, turn)`
+/// as [`map_matrix`] returns them.
+#[allow(clippy::too_many_arguments)]
+fn steps<T: Real + Dense, E: Executor<T>>(
+    exec: &mut E,
+    job: &mut Job<T>,
+    progress: &mut Progress<T>,
+    mode: Mode,
+    (nb, turn): (usize, bool),
+    bufs: StepBufs<E::Buf>,
+    panel_len: usize,
+    host: &mut HostBufs<T>,
+) -> Result<(), ExecError> {
+    let (n, kd) = (job.n, job.kd);
+    let x_next = exec.alloc(panel_len)?;
+    let ring_len = n * nb;
+    let ring = Ring {
+        slots: [
+            exec.alloc(ring_len)?,
+            exec.alloc(ring_len)?,
+            exec.alloc(ring_len)?,
+        ],
+        turn: if turn {
+            Some([exec.alloc(ring_len)?, exec.alloc(ring_len)?])
+        } else {
+            None
+        },
+    };
+    let names = &["panel", "symm pass", "X", "syr2k pass"];
+    let mut ph = Phases::new(names, job.tuning.profile);
+    let on_executor = exec.can_factor();
+    let sub = SubPanels::new(exec, n.saturating_sub(kd + progress.i), kd)?;
+    let tau = exec.alloc(kd)?;
+    let StepBufs { v, z, x, s, t } = bufs;
+    let mut b = Bufs {
+        v,
+        z,
+        x,
+        s,
+        t,
+        x_next,
+        tau,
+        sub,
+        ring,
+    };
+    // The last pass factored this step's panel (in `p_next`, Z in `b.z`) and formed its
+    // A₂ Z (in `b.x_next`), see `syr2k_pass`.
+    let mut ahead = false;
+    while progress.i + kd < n {
+        let (h, s) = (n - progress.i, progress.i + kd);
+        let pn = n - s;
+        if let Some(pending) = &progress.pending {
+            // A SYR2K pass another executor left: its V and X come from the host.
+            let v = panel_v(&pending.panel, h, kd, pn, pending.pk)?;
+            upload_panels(exec, &mut b.v, &mut b.x, &v, &pending.x)?;
+        } else {
+            let on = (on_executor, ahead);
+            prepare_step(exec, job, progress, host, &mut b, nb, on, &mut ph)?;
         }
+        // The next step's panel and SYMM ride along where its panel is the first kd columns
+        // of this pass's first block column and is factored on the executor (as
+        // `panel_through_executor` would, pn − kd > kd).
+        let fresh = progress.pending.as_ref().is_some_and(|p| p.done == 0);
+        let fuse = job.stream_ahead && on_executor && nb > kd && pn > 2 * kd && fresh;
+        let next = fuse.then_some(NextStep {
+            z: &mut b.z,
+            x: &mut b.x_next,
+            tau: &mut b.tau,
+            sub: &mut b.sub,
+            panel: &mut host.p_next,
+        });
+        let ring = &mut b.ring;
+        let diagonal = &mut host.diagonal;
+        let pass = syr2k_pass(exec, job, progress, nb, ring, &b.v, &b.x, s, diagonal, next);
+        let (done, how) = pass?;
+        host.spare = Some((done.x, done.panel));
+        // The step is on the host: count it before anything else can fail.
+        progress.i += kd;
+        progress.count(how);
+        ahead = fuse;
+        ph.end(exec, 3)?;
     }
-    let mut spare: Option<(Vec<T>, Vec<T>)> = None;
-    host_ph.end(exec, 1).ok();
-    let ran = (|| -> Result<(), ExecError> {
-        let mut x_next = exec.alloc(panel_len)?;
-        let ring_len = n * nb;
-        let mut ring = Ring {
-            slots: [
-                exec.alloc(ring_len)?,
-                exec.alloc(ring_len)?,
-                exec.alloc(ring_len)?,
-            ],
-            turn: if turn {
-                Some([exec.alloc(ring_len)?, exec.alloc(ring_len)?])
-            } else {
-                None
-            },
-        };
-        let mut ph = Phases::new(&["panel", "symm pass", "X", "syr2k pass"]);
-        let on_executor = panel_mode() != SbrPanel::Host && exec.can_factor();
-        let mut sub = SubPanels::new(exec, n.saturating_sub(kd + progress.i), kd)?;
-        let mut taubuf = exec.alloc(kd)?;
-        // The last pass factored this step's panel (in `p_next`, Z in `zbuf`) and
-        // formed its A₂ Z (in `x_next`), see `syr2k_pass`.
-        let mut ahead = false;
-        while progress.i + kd < n {
-            let i = progress.i;
-            let (h, s) = (n - i, i + kd);
-            let (pn, pk) = (n - s, (n - s).min(kd));
-            if let Some(pending) = &progress.pending {
-                // A SYR2K pass another executor left: its V and X come from the host.
-                let v = panel_v(&pending.panel, h, kd, pn, pending.pk);
-                upload_panels(exec, &mut vbuf, &mut xbuf, &v, &pending.x)?;
-            } else {
-                let (x, p) =
-                    spare.get_or_insert_with(|| (std::mem::take(&mut x), std::mem::take(&mut p)));
-                if ahead {
-                    std::mem::swap(p, &mut p_next);
-                    std::mem::swap(&mut xbuf, &mut x_next);
-                    upload_v(exec, job, &mut vbuf, p, h, pn, pk)?;
-                    ph.end(exec, 0)?;
-                    ph.end(exec, 1)?;
-                } else if on_executor && pn > kd {
-                    p.resize(h * kd, T::ZERO);
-                    // The diagonal block: the rows below come back factored.
-                    for c in 0..kd {
-                        job.host.gather(i, kd, i + c, 0, &mut p[c * h..c * h + kd]);
-                    }
-                    let bufs = PanelBufs {
-                        p: &mut xbuf,
-                        tau: &mut taubuf,
-                        v: &mut vbuf,
-                        z: &mut zbuf,
-                        sub: &mut sub,
-                        // (n · nb entries: room for the panel's n · kd if kd ≤ nb)
-                        turn: ring.turn.as_mut().filter(|_| kd <= nb).map(|t| &mut t[0]),
-                    };
-                    let how = panel_through_executor(exec, job, i, p, h, bufs)?;
-                    progress.count(how);
-                } else {
-                    p.resize(h * kd, T::ZERO);
-                    job.host.gather(i, h, i, 0, p);
-                    let (v, t) = factor_panel(job, i, p, h);
-                    upload_panel(exec, &mut vbuf, &mut tbuf, &mut zbuf, &v, &t, pn, pk)?;
-                }
-                if !ahead {
-                    ph.end(exec, 0)?;
-                    let cols = symm_columns(pn, nb, kd);
-                    symm_pass(exec, job, &cols, &mut ring, &zbuf, &mut xbuf, s, pk)?;
-                    ph.end(exec, 1)?;
-                }
-                finish_x(exec, pn, pk, &vbuf, &zbuf, &mut xbuf, &mut sbuf)?;
-                x.resize(pn * pk, T::ZERO);
-                if job.direct {
-                    // SAFETY: `x` holds pn·pk entries and is ours alone.
-                    let to = x.as_mut_ptr();
-                    unsafe { exec.download_direct(&xbuf, 0, pn, pn, pk, to, pn)? };
-                } else {
-                    exec.download(&xbuf, 0, pn * pk, &mut |start, piece| {
-                        par_copy(&mut x[start..start + piece.len()], piece)
-                    })?;
-                }
-                progress.pending = Some(Pending {
-                    x: std::mem::take(x),
-                    pk,
-                    done: 0,
-                    panel: std::mem::take(p),
-                });
-                ph.end(exec, 2)?;
+    ph.report(n, kd, &describe(mode));
+    if let (true, Some(split)) = (ph.on, cholqr::report()) {
+        eprintln!("hylapack: syrdb panel steps n={n} kd={kd}: {split}");
+    }
+    Ok(())
+}
+
+/// A fresh step (no pass of it under way): its panel (factored by the last pass where
+/// `ahead`, else now: on the executor where `on_executor` and it is taller than wide, else on
+/// the host), its SYMM pass (unless the last pass formed it), and `X` down into the host's
+/// buffer; the step's `Pending` then holds `X` and the panel.
+#[allow(clippy::too_many_arguments)]
+fn prepare_step<T: Real + Dense, E: Executor<T>>(
+    exec: &mut E,
+    job: &mut Job<T>,
+    progress: &mut Progress<T>,
+    host: &mut HostBufs<T>,
+    b: &mut Bufs<E::Buf>,
+    nb: usize,
+    (on_executor, ahead): (bool, bool),
+    ph: &mut Phases,
+) -> Result<(), ExecError> {
+    let (n, kd, i) = (job.n, job.kd, progress.i);
+    let (h, s) = (n - i, i + kd);
+    let (pn, pk) = (n - s, (n - s).min(kd));
+    let (x, p) = host
+        .spare
+        .get_or_insert_with(|| (std::mem::take(&mut host.x), std::mem::take(&mut host.p)));
+    if ahead {
+        std::mem::swap(p, &mut host.p_next);
+        std::mem::swap(&mut b.x, &mut b.x_next);
+        upload_v(exec, job, &mut b.v, p, h, pn, pk)?;
+        ph.end(exec, 0)?;
+        ph.end(exec, 1)?;
+    } else {
+        p.resize(h * kd, T::ZERO);
+        if on_executor && pn > kd {
+            // The diagonal block: the rows below come back factored.
+            for c in 0..kd {
+                job.host.gather(i, kd, i + c, 0, &mut p[c * h..c * h + kd]);
             }
-            // The next step's panel and SYMM ride along where its panel is the first
-            // kd columns of this pass's first block column and is factored on the
-            // executor (as `panel_through_executor` would, pn − kd > kd).
-            let fresh = progress.pending.as_ref().is_some_and(|p| p.done == 0);
-            let fuse = job.stream_ahead && on_executor && nb > kd && pn > 2 * kd && fresh;
-            let next = fuse.then_some(NextStep {
-                z: &mut zbuf,
-                x: &mut x_next,
-                tau: &mut taubuf,
-                sub: &mut sub,
-                panel: &mut p_next,
-            });
-            let (done, how) = syr2k_pass(
-                exec,
-                job,
-                progress,
-                nb,
-                &mut ring,
-                &vbuf,
-                &xbuf,
-                s,
-                &mut diagonal,
-                next,
-            )?;
-            spare = Some((done.x, done.panel));
-            // The step is on the host: count it before anything else can fail.
-            progress.i += kd;
+            let bufs = PanelBufs {
+                p: &mut b.x,
+                tau: &mut b.tau,
+                v: &mut b.v,
+                z: &mut b.z,
+                sub: &mut b.sub,
+                // (n · nb entries: room for the panel's n · kd if kd ≤ nb)
+                turn: b.ring.turn.as_mut().filter(|_| kd <= nb).map(|t| &mut t[0]),
+            };
+            let how = panel_through_executor(exec, job, i, p, h, bufs)?;
             progress.count(how);
-            ahead = fuse;
-            ph.end(exec, 3)?;
+        } else {
+            job.host.gather(i, h, i, 0, p);
+            let (v, t) = factor_panel(job, i, p, h)?;
+            upload_panel(exec, &mut b.v, &mut b.t, &mut b.z, &v, &t, pn, pk)?;
         }
-        ph.report(n, kd, &describe(mode));
-        if let (true, Some(split)) = (ph.on, cholqr::report()) {
-            eprintln!("hylapack: syrdb panel steps n={n} kd={kd}: {split}");
-        }
-        Ok(())
-    })();
-    if job.direct {
-        host_ph.last = Instant::now();
-        exec.unmap_host();
-        job.direct = false;
-        host_ph.end(exec, 2)?;
-        host_ph.report(n, kd, "host memory");
+        ph.end(exec, 0)?;
+        let cols = symm_columns(pn, nb, kd);
+        symm_pass(exec, job, &cols, &mut b.ring, &b.z, &mut b.x, s, pk)?;
+        ph.end(exec, 1)?;
     }
-    ran?;
+    finish_x(exec, pn, pk, &b.v, &b.z, &mut b.x, &mut b.s)?;
+    x.resize(pn * pk, T::ZERO);
+    if job.direct {
+        // SAFETY: `x` holds pn·pk entries and is ours alone.
+        let to = x.as_mut_ptr();
+        unsafe { exec.download_direct(&b.x, 0, pn, pn, pk, to, pn)? };
+    } else {
+        exec.download(&b.x, 0, pn * pk, &mut |start, piece| {
+            par_copy(&mut x[start..start + piece.len()], piece)
+        })?;
+    }
+    progress.pending = Some(Pending {
+        x: std::mem::take(x),
+        pk,
+        done: 0,
+        panel: std::mem::take(p),
+    });
+    ph.end(exec, 2)?;
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use crate::dispatch::Backend;
-    use crate::sbr::driver::testing::{panic_message, random_input, reduce, reduce_with};
+    use crate::sbr::driver::testing::{has_gpu, panic_message, random_input, reduce, reduce_with};
     use crate::sbr::driver::{with_fallback, Problem};
     use crate::sbr::executor::flaky::Flaky;
     use crate::sbr::executor::gpu;
@@ -706,15 +841,50 @@ mod tests {
         }
     }
 
+    /// A streaming run's mapping of host memory is undone on every exit: after an error (the
+    /// run then resumes on the CPU) and after a panic, the executor holds none mapped.
+    #[test]
+    fn mapping_is_undone_on_every_exit() {
+        let (n, kd) = (40, 4);
+        let (a0, seed) = random_input(n);
+        for uplo in [b'L', b'U'] {
+            for panic in [false, true] {
+                let mut ended = [0, 0];
+                for left in (0..1500).step_by(7) {
+                    let mut flaky = Flaky::new(left, false, false);
+                    flaky.panic = panic;
+                    let (mut a, mut ab) = (a0.clone(), vec![0.0; (kd + 1) * n]);
+                    let mut tau = vec![0.0; n - kd];
+                    let p = Problem::new(uplo, n, kd, &mut a, n, &mut ab, kd + 1, &mut tau);
+                    let mode = Mode::Streaming { nb: 6 };
+                    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        with_fallback(&mut flaky, Backend::Gpu, mode, p)
+                    }));
+                    let what = format!(
+                        "uplo={} panic={panic} left={left} seed {seed}",
+                        uplo as char
+                    );
+                    assert_eq!(flaky.mapped, 0, "{what}: still mapped");
+                    if flaky.maps > 0 {
+                        ended[usize::from(run.is_err())] += 1;
+                    }
+                }
+                let what = format!("uplo={} panic={panic}", uplo as char);
+                assert!(
+                    ended[usize::from(panic)] > 10,
+                    "{what}: {ended:?} runs mapped and ended"
+                );
+            }
+        }
+    }
+
     /// On the GPU, with lane 0 held back before every SYMM (as the copies outran it at
     /// n = 100000, see `GpuExecutor::stall_lane_0`), streaming passes that take the next step
     /// along agree with plain passes to rounding: no buffer is refilled before lane 0 has read
     /// it (a refilled one gives errors of the order of ‖A‖). Both triangles, direct transfers.
     #[test]
     fn gpu_passes_wait_for_a_slow_lane_0() {
-        if let Err(e) = crate::device::gpu() {
-            let required = crate::config::get().require_gpu;
-            assert!(!required, "HYLAPACK_REQUIRE_GPU=1 but no GPU: {e}");
+        if !has_gpu() {
             return;
         }
         let (n, kd, nb) = (900, 24, 100);

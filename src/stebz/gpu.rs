@@ -213,9 +213,8 @@ impl<'a, T: Real> GpuCounter<'a, T> {
         }
         let bytes = (2 * n * std::mem::size_of::<T>() + 4 * problem.block_ends.len()) as u64;
         let reservation = gpu.budget.reserve(bytes).map_err(err)?;
-        let module = gpu.module(&kernels::STEBZ).map_err(err)?;
-        let func = module
-            .load_function(&format!("stebz_count_{}", T::PREFIX))
+        let func = gpu
+            .function(&kernels::STEBZ, &format!("stebz_count_{}", T::PREFIX))
             .map_err(err)?;
         let stream = gpu.stream().map_err(err)?;
         // Host memory that can fail like device memory: the caller then counts on the CPU.

@@ -74,7 +74,7 @@ pub mod scratch;
 mod tolerance;
 
 use crate::dispatch::Backend;
-use crate::host::try_vec;
+use crate::host::{take_room, try_vec};
 use crate::lapack::Lapack;
 use crate::real::Real;
 pub use args::check_args;
@@ -392,9 +392,9 @@ fn solve<T: Real>(
         window,
         fudge,
         preps,
-        blocks,
-        xs,
-        counts,
+        take_room(blocks, 2 * nsplit),
+        take_room(xs, 2 * nsplit),
+        take_room(counts, 2 * nsplit),
         &mut counting,
         trace,
     );

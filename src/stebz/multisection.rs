@@ -5,6 +5,8 @@
 
 use super::counting::{Counting, Trace};
 use super::tolerance::converged;
+use crate::host::take_room;
+use crate::host::workers::{or_resume, run_parts};
 use crate::real::Real;
 
 /// Most levels of bisection in one batch (1023 points per interval).
@@ -69,9 +71,10 @@ pub(super) struct StepBuffers<'s, T> {
     pub(super) next: &'s mut [Interval<T>],
     pub(super) fills: &'s mut [Fill<T>],
     pub(super) levels: &'s mut [u8],
-    pub(super) xs: &'s mut [T],
-    pub(super) blocks: &'s mut [u32],
-    pub(super) counts: &'s mut [i32],
+    /// The step's points, their blocks and counts: reserved room, filled per step.
+    pub(super) xs: &'s mut Vec<T>,
+    pub(super) blocks: &'s mut Vec<u32>,
+    pub(super) counts: &'s mut Vec<i32>,
 }
 
 /// Runs the dyadic multisection (see the module notes) on the first `nactive` intervals of
@@ -106,7 +109,7 @@ pub(super) fn multisection<T: Real>(
         counts,
     } = buffers;
     let threads = crate::host::threads();
-    let room = xs.len();
+    let room = xs.capacity().min(blocks.capacity()).min(counts.capacity());
     let mut ncnvrg = false;
     while nactive > 0 {
         let mut kmax = levels_for(counting.points_per_interval(trace, nactive));
@@ -132,7 +135,8 @@ pub(super) fn multisection<T: Real>(
         let total: usize = sized.iter().map(|&(p, _)| p).sum();
 
         let mut work = Vec::with_capacity(sized.len());
-        let (mut x_rest, mut b_rest) = (&mut xs[..total], &mut blocks[..total]);
+        let (xs, blocks) = (take_room(xs, total), take_room(blocks, total));
+        let (mut x_rest, mut b_rest) = (&mut xs[..], &mut blocks[..]);
         for ((ivs, ks), &(p, _)) in live.chunks(chunk).zip(levels.chunks(chunk)).zip(&sized) {
             let (x, x_tail) = std::mem::take(&mut x_rest).split_at_mut(p);
             let (b, b_tail) = std::mem::take(&mut b_rest).split_at_mut(p);
@@ -140,8 +144,8 @@ pub(super) fn multisection<T: Real>(
             work.push((ivs, ks, x, b));
         }
         in_parallel(work, |(ivs, ks, x, b)| place(ivs, ks, x, b));
-        let (xs, blocks) = (&xs[..total], &blocks[..total]);
-        counting.count(trace, blocks, xs, &mut counts[..total]);
+        let (xs, blocks, counts) = (&xs[..], &blocks[..], take_room(counts, total));
+        counting.count(trace, blocks, xs, counts);
 
         let mut work = Vec::with_capacity(sized.len());
         let (mut n_rest, mut f_rest) = (&mut next[..], &mut fills[..]);
@@ -183,22 +187,13 @@ pub(super) fn multisection<T: Real>(
 /// threads cost what they saved), so only larger steps use them.
 const PARALLEL_POINTS: usize = 1 << 17;
 
-/// `f` on every item, each on its own scoped thread when there is more than one.
+/// `f` on every item, each on its own scoped thread when there is more than one (on this
+/// thread where the OS refuses one).
 fn in_parallel<I: Send, R: Send>(items: Vec<I>, f: impl Fn(I) -> R + Sync) -> Vec<R> {
     if items.len() <= 1 {
         return items.into_iter().map(f).collect();
     }
-    std::thread::scope(|scope| {
-        let f = &f;
-        let handles: Vec<_> = items
-            .into_iter()
-            .map(|item| scope.spawn(move || f(item)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("multisection bookkeeping panicked"))
-            .collect()
-    })
+    or_resume(run_parts(items, &f))
 }
 
 /// The levels `ks[i]` of this step for each interval `active[i]` (at most `kmax`, at most what

@@ -13,7 +13,7 @@
 use super::args::{decode_order, Order};
 use super::blocks::Prep;
 use super::multisection::{BlockRun, Fill, Interval, MAX_LEVELS};
-use crate::host::{try_vec, try_zeroed};
+use crate::host::{try_room, try_vec, try_zeroed};
 use crate::real::Real;
 use std::mem::size_of;
 
@@ -72,7 +72,10 @@ pub fn scratch_bytes<T: Real>(n: usize, order: u8) -> Option<usize> {
     Some(Plan::new(n, decode_order(order)?).bytes::<T>())
 }
 
-/// The workspace itself: one array per use, each of the length its [`Plan`] gives.
+/// The workspace itself: one array per use, each of the length its [`Plan`] gives. The point
+/// arrays are reserved, not written: a step fills only the part it uses (with
+/// [`take_room`](crate::host::take_room)), so a call pays for the points it places, not for
+/// the most it might.
 pub(super) struct Scratch<T> {
     pub e2: Vec<T>,
     pub ends: Vec<usize>,
@@ -116,9 +119,9 @@ impl<T: Real> Scratch<T> {
             next: try_vec(n, interval)?,
             fills: try_vec(n, fill)?,
             levels: try_zeroed(n)?,
-            xs: try_zeroed(plan.points)?,
-            blocks: try_zeroed(plan.points)?,
-            counts: try_zeroed(plan.points)?,
+            xs: try_room(plan.points)?,
+            blocks: try_room(plan.points)?,
+            counts: try_room(plan.points)?,
             tree: try_zeroed(plan.tree)?,
         })
     }

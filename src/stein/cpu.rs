@@ -6,6 +6,7 @@
 
 use super::random::Larnv;
 use super::{EXTRA, MAXITS};
+use crate::host::{try_room, NoMemory};
 use crate::real::Real;
 
 /// The factors `T − λI = P L U` of one block, in xLAGTF's layout, and xLAGTS's perturbation.
@@ -232,39 +233,74 @@ pub struct ClusterJob<'a, T> {
     pub seeds: &'a [u64],
 }
 
+/// The scratch of one thread: an iterate and the factors of blocks of up to `rows` rows.
+pub struct Workspace<T> {
+    x: Vec<T>,
+    factors: Factors<T>,
+}
+
+impl<T: Real> Workspace<T> {
+    /// The scratch for blocks of up to `rows` rows, or `None` if it cannot be allocated.
+    pub fn try_new(rows: usize) -> Option<Workspace<T>> {
+        Some(Workspace {
+            x: try_room(rows)?,
+            factors: Factors {
+                u0: try_room(rows)?,
+                u1: try_room(rows)?,
+                u2: try_room(rows)?,
+                l: try_room(rows)?,
+                swapped: try_room(rows)?,
+                tol: T::ZERO,
+            },
+        })
+    }
+
+    /// The bytes [`Workspace::try_new`] asks for (as the failure to report).
+    pub fn bytes(rows: usize) -> NoMemory {
+        NoMemory::of::<T>(rows.saturating_mul(6))
+    }
+}
+
 /// Computes the cluster's eigenvectors into the columns of `z` (leading dimension `ldz`,
-/// column k for shift k; rows outside the block set to zero) and returns the (0-based)
-/// columns that did not converge within MAXITS iterations.
-pub fn cluster_vectors<T: Real>(job: &ClusterJob<'_, T>, z: &mut [T], ldz: usize) -> Vec<usize> {
+/// column k for shift k; rows outside the block set to zero) and flags in `failed` the columns
+/// that did not converge within MAXITS iterations. `work` has room for the block.
+pub fn cluster_vectors<T: Real>(
+    job: &ClusterJob<'_, T>,
+    z: &mut [T],
+    ldz: usize,
+    failed: &mut [bool],
+    work: &mut Workspace<T>,
+) {
     let size = job.d.len();
     let rows = job.row0..job.row0 + size;
-    let mut failed = Vec::new();
-    let mut f = Factors::default();
-    let mut x = vec![T::ZERO; size];
+    let Workspace { x, factors: f } = work;
+    assert!(x.capacity() >= size, "workspace sized too small");
+    x.clear();
+    x.resize(size, T::ZERO);
     let scale_base = T::from_usize(size) * job.onenrm;
     for (k, (&shift, &seed)) in job.shifts.iter().zip(job.seeds).enumerate() {
-        Larnv::at(seed).fill(&mut x);
-        factor(job.d, job.e, shift, &mut f);
+        Larnv::at(seed).fill(x);
+        factor(job.d, job.e, shift, f);
         let earlier = &z[..k * ldz];
         let basis = || (0..k).map(|i| &earlier[i * ldz + rows.start..i * ldz + rows.end]);
         let (mut its, mut norm_checks) = (0, 0);
         loop {
             its += 1;
             if its > MAXITS {
-                failed.push(k);
+                failed[k] = true;
                 break;
             }
             // Scale the right-hand side so that its largest entry is size · ‖T‖ · max(ulp,
             // |u_nn|), xSTEIN's guard against overflow in the solve.
-            let top = x[iamax(&x)].abs();
+            let top = x[iamax(x)].abs();
             let scale = scale_base * T::ULP.max(f.u0[size - 1].abs()) / top;
             for v in x.iter_mut() {
                 *v = *v * scale;
             }
-            solve(&f, &mut x);
-            reorthogonalize(&mut x, basis());
+            solve(f, x);
+            reorthogonalize(x, basis());
             // Accept after EXTRA more iterations once the iterate has grown past DTPCRT.
-            if x[iamax(&x)].abs() < job.dtpcrt {
+            if x[iamax(x)].abs() < job.dtpcrt {
                 continue;
             }
             norm_checks += 1;
@@ -272,12 +308,11 @@ pub fn cluster_vectors<T: Real>(job: &ClusterJob<'_, T>, z: &mut [T], ldz: usize
                 break;
             }
         }
-        normalize(&mut x);
+        normalize(x);
         let column = &mut z[k * ldz..k * ldz + job.n];
         column.fill(T::ZERO);
-        column[rows.clone()].copy_from_slice(&x);
+        column[rows.clone()].copy_from_slice(x);
     }
-    failed
 }
 
 #[cfg(test)]

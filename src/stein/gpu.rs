@@ -29,13 +29,20 @@
 //! Z lives on the device as N × C column-major (C columns of the plan at a time, as many as
 //! the memory budget allows; a cluster is never split). Orders of blocks of T other than the
 //! clusters (blocks of order 1, invalid blocks) are written by the host.
+//!
+//! Host memory that grows with N or M is allocated fallibly here too: a failure is a
+//! [`DeviceError::HostMemory`], and the caller then runs the host path with the memory it
+//! allocated before Z was first written.
 
-use super::Task;
+use super::{Plan, Task};
 use crate::device::memory::Pinned;
 use crate::device::{self, kernels, DeviceError, Gpu};
+use crate::host::{try_room, try_vec, NoMemory};
 use crate::real::Real;
 use cudarc::cublas::sys as cb;
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg,
+};
 use std::sync::Arc;
 
 /// Columns orthogonalized together (the Cholesky QR kernel holds a PANEL² Gram matrix in
@@ -71,16 +78,46 @@ struct Cluster {
     size: usize,
 }
 
-fn driver(e: impl std::fmt::Display) -> DeviceError {
+/// A failure of the GPU path's own making (not a CUDA call's): the caller runs the host path.
+fn failure(e: impl std::fmt::Display) -> DeviceError {
     DeviceError::Driver(e.to_string())
 }
 
-fn status(what: &str, s: cb::cublasStatus_t) -> Result<(), DeviceError> {
-    if s == cb::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
-        Ok(())
-    } else {
-        Err(DeviceError::Driver(format!("{what}: {s:?}")))
+/// The failure of a host allocation of `len` elements of `U`.
+fn no_host_memory<U>(len: usize) -> DeviceError {
+    DeviceError::HostMemory {
+        bytes: NoMemory::of::<U>(len).bytes,
     }
+}
+
+/// `len` copies of `value` in host memory, fallibly.
+fn host_vec<U: Clone>(len: usize, value: U) -> Result<Vec<U>, DeviceError> {
+    try_vec(len, value).ok_or_else(|| no_host_memory::<U>(len))
+}
+
+/// An empty host vector with room for `len` elements, fallibly.
+fn host_room<U>(len: usize) -> Result<Vec<U>, DeviceError> {
+    try_room(len).ok_or_else(|| no_host_memory::<U>(len))
+}
+
+/// `f` of each item, in fallibly allocated host memory.
+fn host_map<I, U>(items: &[I], f: impl Fn(&I) -> U) -> Result<Vec<U>, DeviceError> {
+    let mut v = host_room(items.len())?;
+    v.extend(items.iter().map(f));
+    Ok(v)
+}
+
+/// A device array's contents in a new host vector (a fallible `clone_dtoh`), once the stream
+/// has reached it.
+fn download_all<U: DeviceRepr + Clone>(
+    stream: &Arc<CudaStream>,
+    x: &CudaSlice<U>,
+    zero: U,
+) -> Result<Vec<U>, DeviceError> {
+    let mut host = host_vec(x.len(), zero)?;
+    stream.memcpy_dtoh(x, &mut host[..])?;
+    stream.synchronize()?;
+    Ok(host)
 }
 
 /// cuBLAS in precision `T` on raw device pointers (column-major).
@@ -148,7 +185,7 @@ impl Blas {
                 ldc,
             )
         };
-        status("gemm", s)
+        Ok(s.result()?)
     }
 
     /// B := B R⁻¹ for B m × n and R n × n upper triangular.
@@ -198,7 +235,7 @@ impl Blas {
                 ldb,
             )
         };
-        status("trsm", s)
+        Ok(s.result()?)
     }
 }
 
@@ -240,26 +277,24 @@ struct Run<'a, T: Real> {
     cols: &'a [Col<T>],
 }
 
-/// What the GPU computed: the (global, 0-based) columns that failed the growth test.
-pub(super) struct GpuResult {
-    pub failed: Vec<usize>,
-}
-
-/// Runs every cluster task of `tasks` on the GPU into `z` (leading dimension `ldz`); the other
-/// tasks are left to the caller. Nothing of `z` outside the clusters' columns (rows < N) is
-/// written. On `Err` the columns may hold partial results (they are outputs only).
+/// Runs every cluster task of `plan` on the GPU into `z` (leading dimension `ldz`) and sets
+/// the flag in `failed` (one per column of Z) of each column that failed the growth test; the
+/// other tasks are left to the caller. Nothing of `z` outside the columns from the first
+/// cluster's to the last cluster's (rows < N) is written. On `Err` those columns and flags may
+/// hold partial results (they are outputs only: the caller clears the flags and runs the host
+/// path).
 pub(super) fn clusters<T: Real>(
-    d: &[T],
-    e: &[T],
-    tasks: &[Task<T>],
+    plan: &Plan<'_, T>,
     z: &mut [T],
     ldz: usize,
-) -> Result<GpuResult, DeviceError> {
+    failed: &mut [bool],
+) -> Result<(), DeviceError> {
+    let (d, e) = (plan.d, plan.e);
     let n = d.len();
     let gpu = device::gpu()?;
-    let (cols, clusters) = columns(tasks).ok_or_else(|| driver("no host memory for the plan"))?;
+    let (cols, clusters) = columns(plan)?;
     if cols.is_empty() {
-        return Ok(GpuResult { failed: Vec::new() });
+        return Ok(());
     }
     let es = std::mem::size_of::<T>();
     let maxrows = cols.iter().map(|c| c.size).max().unwrap_or(1);
@@ -284,14 +319,13 @@ pub(super) fn clusters<T: Real>(
 
     let linalg = gpu.linalg()?;
     let stream = linalg.stream.clone();
-    let module = gpu.module(&kernels::STEIN)?;
-    let f = |name: &str| module.load_function(&format!("stein_{name}_{}", T::PREFIX));
+    let f = |name: &str| gpu.function(&kernels::STEIN, &format!("stein_{name}_{}", T::PREFIX));
     let k = Kernels {
-        iterate: f("iterate").map_err(driver)?,
-        refine: f("refine").map_err(driver)?,
-        scatter: f("scatter").map_err(driver)?,
-        chol: f("chol").map_err(driver)?,
-        finish: f("finish").map_err(driver)?,
+        iterate: f("iterate")?,
+        refine: f("refine")?,
+        scatter: f("scatter")?,
+        chol: f("chol")?,
+        finish: f("finish")?,
     };
     let blas = Blas {
         handle: *linalg.blas.handle(),
@@ -325,7 +359,6 @@ pub(super) fn clusters<T: Real>(
     };
 
     // Groups of whole clusters whose columns fit the device's Z.
-    let mut failed = Vec::new();
     let mut at = 0;
     while at < clusters.len() {
         let start = clusters[at].col;
@@ -342,60 +375,57 @@ pub(super) fn clusters<T: Real>(
         run.z0 = start;
         let group = &clusters[at..end];
         let width = group[group.len() - 1].col + group[group.len() - 1].k - start;
-        run.group(group, &mut failed)?;
+        run.group(group, failed)?;
         run.download(width, z, ldz)?;
         at = end;
     }
     run.stream.synchronize()?;
-    failed.sort_unstable();
-    Ok(GpuResult { failed })
+    Ok(())
 }
 
 /// The columns of the plan's clusters, in order, and the clusters themselves.
-fn columns<T: Real>(tasks: &[Task<T>]) -> Option<(Vec<Col<T>>, Vec<Cluster>)> {
-    let count: usize = tasks
+#[allow(clippy::type_complexity)]
+fn columns<T: Real>(plan: &Plan<'_, T>) -> Result<(Vec<Col<T>>, Vec<Cluster>), DeviceError> {
+    let is_cluster = |t: &&Task<T>| matches!(t, Task::Cluster { .. });
+    let count: usize = plan
+        .tasks
         .iter()
-        .map(|t| match t {
-            Task::Cluster { shifts, .. } => shifts.len(),
-            _ => 0,
-        })
+        .filter(is_cluster)
+        .map(|t| t.columns().1)
         .sum();
-    let mut cols = Vec::new();
-    cols.try_reserve_exact(count).ok()?;
-    let mut clusters = Vec::new();
-    for t in tasks {
+    let mut cols = host_room(count)?;
+    let mut clusters = host_room(plan.tasks.iter().filter(is_cluster).count())?;
+    for t in &plan.tasks {
         if let Task::Cluster {
             col,
+            count,
             rows,
             onenrm,
             dtpcrt,
-            shifts,
-            seeds,
-        } = t
+        } = *t
         {
             let size = rows.1 - rows.0;
-            let scale_base = T::from_usize(size) * *onenrm;
-            clusters.try_reserve(1).ok()?;
+            let scale_base = T::from_usize(size) * onenrm;
             clusters.push(Cluster {
-                col: *col,
-                k: shifts.len(),
+                col,
+                k: count,
                 row0: rows.0,
                 size,
             });
-            for (i, (&shift, &seed)) in shifts.iter().zip(seeds).enumerate() {
+            for j in col..col + count {
                 cols.push(Col {
-                    col: col + i,
+                    col: j,
                     row0: rows.0,
                     size,
-                    shift,
-                    seed,
+                    shift: plan.shifts[j],
+                    seed: plan.seeds[j],
                     scale_base,
-                    dtpcrt: *dtpcrt,
+                    dtpcrt,
                 });
             }
         }
     }
-    Some((cols, clusters))
+    Ok((cols, clusters))
 }
 
 fn launch_1d(count: usize, threads: u32) -> LaunchConfig {
@@ -417,32 +447,31 @@ impl<T: Real> Run<'_, T> {
     }
 
     /// Iterates, orthogonalizes, refines and finishes the clusters of one group.
-    fn group(&mut self, group: &[Cluster], failed: &mut Vec<usize>) -> Result<(), DeviceError> {
+    fn group(&mut self, group: &[Cluster], failed: &mut [bool]) -> Result<(), DeviceError> {
         self.stream.memset_zeros(&mut self.z)?;
         let first = self.cols.partition_point(|c| c.col < group[0].col);
         let last = group[group.len() - 1];
         let end = self.cols.partition_point(|c| c.col < last.col + last.k);
         let cols = &self.cols[first..end];
         // ‖iterate‖₂ / ‖iterate‖∞ per column of the group.
-        let mut nu = vec![0.0f64; cols.len()];
+        let mut nu = host_vec(cols.len(), 0.0f64)?;
         for (b, chunk) in cols.chunks(self.batch).enumerate() {
             let (status, norms) = self.iterate(chunk)?;
             for (i, (&s, &v)) in status.iter().zip(&norms).enumerate() {
                 match s {
                     0 => {}
-                    1 => failed.push(chunk[i].col),
-                    _ => return Err(driver("an iterate is not finite")),
+                    1 => failed[chunk[i].col] = true,
+                    _ => return Err(failure("an iterate is not finite")),
                 }
                 nu[b * self.batch + i] = v;
             }
         }
         // Positions in `cols` (blocks of order 1 may sit between clusters).
         let pos = |col: usize| cols.partition_point(|c| c.col < col);
-        let mut refine: Vec<usize> = Vec::new();
+        let mut refine: Vec<usize> = host_room(cols.len())?;
         for c in group.iter().filter(|c| c.k >= 2) {
             let at = pos(c.col);
-            let nu_c = nu[at..at + c.k].to_vec();
-            for j in self.orthogonalize(c, 0, &nu_c)? {
+            for j in self.orthogonalize(c, 0, &nu[at..at + c.k])? {
                 refine.push(c.col + j);
             }
         }
@@ -451,19 +480,19 @@ impl<T: Real> Run<'_, T> {
                 break;
             }
             if round == REFINE_ROUNDS {
-                return Err(driver(format!(
+                return Err(failure(format!(
                     "{} vectors of a nearly degenerate cluster stay dependent after {REFINE_ROUNDS} refinements",
                     refine.len()
                 )));
             }
-            let chosen: Vec<Col<T>> = refine.iter().map(|&c| cols[pos(c)]).collect();
+            let chosen: Vec<Col<T>> = host_map(&refine, |&c| cols[pos(c)])?;
             for chunk in chosen.chunks(self.batch) {
                 let norms = self.refine(chunk)?;
                 for (c, v) in chunk.iter().zip(norms) {
                     nu[pos(c.col)] = v;
                 }
             }
-            let mut next = Vec::new();
+            let mut next = host_room(refine.len())?;
             for c in group.iter().filter(|c| c.k >= 2) {
                 let inside = |j: &&usize| **j >= c.col && **j < c.col + c.k;
                 let Some(&lowest) = refine.iter().find(inside) else {
@@ -471,7 +500,7 @@ impl<T: Real> Run<'_, T> {
                 };
                 let from = (lowest - c.col) / PANEL * PANEL;
                 // Unchanged columns are orthonormal already.
-                let mut nu_c: Vec<f64> = vec![1.0; c.k];
+                let mut nu_c = host_vec(c.k, 1.0f64)?;
                 for &j in refine.iter().filter(inside) {
                     nu_c[j - c.col] = nu[pos(j)];
                 }
@@ -503,11 +532,11 @@ impl<T: Real> Run<'_, T> {
         ),
         DeviceError,
     > {
-        let row0: Vec<i32> = chunk.iter().map(|c| c.row0 as i32).collect();
-        let size: Vec<i32> = chunk.iter().map(|c| c.size as i32).collect();
-        let shift: Vec<T> = chunk.iter().map(|c| c.shift).collect();
-        let base: Vec<T> = chunk.iter().map(|c| c.scale_base).collect();
-        let col: Vec<i32> = chunk.iter().map(|c| (c.col - self.z0) as i32).collect();
+        let row0 = host_map(chunk, |c| c.row0 as i32)?;
+        let size = host_map(chunk, |c| c.size as i32)?;
+        let shift = host_map(chunk, |c| c.shift)?;
+        let base = host_map(chunk, |c| c.scale_base)?;
+        let col = host_map(chunk, |c| (c.col - self.z0) as i32)?;
         Ok((
             self.upload(&row0)?,
             self.upload(&size)?,
@@ -522,8 +551,8 @@ impl<T: Real> Run<'_, T> {
     fn iterate(&mut self, chunk: &[Col<T>]) -> Result<(Vec<i32>, Vec<f64>), DeviceError> {
         let m = chunk.len();
         let (row0, size, shift, base, col) = self.params(chunk)?;
-        let seeds: Vec<u64> = chunk.iter().map(|c| c.seed).collect();
-        let dtpcrt: Vec<T> = chunk.iter().map(|c| c.dtpcrt).collect();
+        let seeds = host_map(chunk, |c| c.seed)?;
+        let dtpcrt = host_map(chunk, |c| c.dtpcrt)?;
         let (seeds, dtpcrt) = (self.upload(&seeds)?, self.upload(&dtpcrt)?);
         let mut status = self.stream.alloc_zeros::<i32>(m)?;
         let mut nu = self.stream.alloc_zeros::<f64>(m)?;
@@ -571,9 +600,8 @@ impl<T: Real> Run<'_, T> {
             .arg(&ldz);
         // SAFETY: stein_scatter's arguments; each column's rows lie inside Z's N rows.
         unsafe { launch.launch(cfg) }?;
-        let status = self.stream.clone_dtoh(&status)?;
-        let nu = self.stream.clone_dtoh(&nu)?;
-        self.stream.synchronize()?;
+        let status = download_all(&self.stream, &status, 0)?;
+        let nu = download_all(&self.stream, &nu, 0.0)?;
         Ok((status, nu))
     }
 
@@ -608,11 +636,10 @@ impl<T: Real> Run<'_, T> {
             .arg(&mut nu);
         // SAFETY: as for stein_iterate, and the columns lie inside Z.
         unsafe { launch.launch(launch_1d(m, 128)) }?;
-        let status = self.stream.clone_dtoh(&status)?;
-        let nu = self.stream.clone_dtoh(&nu)?;
-        self.stream.synchronize()?;
+        let status = download_all(&self.stream, &status, 0)?;
+        let nu = download_all(&self.stream, &nu, 0.0)?;
         if status.iter().any(|&s| s != 0) {
-            return Err(driver("a refined iterate is not finite"));
+            return Err(failure("a refined iterate is not finite"));
         }
         Ok(nu)
     }
@@ -629,7 +656,7 @@ impl<T: Real> Run<'_, T> {
         let (n, s) = (self.n, c.size);
         let q = self.zp(c.row0, c.col);
         let (coef, gram) = (ptr(&self.coef, &self.stream), ptr(&self.gram, &self.stream));
-        let mut flagged = Vec::new();
+        let mut flagged = host_room(c.k - from)?;
         let mut p = from;
         while p < c.k {
             let bp = PANEL.min(c.k - p);

@@ -57,8 +57,10 @@ pub mod gpu;
 pub mod random;
 
 use crate::dispatch::Backend;
+use crate::host::workers::run_on_threads;
+use crate::host::{try_room, try_vec, NoMemory};
 use crate::real::Real;
-use cpu::ClusterJob;
+use cpu::{ClusterJob, Workspace};
 use random::Larnv;
 use std::sync::Mutex;
 
@@ -115,14 +117,14 @@ enum Task<T> {
     },
     /// Eigenvalues whose block IBLOCK/ISPLIT do not place inside T: zero columns, failed.
     Invalid { col: usize, count: usize },
-    /// One cluster of a block of order ≥ 2.
+    /// One cluster of a block of order ≥ 2; its shifts and seeds are the plan's entries of
+    /// its columns.
     Cluster {
         col: usize,
+        count: usize,
         rows: (usize, usize),
         onenrm: T,
         dtpcrt: T,
-        shifts: Vec<T>,
-        seeds: Vec<u64>,
     },
 }
 
@@ -130,8 +132,17 @@ impl<T> Task<T> {
     /// The first column and the number of columns.
     fn columns(&self) -> (usize, usize) {
         match self {
-            Task::Unit { col, count, .. } | Task::Invalid { col, count } => (*col, *count),
-            Task::Cluster { col, shifts, .. } => (*col, shifts.len()),
+            Task::Unit { col, count, .. }
+            | Task::Invalid { col, count }
+            | Task::Cluster { col, count, .. } => (*col, *count),
+        }
+    }
+
+    /// The order of the block it works on (its scratch size).
+    fn rows(&self) -> usize {
+        match self {
+            Task::Cluster { rows, .. } => rows.1 - rows.0,
+            _ => 0,
         }
     }
 
@@ -139,10 +150,7 @@ impl<T> Task<T> {
     fn cost(&self) -> usize {
         match self {
             Task::Unit { count, .. } | Task::Invalid { count, .. } => *count,
-            Task::Cluster { rows, shifts, .. } => {
-                let k = shifts.len();
-                (rows.1 - rows.0) * k * (8 + k)
-            }
+            Task::Cluster { rows, count, .. } => (rows.1 - rows.0) * count * (8 + count),
         }
     }
 }
@@ -170,15 +178,38 @@ fn block_one_norm<T: Real>(d: &[T], e: &[T]) -> T {
     norm
 }
 
-/// Walks the eigenvalues in xSTEIN's order and records every decision that couples them —
-/// the shifts after the perturbation of close eigenvalues, the clusters, the seed of each
-/// starting vector — so that the tasks can then run in any order. Needs M ≥ 1, N ≥ 2.
-fn plan<T: Real>(d: &[T], e: &[T], w: &[T], iblock: &[i32], isplit: &[i32]) -> Vec<Task<T>> {
+/// Every decision that couples the eigenvalues, made in xSTEIN's order so that the tasks can
+/// then run in any order: per column of Z its shift (the eigenvalue after the perturbation of
+/// close ones) and the seed of its starting vector, and the tasks (clusters, unit blocks,
+/// invalid blocks) that cover the columns.
+struct Plan<'a, T> {
+    d: &'a [T],
+    e: &'a [T],
+    shifts: Vec<T>,
+    seeds: Vec<u64>,
+    tasks: Vec<Task<T>>,
+}
+
+/// Makes the [`Plan`], its memory allocated first (M entries each: a task has at least one
+/// column). Needs M ≥ 1, N ≥ 2.
+fn plan<'a, T: Real>(
+    d: &'a [T],
+    e: &'a [T],
+    w: &[T],
+    iblock: &[i32],
+    isplit: &[i32],
+) -> Result<Plan<'a, T>, NoMemory> {
     let (n, m) = (d.len(), w.len());
+    let mut plan = Plan {
+        d,
+        e,
+        shifts: try_vec(m, T::ZERO).ok_or(NoMemory::of::<T>(m))?,
+        seeds: try_vec(m, 0u64).ok_or(NoMemory::of::<u64>(m))?,
+        tasks: try_room(m).ok_or(NoMemory::of::<Task<T>>(m))?,
+    };
     let ulp = T::ULP;
     let (ten, odm3, odm1) = (T::from_f64(10.0), T::from_f64(1.0e-3), T::from_f64(1.0e-1));
     let mut rng = Larnv::stein_start();
-    let mut tasks = Vec::new();
     let mut j1 = 0;
     while j1 < m {
         // LAPACK's block loop runs b = 1..=IBLOCK(M) and takes the eigenvalues from J1 on
@@ -191,8 +222,8 @@ fn plan<T: Real>(d: &[T], e: &[T], w: &[T], iblock: &[i32], isplit: &[i32]) -> V
         let end = j1 + iblock[j1..m].iter().take_while(|&&x| x == b).count();
         let count = end - j1;
         match block_rows(b, isplit, n) {
-            None => tasks.push(Task::Invalid { col: j1, count }),
-            Some((first, last)) if last - first == 1 => tasks.push(Task::Unit {
+            None => plan.tasks.push(Task::Invalid { col: j1, count }),
+            Some((first, last)) if last - first == 1 => plan.tasks.push(Task::Unit {
                 col: j1,
                 count,
                 row: first,
@@ -203,7 +234,7 @@ fn plan<T: Real>(d: &[T], e: &[T], w: &[T], iblock: &[i32], isplit: &[i32]) -> V
                 let onenrm = block_one_norm(db, eb);
                 let ortol = odm3 * onenrm;
                 let dtpcrt = (odm1 / T::from_usize(size)).sqrt();
-                let mut cluster: Option<Task<T>> = None;
+                let mut start = j1;
                 let mut xjm = T::ZERO;
                 for (jblk, j) in (j1..end).enumerate() {
                     let mut xj = w[j];
@@ -213,77 +244,87 @@ fn plan<T: Real>(d: &[T], e: &[T], w: &[T], iblock: &[i32], isplit: &[i32]) -> V
                             xj = xjm + pertol;
                         }
                     }
-                    let seed = rng.seed();
+                    plan.seeds[j] = rng.seed();
                     rng.skip::<T>(size);
                     // xSTEIN restarts the cluster (GPIND = J) when the shifts are more than
                     // ORTOL apart (a NaN gap continues it).
-                    let starts = jblk == 0 || (xj - xjm).abs() > ortol;
-                    if starts {
-                        tasks.extend(cluster.take());
+                    if jblk > 0 && (xj - xjm).abs() > ortol {
+                        plan.tasks.push(Task::Cluster {
+                            col: start,
+                            count: j - start,
+                            rows: (first, last),
+                            onenrm,
+                            dtpcrt,
+                        });
+                        start = j;
                     }
-                    let c = cluster.get_or_insert_with(|| Task::Cluster {
-                        col: j,
-                        rows: (first, last),
-                        onenrm,
-                        dtpcrt,
-                        shifts: Vec::new(),
-                        seeds: Vec::new(),
-                    });
-                    if let Task::Cluster { shifts, seeds, .. } = c {
-                        shifts.push(xj);
-                        seeds.push(seed);
-                    }
+                    plan.shifts[j] = xj;
                     xjm = xj;
                 }
-                tasks.extend(cluster);
+                plan.tasks.push(Task::Cluster {
+                    col: start,
+                    count: end - start,
+                    rows: (first, last),
+                    onenrm,
+                    dtpcrt,
+                });
             }
         }
         j1 = end;
     }
-    tasks
+    Ok(plan)
 }
 
-/// Runs one task on its columns (`z` starts at the task's first column); returns the failed
-/// columns, 0-based within the task.
-fn run_task<T: Real>(task: &Task<T>, d: &[T], e: &[T], z: &mut [T], ldz: usize) -> Vec<usize> {
+/// Runs one task on its columns (`z` starts at the task's first column, `failed` holds one
+/// flag per column of the task) with the scratch `work`.
+fn run_task<T: Real>(
+    plan: &Plan<'_, T>,
+    task: &Task<T>,
+    z: &mut [T],
+    ldz: usize,
+    failed: &mut [bool],
+    work: &mut Workspace<T>,
+) {
+    let (d, e) = (plan.d, plan.e);
     let n = d.len();
-    match task {
+    match *task {
         Task::Unit { count, row, .. } => {
-            for k in 0..*count {
+            for k in 0..count {
                 let column = &mut z[k * ldz..k * ldz + n];
                 column.fill(T::ZERO);
-                column[*row] = T::ONE;
+                column[row] = T::ONE;
             }
-            Vec::new()
         }
         Task::Invalid { count, .. } => {
-            for k in 0..*count {
+            for k in 0..count {
                 z[k * ldz..k * ldz + n].fill(T::ZERO);
             }
-            (0..*count).collect()
+            failed.fill(true);
         }
         Task::Cluster {
+            col,
+            count,
             rows,
             onenrm,
             dtpcrt,
-            shifts,
-            seeds,
-            ..
         } => {
             let job = ClusterJob {
                 d: &d[rows.0..rows.1],
                 e: &e[rows.0..rows.1 - 1],
                 row0: rows.0,
                 n,
-                onenrm: *onenrm,
-                dtpcrt: *dtpcrt,
-                shifts,
-                seeds,
+                onenrm,
+                dtpcrt,
+                shifts: &plan.shifts[col..col + count],
+                seeds: &plan.seeds[col..col + count],
             };
-            cpu::cluster_vectors(&job, z, ldz)
+            cpu::cluster_vectors(&job, z, ldz, failed, work);
         }
     }
 }
+
+/// A task, its columns of Z and its columns' failure flags.
+type Piece<'z, T> = (usize, &'z mut [T], &'z mut [bool]);
 
 /// Below this many estimated operations a call runs on one thread.
 const PARALLEL_WORK: usize = 200_000;
@@ -299,6 +340,7 @@ const PARALLEL_WORK: usize = 200_000;
 ///
 /// The arguments should pass [`check_args`]; if they do not, nothing is computed and the
 /// report carries its INFO (IFAIL is zeroed either way, as LAPACK zeroes it first).
+/// [`NoMemory`] if the host memory of the call cannot be allocated: then Z is untouched.
 pub fn stein<T: Real>(
     d: &[T],
     e: &[T],
@@ -307,7 +349,7 @@ pub fn stein<T: Real>(
     isplit: &[i32],
     z: &mut [T],
     ldz: usize,
-) -> SteinReport {
+) -> Result<SteinReport, NoMemory> {
     stein_on(crate::host::threads(), d, e, w, iblock, isplit, z, ldz)
 }
 
@@ -322,8 +364,8 @@ pub fn stein_on<T: Real>(
     isplit: &[i32],
     z: &mut [T],
     ldz: usize,
-) -> SteinReport {
-    stein_run(Backend::Cpu, threads, d, e, w, iblock, isplit, z, ldz).report
+) -> Result<SteinReport, NoMemory> {
+    stein_run(Backend::Cpu, threads, d, e, w, iblock, isplit, z, ldz).map(|run| run.report)
 }
 
 /// What [`stein_with`] did: LAPACK's outputs, where it ran, and why not on the GPU.
@@ -331,14 +373,15 @@ pub fn stein_on<T: Real>(
 pub struct SteinRun {
     pub report: SteinReport,
     pub backend: Backend,
-    /// Why a call meant for the GPU ran on the host (the GPU path failed before writing
-    /// anything but Z, which the host path then overwrites).
+    /// Why a call meant for the GPU ran on the host (the GPU path failed; the host path then
+    /// ran on the untouched inputs and overwrote what the GPU had written of Z).
     pub note: Option<String>,
 }
 
 /// [`stein`] on `backend`: the GPU path ([`gpu`]) for the clusters of the plan, the host for
 /// the rest; if the GPU path fails, the whole call runs on the host (Z is an output only, the
-/// inputs are untouched).
+/// inputs are untouched). [`NoMemory`] as for [`stein`]: every host allocation that grows with
+/// N or M is made before Z is written, so then Z is untouched.
 #[allow(clippy::too_many_arguments)]
 pub fn stein_with<T: Real>(
     backend: Backend,
@@ -349,7 +392,7 @@ pub fn stein_with<T: Real>(
     isplit: &[i32],
     z: &mut [T],
     ldz: usize,
-) -> SteinRun {
+) -> Result<SteinRun, NoMemory> {
     stein_run(
         backend,
         crate::host::threads(),
@@ -374,86 +417,25 @@ fn stein_run<T: Real>(
     isplit: &[i32],
     z: &mut [T],
     ldz: usize,
-) -> SteinRun {
+) -> Result<SteinRun, NoMemory> {
+    let (n, m) = (d.len(), w.len());
+    let int = |x: usize| i32::try_from(x).unwrap_or(i32::MAX);
     let mut run = SteinRun {
         report: SteinReport {
             info: 0,
-            ifail: Vec::new(),
+            ifail: try_vec(m, 0).ok_or(NoMemory::of::<i32>(m))?,
         },
         backend: Backend::Cpu,
         note: None,
-    };
-    let (n, m) = (d.len(), w.len());
-    if backend == Backend::Gpu && n >= 2 && m >= 1 {
-        let int = |x: usize| i32::try_from(x).unwrap_or(i32::MAX);
-        if check_args(int(n), int(m), w, iblock, int(ldz)) == 0 {
-            assert!(
-                e.len() + 1 >= n && z.len() >= (m - 1) * ldz + n,
-                "xSTEIN arrays too short for N = {n}, M = {m}, LDZ = {ldz}"
-            );
-            let tasks = plan(d, e, w, iblock, isplit);
-            match gpu::clusters(d, e, &tasks, z, ldz) {
-                Ok(result) => {
-                    let mut failed = result.failed;
-                    for task in &tasks {
-                        if matches!(task, Task::Cluster { .. }) {
-                            continue;
-                        }
-                        let (col, _) = task.columns();
-                        let tail = &mut z[col * ldz..];
-                        for f in run_task(task, d, e, tail, ldz) {
-                            failed.push(col + f);
-                        }
-                    }
-                    failed.sort_unstable();
-                    let mut ifail = vec![0; m];
-                    for (to, &c) in ifail.iter_mut().zip(&failed) {
-                        *to = int(c + 1);
-                    }
-                    run.report = SteinReport {
-                        info: int(failed.len()),
-                        ifail,
-                    };
-                    run.backend = Backend::Gpu;
-                    return run;
-                }
-                Err(why) => {
-                    crate::dispatch::debug(|| format!("stein: GPU path failed ({why})"));
-                    run.note = Some(format!("the GPU path failed ({why}); ran on the host"));
-                }
-            }
-        }
-    }
-    run.report = stein_host(threads, d, e, w, iblock, isplit, z, ldz);
-    run
-}
-
-/// The host path of [`stein_run`].
-#[allow(clippy::too_many_arguments)]
-fn stein_host<T: Real>(
-    threads: usize,
-    d: &[T],
-    e: &[T],
-    w: &[T],
-    iblock: &[i32],
-    isplit: &[i32],
-    z: &mut [T],
-    ldz: usize,
-) -> SteinReport {
-    let (n, m) = (d.len(), w.len());
-    let int = |x: usize| i32::try_from(x).unwrap_or(i32::MAX);
-    let mut report = SteinReport {
-        info: 0,
-        ifail: vec![0; m],
     };
     assert!(
         iblock.len() >= m,
         "IBLOCK has {} entries, M = {m}",
         iblock.len()
     );
-    report.info = check_args(int(n), int(m), w, iblock, int(ldz));
-    if report.info != 0 || n == 0 || m == 0 {
-        return report;
+    run.report.info = check_args(int(n), int(m), w, iblock, int(ldz));
+    if run.report.info != 0 || n == 0 || m == 0 {
+        return Ok(run);
     }
     assert!(
         e.len() + 1 >= n && z.len() >= (m - 1) * ldz + n,
@@ -461,59 +443,111 @@ fn stein_host<T: Real>(
     );
     if n == 1 {
         z[0] = T::ONE;
-        return report;
+        return Ok(run);
     }
 
-    let tasks = plan(d, e, w, iblock, isplit);
+    // All memory before the first write to Z: the plan, a flag per column, one thread's
+    // scratch (more threads only if theirs can be had), the host path's list of pieces. The
+    // GPU path comes after: if it fails (its own host memory included), the host path runs on
+    // what is already here.
+    let plan = plan(d, e, w, iblock, isplit)?;
+    let mut failed = try_vec(m, false).ok_or(NoMemory::of::<bool>(m))?;
+    let largest = plan.tasks.iter().map(Task::rows).max().unwrap_or(0);
+    let mut here = Workspace::try_new(largest).ok_or(Workspace::<T>::bytes(largest))?;
+    let pieces = try_room(plan.tasks.len()).ok_or(NoMemory::of::<Piece<T>>(m))?;
+
+    if backend == Backend::Gpu {
+        match gpu::clusters(&plan, z, ldz, &mut failed) {
+            Ok(()) => {
+                // The GPU wrote the clusters; blocks of order 1 and invalid blocks are the
+                // host's (no scratch needed).
+                for task in &plan.tasks {
+                    if matches!(task, Task::Cluster { .. }) {
+                        continue;
+                    }
+                    let (col, count) = task.columns();
+                    let (z, f) = (&mut z[col * ldz..], &mut failed[col..col + count]);
+                    run_task(&plan, task, z, ldz, f, &mut here);
+                }
+                run.backend = Backend::Gpu;
+                report_failures(&mut run.report, &failed);
+                return Ok(run);
+            }
+            Err(why) => {
+                crate::dispatch::debug(|| format!("stein: GPU path failed ({why})"));
+                run.note = Some(format!("the GPU path failed ({why}); ran on the host"));
+                failed.fill(false);
+            }
+        }
+    }
+    run_on_host(&plan, threads, z, ldz, &mut failed, here, pieces);
+    report_failures(&mut run.report, &failed);
+    Ok(run)
+}
+
+/// IFAIL and INFO from the failure flags (one per column of Z).
+fn report_failures(report: &mut SteinReport, failed: &[bool]) {
+    let int = |x: usize| i32::try_from(x).unwrap_or(i32::MAX);
+    let mut k = 0;
+    for (j, _) in failed.iter().enumerate().filter(|(_, &f)| f) {
+        report.ifail[k] = int(j + 1);
+        k += 1;
+    }
+    report.info = int(k);
+}
+
+/// The host path of [`stein_run`]: every task of the plan on up to `threads` threads, with the
+/// memory the caller allocated (`here`: one thread's scratch; `pieces`: room for one entry per
+/// task).
+fn run_on_host<'z, T: Real>(
+    plan: &Plan<'_, T>,
+    threads: usize,
+    z: &'z mut [T],
+    ldz: usize,
+    failed: &'z mut [bool],
+    mut here: Workspace<T>,
+    mut pieces: Vec<Piece<'z, T>>,
+) {
     // Each task owns the columns it writes (and reads back: a cluster's earlier vectors).
-    let mut pieces: Vec<(usize, &mut [T])> = Vec::with_capacity(tasks.len());
-    let mut rest = &mut *z;
-    let mut at = 0;
-    for (i, task) in tasks.iter().enumerate() {
+    let (mut rest, mut flags) = (z, failed);
+    let (mut at, mut flag_at) = (0, 0);
+    for (i, task) in plan.tasks.iter().enumerate() {
         let (col, count) = task.columns();
         let tail = std::mem::take(&mut rest);
         let (_, tail) = tail.split_at_mut(col * ldz - at);
         // Whole columns, except that the last column of Z may end at row N.
         let len = (count * ldz).min(tail.len());
         let (mine, tail) = tail.split_at_mut(len);
-        pieces.push((i, mine));
-        rest = tail;
-        at = col * ldz + len;
+        let (_, f_tail) = std::mem::take(&mut flags).split_at_mut(col - flag_at);
+        let (f_mine, f_tail) = f_tail.split_at_mut(count);
+        pieces.push((i, mine, f_mine));
+        (rest, flags) = (tail, f_tail);
+        (at, flag_at) = (col * ldz + len, col + count);
     }
 
-    let work: usize = tasks.iter().map(Task::cost).sum();
-    let threads = threads.min(tasks.len());
-    let mut failed: Vec<Vec<usize>> = vec![Vec::new(); tasks.len()];
+    let largest = plan.tasks.iter().map(Task::rows).max().unwrap_or(0);
+    let work: usize = plan.tasks.iter().map(Task::cost).sum();
+    let threads = threads.min(plan.tasks.len());
     if threads <= 1 || work < PARALLEL_WORK {
-        for (i, z) in pieces {
-            failed[i] = run_task(&tasks[i], d, e, z, ldz);
+        for (i, z, f) in pieces {
+            run_task(plan, &plan.tasks[i], z, ldz, f, &mut here);
         }
     } else {
         // Largest first, taken by whichever thread is free; each task's result depends only
-        // on its own inputs, so the schedule does not change the answer.
-        pieces.sort_by_key(|(i, _)| std::cmp::Reverse(tasks[*i].cost()));
+        // on its own inputs, so the schedule does not change the answer. A thread without
+        // memory for its scratch takes no task; this one has its scratch already.
+        pieces.sort_by_key(|(i, _, _)| std::cmp::Reverse(plan.tasks[*i].cost()));
         let queue = Mutex::new(pieces.into_iter());
-        let results = Mutex::new(&mut failed);
-        std::thread::scope(|scope| {
-            for _ in 0..threads {
-                scope.spawn(|| loop {
-                    let next = queue.lock().unwrap_or_else(|p| p.into_inner()).next();
-                    let Some((i, z)) = next else { break };
-                    let f = run_task(&tasks[i], d, e, z, ldz);
-                    results.lock().unwrap_or_else(|p| p.into_inner())[i] = f;
-                });
+        let next = || queue.lock().unwrap_or_else(|p| p.into_inner()).next();
+        let here = Mutex::new(Some(here));
+        run_on_threads(threads, || {
+            let mine = here.lock().unwrap_or_else(|p| p.into_inner()).take();
+            let Some(mut work) = mine.or_else(|| Workspace::try_new(largest)) else {
+                return;
+            };
+            while let Some((i, z, f)) = next() {
+                run_task(plan, &plan.tasks[i], z, ldz, f, &mut work);
             }
         });
     }
-
-    let mut k = 0;
-    for (task, f) in tasks.iter().zip(&failed) {
-        let col = task.columns().0;
-        for &c in f {
-            report.ifail[k] = int(col + c + 1);
-            k += 1;
-        }
-    }
-    report.info = int(k);
-    report
 }

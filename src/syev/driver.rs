@@ -2,10 +2,12 @@
 //! tridiagonal's eigenvalues by bisection.
 
 use crate::dispatch::{self, Backend};
+use crate::host::try_vec;
 use crate::lapack::Dense;
 use crate::real::Real;
 use crate::sbr::executor::cpu::CpuExecutor;
 use crate::sbr::executor::gpu::{self, CublasReal, GpuExecutor};
+use crate::sbr::executor::host_vec;
 use crate::sbr::sbrdb::{self, narrow as narrow_band};
 use crate::sbr::{plan, sb2st, streaming_budget, syrdb_band, Mode, Path, SyrdbReport};
 
@@ -69,25 +71,62 @@ pub fn driver_bandwidths<T>(n: usize, path: Path) -> (usize, Option<usize>) {
     }
 }
 
+/// The host memory of the reduction that is allocated before `a` is touched: the first band
+/// (and the τ the reduction leaves), at the bandwidths [`driver_bandwidths`] gives.
+pub(super) struct BandWork<T> {
+    ab: Vec<T>,
+    tau: Vec<T>,
+    kd: usize,
+    wide: Option<usize>,
+}
+
+impl<T: Real> BandWork<T> {
+    /// The workspace of an n x n problem (n ≥ 2) on `path`, or why it cannot be allocated.
+    pub(super) fn new(n: usize, path: Path) -> Result<Self, String> {
+        let (kd, wide) = driver_bandwidths::<T>(n, path);
+        let first = wide.unwrap_or(kd);
+        let (ab, tau) = (
+            host_vec((first + 1) * n, T::ZERO),
+            host_vec(n - first.min(n), T::ZERO),
+        );
+        match (ab, tau) {
+            (Ok(ab), Ok(tau)) => Ok(BandWork { ab, tau, kd, wide }),
+            (Err(e), _) | (_, Err(e)) => Err(format!("the band: {e}")),
+        }
+    }
+}
+
 /// The tridiagonal matrix (d, e) similar to the n x n `a` (n ≥ 2), by band reduction on `path`
-/// and bulge chasing (on the GPU when the band reduction ran there, else on the CPU's threads;
-/// the CPU also takes over if the GPU fails). `a` is destroyed.
+/// into `work` and bulge chasing (on the GPU when the band reduction ran there, else on the
+/// CPU's threads; the CPU also takes over if the GPU fails). `a` is destroyed. Fails, with why,
+/// only for want of host memory (a later stage's, or what the reduction could do without).
 pub(super) fn tridiagonal<T: Real + Dense + CublasReal>(
     uplo: u8,
     n: usize,
     a: &mut [T],
     lda: usize,
+    work: BandWork<T>,
     path: Path,
-) -> (Vec<T>, Vec<T>, SyrdbReport) {
-    let (kd, wide) = driver_bandwidths::<T>(n, path);
+) -> Result<(Vec<T>, Vec<T>, SyrdbReport), String> {
+    // The narrowing's and the bulge chasing's settings (the dense → band reduction reads its
+    // own once, in `syrdb_band`).
+    let profile = crate::config::get().sbr.profile;
+    let BandWork {
+        mut ab,
+        mut tau,
+        kd,
+        wide,
+    } = work;
     let first = wide.unwrap_or(kd);
     let ldab = first + 1;
-    let mut ab = vec![T::ZERO; ldab * n];
-    let mut tau = vec![T::ZERO; n - first.min(n)];
     let mut report = syrdb_band(uplo, n, first, a, lda, &mut ab, ldab, &mut tau, path);
+    drop(tau);
+    if report.info != 0 {
+        return Err(report.note.unwrap_or_default());
+    }
     let (uplo, ab, ldab) = match wide {
         Some(kw) => {
-            let (band, note) = narrow(uplo, n, kw, &ab, kd, report.backend, path);
+            let (band, note) = narrow(uplo, n, kw, &ab, kd, report.backend, path, profile)?;
             report.note = Some(match report.note.take() {
                 Some(before) => format!("{before}; {note}"),
                 None => note,
@@ -98,18 +137,24 @@ pub(super) fn tridiagonal<T: Real + Dense + CublasReal>(
     };
     let on_gpu = report.backend == Backend::Gpu && kd <= sb2st::gpu::MAX_BANDWIDTH;
     let chased = on_gpu
-        .then(|| sb2st::gpu::tridiagonalize(uplo, n, kd, &ab, ldab))
+        .then(|| sb2st::gpu::tridiagonalize(uplo, n, kd, &ab, ldab, profile))
         .and_then(|r| {
             r.map_err(|e| dispatch::debug(|| format!("bulge chasing on the CPU: {e}")))
                 .ok()
         });
-    let (d, e) = chased.unwrap_or_else(|| sb2st::tridiagonalize(uplo, n, kd, &ab, ldab, 0));
-    (d, e, report)
+    let (d, e) = match chased {
+        Some(de) => de,
+        None => sb2st::tridiagonalize(uplo, n, kd, &ab, ldab, 0)
+            .ok_or("bulge chasing: cannot allocate its host memory")?,
+    };
+    Ok((d, e, report))
 }
 
 /// The band `ab` (`uplo`, `kw` off-diagonals, leading dimension kw + 1) narrowed to `kd`
 /// off-diagonals ([`sbrdb`]), in lower band storage: on the GPU if the band reduction
-/// ran there and the GPU does not fail, else on the CPU. Returns it with a note of where.
+/// ran there and the GPU does not fail, else on the CPU. Returns it with a note of where, or
+/// why the CPU could not (host memory).
+#[allow(clippy::too_many_arguments)]
 fn narrow<T: Real + Dense + CublasReal>(
     uplo: u8,
     n: usize,
@@ -118,27 +163,32 @@ fn narrow<T: Real + Dense + CublasReal>(
     kd: usize,
     backend: Backend,
     path: Path,
-) -> (Vec<T>, String) {
+    profile: bool,
+) -> Result<(Vec<T>, String), String> {
     let note = |on: &str| format!("band {kw} → {kd} on the {on}");
     if let (Backend::Gpu, Path::Gpu { budget }) = (backend, path) {
         let narrowed = GpuExecutor::<T>::new(budget)
-            .and_then(|mut exec| narrow_band(&mut exec, uplo, n, kw, ab, kw + 1, kd));
+            .and_then(|mut exec| narrow_band(&mut exec, uplo, n, kw, ab, kw + 1, kd, profile));
         match narrowed {
-            Ok(band) => return (band, note("GPU")),
+            Ok(band) => return Ok((band, note("GPU"))),
             Err(e) => dispatch::debug(|| format!("band narrowing on the CPU: {e}")),
         }
     }
+    // The CPU executor fails only for want of host memory.
     let mut cpu = CpuExecutor::new(u64::MAX);
-    let band =
-        narrow_band(&mut cpu, uplo, n, kw, ab, kw + 1, kd).expect("the CPU executor does not fail");
-    (band, note("CPU"))
+    let band = narrow_band(&mut cpu, uplo, n, kw, ab, kw + 1, kd, profile)
+        .map_err(|e| format!("band narrowing: {e}"))?;
+    Ok((band, note("CPU")))
 }
 
 /// All eigenvalues of the tridiagonal (d, e) into `w`, ascending, by the crate's bisection on
 /// the GPU; false if it did not converge everywhere (then `w` is to be recomputed).
 pub(super) fn all_by_bisection<T: Real>(d: &[T], e: &[T], w: &mut [T]) -> bool {
     let n = d.len();
-    let (mut iblock, mut isplit) = (vec![0; n], vec![0; n]);
+    // Without room for them, xSTERF (no workspace) computes the eigenvalues instead.
+    let (Some(mut iblock), Some(mut isplit)) = (try_vec(n, 0), try_vec(n, 0)) else {
+        return false;
+    };
     let r = crate::stebz::stebz(
         b'A',
         b'E',

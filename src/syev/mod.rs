@@ -18,11 +18,55 @@ use crate::dispatch::Backend;
 use crate::lapack::Dense;
 use crate::real::Real;
 use crate::sbr::{CublasReal, Path, SyrdbReport};
-use driver::{all_by_bisection, tridiagonal};
+use driver::{all_by_bisection, tridiagonal, BandWork};
 use scale::{scale_into_range, triangle_max_abs};
 
 /// ILAENV's block size for xSYTRD, which sizes LAPACK's optimal workspace.
 const SYTRD_NB: usize = 32;
+
+/// INFO when host memory that no path can do without cannot be allocated (the exported
+/// routines' `HYLAPACK_INFO_INTERNAL_ERROR`), written on stderr with the reason: the system
+/// LAPACK's workspace when it answers on the untouched A (A and W then untouched), or the
+/// memory of a stage after the reduction has begun (A destroyed, W untouched). The drivers'
+/// own workspace that cannot be allocated before A is touched sends the call to the system
+/// LAPACK instead.
+pub const INFO_NO_HOST_MEMORY: i32 = -1000;
+
+/// Reports a call that could not allocate host memory: `why` on stderr, INFO
+/// [`INFO_NO_HOST_MEMORY`] (M stays 0).
+fn no_host_memory(report: &mut EigReport, why: &str) {
+    crate::log::warn(&format!(
+        "syev: cannot allocate host memory ({why}); returning INFO = {INFO_NO_HOST_MEMORY}"
+    ));
+    report.info = INFO_NO_HOST_MEMORY;
+}
+
+/// The note of a call sent to the system LAPACK because the drivers' workspace did not fit.
+fn lapack_instead(why: &str) -> SyrdbReport {
+    SyrdbReport {
+        info: 0,
+        backend: Backend::Cpu,
+        note: Some(format!("no host memory for {why}; system LAPACK")),
+        transfer_secs: None,
+    }
+}
+
+/// The system LAPACK's xSYEV (JOBZ = 'N') on `a`, its workspace allocated here: INFO, or
+/// [`INFO_NO_HOST_MEMORY`] with A and W untouched.
+fn lapack_syev<T: Real + Dense>(
+    report: &mut EigReport,
+    uplo: u8,
+    n: usize,
+    a: &mut [T],
+    lda: usize,
+    w: &mut [T],
+) {
+    let lwork = ((SYTRD_NB + 2) * n).max(1);
+    match crate::host::try_vec(lwork, T::ZERO) {
+        Some(mut work) => report.info = T::syev_values_in(uplo, n, a, lda, w, &mut work),
+        None => no_host_memory(report, "xSYEV's workspace"),
+    }
+}
 
 /// xSYEV's argument checks in LAPACK's order (1 JOBZ, 2 UPLO, 3 N, 5 LDA, 8 LWORK; −1 is a
 /// query). JOBZ = 'V' is not supported here and is reported as illegal (−1).
@@ -127,6 +171,152 @@ pub fn syevx_info_from_stebz(stebz_info: i32) -> i32 {
     stebz_info
 }
 
+/// What xSYEVX is asked for: RANGE ('A', 'V' or 'I', upper case) with its bounds, and ABSTOL.
+#[derive(Clone, Copy)]
+struct Selection<T> {
+    range: u8,
+    vl: T,
+    vu: T,
+    il: i32,
+    iu: i32,
+    abstol: T,
+}
+
+/// The system LAPACK's xSYEVX (JOBZ = 'N') on `a`, its workspace allocated here: M and INFO,
+/// or [`INFO_NO_HOST_MEMORY`] with A and W untouched.
+fn lapack_syevx<T: Real + Dense>(
+    report: &mut EigReport,
+    sel: Selection<T>,
+    uplo: u8,
+    n: usize,
+    a: &mut [T],
+    lda: usize,
+    w: &mut [T],
+) {
+    let room = (
+        crate::host::try_vec((8 * n).max(1), T::ZERO),
+        crate::host::try_vec(5 * n, 0),
+        crate::host::try_vec(n, 0),
+    );
+    let (Some(mut work), Some(mut iwork), Some(mut ifail)) = room else {
+        return no_host_memory(report, "xSYEVX's workspace");
+    };
+    let Selection {
+        range,
+        vl,
+        vu,
+        il,
+        iu,
+        abstol,
+    } = sel;
+    (report.m, report.info) = T::syevx_values_in(
+        range, uplo, n, a, lda, vl, vu, il, iu, abstol, w, &mut work, &mut iwork, &mut ifail,
+    );
+}
+
+/// xSYEVX's shortcut when all eigenvalues are asked for with the default tolerance: all of
+/// them from the tridiagonal (d, e) into `w`, by the GPU bisection where `on_gpu`, else by
+/// xSTERF on a copy. Returns false where the shortcut does not apply or fails (bisection then
+/// takes over); on a copy that cannot be allocated, INFO is [`INFO_NO_HOST_MEMORY`] (true).
+fn all_eigenvalues<T: Real + Dense>(
+    report: &mut EigReport,
+    sel: Selection<T>,
+    d: &[T],
+    e: &[T],
+    w: &mut [T],
+    on_gpu: bool,
+) -> bool {
+    let n = d.len();
+    let Selection {
+        range,
+        il,
+        iu,
+        abstol,
+        ..
+    } = sel;
+    let everything = range == b'A' || (range == b'I' && il == 1 && iu == n as i32);
+    if !everything || abstol > T::ZERO {
+        return false;
+    }
+    let done = if on_gpu && all_by_bisection(d, e, w) {
+        true
+    } else {
+        let copies = (
+            crate::host::try_vec(n, T::ZERO),
+            crate::host::try_vec(n - 1, T::ZERO),
+        );
+        let (Some(mut dd), Some(mut ee)) = copies else {
+            no_host_memory(report, "a copy of the tridiagonal matrix");
+            return true;
+        };
+        dd.copy_from_slice(d);
+        ee.copy_from_slice(&e[..n - 1]);
+        let converged = T::sterf(&mut dd, &mut ee) == 0;
+        if converged {
+            w[..n].copy_from_slice(&dd);
+        }
+        converged
+    };
+    if done {
+        report.m = n as i32;
+    }
+    done
+}
+
+/// The eigenvalues `sel` asks for (its bounds and tolerance scaled with A) from the
+/// tridiagonal (d, e) into `w`, by the crate's bisection (on the GPU where `path` is the GPU's),
+/// falling back to the system LAPACK's xSTEBZ where its workspace cannot be allocated: M, and
+/// INFO as xSYEVX passes xSTEBZ's on.
+fn selected_eigenvalues<T: Real + Dense>(
+    report: &mut EigReport,
+    sel: Selection<T>,
+    d: &[T],
+    e: &[T],
+    w: &mut [T],
+    path: Path,
+) {
+    let n = d.len();
+    let backend = if matches!(path, Path::Gpu { .. }) {
+        Backend::Gpu
+    } else {
+        Backend::Cpu
+    };
+    let (Some(mut iblock), Some(mut isplit)) =
+        (crate::host::try_vec(n, 0), crate::host::try_vec(n, 0))
+    else {
+        return no_host_memory(report, "xSTEBZ's IBLOCK and ISPLIT");
+    };
+    // The bisection's own workspace may fail to allocate: the system LAPACK then answers.
+    let r = crate::stebz::stebz_or_lapack(
+        sel.range,
+        b'E',
+        sel.vl,
+        sel.vu,
+        sel.il,
+        sel.iu,
+        sel.abstol,
+        d,
+        &e[..n - 1],
+        w,
+        &mut iblock,
+        &mut isplit,
+        backend,
+        None,
+    );
+    if r.info == crate::stebz::INFO_NO_HOST_MEMORY {
+        // Neither could run: an internal failure, not an illegal argument of xSTEBZ's.
+        no_host_memory(report, "xSTEBZ's workspace");
+    } else {
+        report.info = syevx_info_from_stebz(r.info);
+        if r.info < 0 {
+            // xSTEBZ returned before setting M; xSYEVX's M stays 0.
+            report.stebz_illegal = Some(r.info);
+        } else {
+            report.m = r.m;
+        }
+    }
+}
+
 /// How many leading entries of W xSYEVX scales back by 1/σ after scaling A by σ: M on
 /// success, INFO − 1 for INFO > 0 (LAPACK's IMAX, however odd), none for INFO < 0 (xSCAL with
 /// a negative count does nothing); never more than N.
@@ -162,12 +352,27 @@ pub fn syev<T: Real + Dense + CublasReal>(
     // its own reduction spreads the NaN, so the system LAPACK answers, from the untouched A.
     let anrm = (path != Path::Lapack && n > 1).then(|| triangle_max_abs(uplo, n, a, lda));
     let Some(anrm) = anrm.filter(|x| x.is_finite()) else {
-        report.info = T::syev_values(uplo, n, a, lda, w);
+        lapack_syev(&mut report, uplo, n, a, lda, w);
         return report;
+    };
+    // The band before A is touched: without it, the system LAPACK answers.
+    let work = match BandWork::new(n, path) {
+        Ok(work) => work,
+        Err(why) => {
+            report.reduction = Some(lapack_instead(&why));
+            lapack_syev(&mut report, uplo, n, a, lda, w);
+            return report;
+        }
     };
     let rmax = (T::ONE / (T::SAFE_MIN / T::ULP)).sqrt();
     let sigma = scale_into_range(uplo, n, a, lda, anrm, rmax);
-    let (mut d, mut e, reduction) = tridiagonal(uplo, n, a, lda, path);
+    let (mut d, mut e, reduction) = match tridiagonal(uplo, n, a, lda, work, path) {
+        Ok(done) => done,
+        Err(why) => {
+            no_host_memory(&mut report, &why);
+            return report;
+        }
+    };
     let on_gpu = reduction.backend == Backend::Gpu;
     report.reduction = Some(reduction);
     // On the GPU path all eigenvalues come from the GPU bisection (xSTEBZ's default
@@ -211,7 +416,15 @@ pub fn syevx<T: Real + Dense + CublasReal>(
     w: &mut [T],
     path: Path,
 ) -> EigReport {
-    let range = range.to_ascii_uppercase();
+    let sel = Selection {
+        range: range.to_ascii_uppercase(),
+        vl,
+        vu,
+        il,
+        iu,
+        abstol,
+    };
+    let range = sel.range;
     let mut report = EigReport {
         info: 0,
         m: 0,
@@ -223,9 +436,7 @@ pub fn syevx<T: Real + Dense + CublasReal>(
     // answers, from the untouched A.
     let anrm = (path != Path::Lapack && n > 1).then(|| triangle_max_abs(uplo, n, a, lda));
     if path == Path::Lapack || anrm.is_some_and(|x| !x.is_finite()) {
-        let (m, info) = T::syevx_values(range, uplo, n, a, lda, vl, vu, il, iu, abstol, w);
-        report.m = m;
-        report.info = info;
+        lapack_syevx(&mut report, sel, uplo, n, a, lda, w);
         return report;
     }
     if n == 0 {
@@ -243,72 +454,38 @@ pub fn syevx<T: Real + Dense + CublasReal>(
         .sqrt()
         .min(T::ONE / T::SAFE_MIN.sqrt().sqrt());
     let anrm = anrm.expect("computed for n > 1");
+    // The band before A is touched: without it, the system LAPACK answers.
+    let work = match BandWork::new(n, path) {
+        Ok(work) => work,
+        Err(why) => {
+            report.reduction = Some(lapack_instead(&why));
+            lapack_syevx(&mut report, sel, uplo, n, a, lda, w);
+            return report;
+        }
+    };
     let sigma = scale_into_range(uplo, n, a, lda, anrm, rmax);
-    let (mut abstll, mut vll, mut vuu) = (abstol, vl, vu);
+    let mut scaled = sel;
     if let Some(sigma) = sigma {
         if abstol > T::ZERO {
-            abstll = abstol * sigma;
+            scaled.abstol = abstol * sigma;
         }
         if range == b'V' {
-            vll = vl * sigma;
-            vuu = vu * sigma;
+            scaled.vl = vl * sigma;
+            scaled.vu = vu * sigma;
         }
     }
-    let (d, e, reduction) = tridiagonal(uplo, n, a, lda, path);
-    let on_gpu = reduction.backend == Backend::Gpu;
+    let (d, e, reduction) = match tridiagonal(uplo, n, a, lda, work, path) {
+        Ok(done) => done,
+        Err(why) => {
+            no_host_memory(&mut report, &why);
+            return report;
+        }
+    };
+    // The GPU bisection for all of them only where nothing was scaled (see `syev`).
+    let on_gpu = reduction.backend == Backend::Gpu && sigma.is_none();
     report.reduction = Some(reduction);
-    let everything = range == b'A' || (range == b'I' && il == 1 && iu == n as i32);
-    let mut done = false;
-    if everything && abstol <= T::ZERO {
-        if on_gpu && sigma.is_none() && all_by_bisection(&d, &e, w) {
-            done = true;
-        } else {
-            let (mut dd, mut ee) = (d.clone(), e.clone());
-            if T::sterf(&mut dd, &mut ee) == 0 {
-                w[..n].copy_from_slice(&dd);
-                done = true;
-            }
-        }
-        if done {
-            report.m = n as i32;
-        }
-    }
-    if !done {
-        let backend = if matches!(path, Path::Gpu { .. }) {
-            Backend::Gpu
-        } else {
-            Backend::Cpu
-        };
-        let (mut iblock, mut isplit) = (vec![0; n], vec![0; n]);
-        // The bisection's own workspace may fail to allocate: the system LAPACK then answers.
-        let r = crate::stebz::stebz_or_lapack(
-            range,
-            b'E',
-            vll,
-            vuu,
-            il,
-            iu,
-            abstll,
-            &d,
-            &e[..n - 1],
-            w,
-            &mut iblock,
-            &mut isplit,
-            backend,
-            None,
-        );
-        if r.info == crate::stebz::INFO_NO_HOST_MEMORY {
-            // Neither could run: an internal failure, not an illegal argument of xSTEBZ's.
-            report.info = r.info;
-        } else {
-            report.info = syevx_info_from_stebz(r.info);
-            if r.info < 0 {
-                // xSTEBZ returned before setting M; xSYEVX's M stays 0.
-                report.stebz_illegal = Some(r.info);
-            } else {
-                report.m = r.m;
-            }
-        }
+    if !all_eigenvalues(&mut report, sel, &d, &e, w, on_gpu) {
+        selected_eigenvalues(&mut report, scaled, &d, &e, w, path);
     }
     if let Some(sigma) = sigma {
         let imax = syevx_unscaled(report.info, report.m, n);

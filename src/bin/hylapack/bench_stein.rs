@@ -119,7 +119,8 @@ pub fn bench_stein(args: &[String]) -> i32 {
         let (d, e) = testmat::tridiag::<f64>(TridiagFamily::Random, 2000, &mut rng);
         let (w, iblock, isplit) = stebz(b'A', 1, 2000, &d, &e);
         let mut z = vec![0.0f64; 2000 * w.len()];
-        stein::stein_with(Backend::Gpu, &d, &e, &w, &iblock, &isplit, &mut z, 2000);
+        stein::stein_with(Backend::Gpu, &d, &e, &w, &iblock, &isplit, &mut z, 2000)
+            .expect("host memory");
     }
     let mut cases: Vec<(TridiagFamily, usize, bool)> = Vec::new();
     for &f in &o.families {
@@ -148,7 +149,8 @@ pub fn bench_stein(args: &[String]) -> i32 {
         let m = w.len();
         let mut z = vec![0.0f64; n * m];
         let t0 = Instant::now();
-        let run = stein::stein_with(Backend::Gpu, &d, &e, &w, &iblock, &isplit, &mut z, n);
+        let run = stein::stein_with(Backend::Gpu, &d, &e, &w, &iblock, &isplit, &mut z, n)
+            .expect("host memory");
         let gpu_s = t0.elapsed().as_secs_f64();
         let ran = if run.backend == Backend::Gpu {
             "yes".to_string()
@@ -161,7 +163,8 @@ pub fn bench_stein(args: &[String]) -> i32 {
         let host = (n <= o.cpu_max_n).then(|| {
             let mut z = vec![0.0f64; n * m];
             let t0 = Instant::now();
-            stein::stein_with(Backend::Cpu, &d, &e, &w, &iblock, &isplit, &mut z, n);
+            stein::stein_with(Backend::Cpu, &d, &e, &w, &iblock, &isplit, &mut z, n)
+                .expect("host memory");
             t0.elapsed().as_secs_f64()
         });
         let mut lapack_quality = (None, None);

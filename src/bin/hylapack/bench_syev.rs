@@ -119,6 +119,11 @@ pub fn bench_syev(args: &[String]) -> i32 {
     }
 }
 
+/// `HYLAPACK_SBR_PROFILE`, for the stages this benchmark calls one by one.
+fn profile() -> bool {
+    hylapack::config::get().sbr.profile
+}
+
 fn secs(f: impl FnOnce()) -> f64 {
     let t = Instant::now();
     f();
@@ -316,7 +321,7 @@ fn run(o: &Options) -> i32 {
         let gpu_path = Path::Gpu { budget: None };
         sbr::syrdb(b'L', n, kd, &mut w, n, &mut ab, kd + 1, &mut tau, gpu_path);
         // And loads the bulge-chasing and bisection kernels.
-        match sbr::sb2st::gpu::tridiagonalize(b'L', n, kd, &ab, kd + 1) {
+        match sbr::sb2st::gpu::tridiagonalize(b'L', n, kd, &ab, kd + 1, profile()) {
             Ok((d, e)) => {
                 gpu_bisection(&d, &e, &mut vec![0.0; n]);
             }
@@ -387,7 +392,8 @@ fn run(o: &Options) -> i32 {
                 let (mut d, mut e) = (Vec::new(), Vec::new());
                 let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
                 let s_tri = secs(|| {
-                    (d, e) = sbr::sb2st::tridiagonalize(b'L', n, kd, &ab, kd + 1, 0);
+                    (d, e) = sbr::sb2st::tridiagonalize(b'L', n, kd, &ab, kd + 1, 0)
+                        .expect("host memory");
                 });
                 add(
                     &mut rows,
@@ -402,7 +408,14 @@ fn run(o: &Options) -> i32 {
                 if kd <= sbr::sb2st::gpu::MAX_BANDWIDTH {
                     let mut gpu = None;
                     let s = secs(|| {
-                        gpu = Some(sbr::sb2st::gpu::tridiagonalize(b'L', n, kd, &ab, kd + 1));
+                        gpu = Some(sbr::sb2st::gpu::tridiagonalize(
+                            b'L',
+                            n,
+                            kd,
+                            &ab,
+                            kd + 1,
+                            profile(),
+                        ));
                     });
                     match gpu.expect("set above") {
                         Ok(de) => {
@@ -424,7 +437,8 @@ fn run(o: &Options) -> i32 {
                     // The same bulge chasing with other numbers of sweeps per thread's group.
                     for group in [1, 4, 16] {
                         let s = secs(|| {
-                            sbr::sb2st::tridiagonalize_grouped(b'L', n, kd, &ab, kd + 1, 0, group);
+                            sbr::sb2st::tridiagonalize_grouped(b'L', n, kd, &ab, kd + 1, 0, group)
+                                .expect("host memory");
                         });
                         add(
                             &mut rows,
@@ -572,7 +586,16 @@ fn run(o: &Options) -> i32 {
                     let mut narrowed = None;
                     let s = secs(|| {
                         narrowed = Some(GpuExecutor::<f64>::new(Some(budget)).and_then(|mut e| {
-                            sbr::sbrdb::narrow(&mut e, o.ooc_uplo, n, kw, &ab, kw + 1, kd)
+                            sbr::sbrdb::narrow(
+                                &mut e,
+                                o.ooc_uplo,
+                                n,
+                                kw,
+                                &ab,
+                                kw + 1,
+                                kd,
+                                profile(),
+                            )
                         }))
                     });
                     match narrowed.expect("set above") {

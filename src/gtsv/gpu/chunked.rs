@@ -2,6 +2,7 @@
 //! separator system on the host ([`solve_chunked`]).
 
 use super::*;
+use crate::host::workers::{or_resume, run_parts};
 
 /// Rows per chunk for [`solve_chunked`]: the most whose solve (with `nrhs` + 2 columns: the
 /// right-hand sides and the two spikes) fits in `limit` bytes.
@@ -65,35 +66,46 @@ pub fn solve_chunked<T: Lapack>(
             })
         })
     };
-    let first = chunked_pass(dl, d, du, b, ldb, nrhs, c, &mut x, threads, &mut on_gpu)?;
+    let a = Bands { dl, d, du };
+    let bc = Columns::all(&*b, ldb);
+    let first = chunked_pass(a, bc, nrhs, c, &mut x, threads, &mut on_gpu)?;
     if let Err(r) = first {
         record();
         return Ok(Err(r));
     }
-    let all: Vec<usize> = (0..nrhs).collect();
-    let mut checks = residual_cols(dl, d, du, &x, n, &all, b, ldb, &all, None, threads, false);
+    let mut state = match RefineState::try_new(nrhs) {
+        Ok(s) => s,
+        Err(r) => {
+            record();
+            return Ok(Err(r));
+        }
+    };
+    let xc = Columns::all(&x, n);
+    let Some(checks) = residual_cols(a, xc, bc, nrhs, None, threads, false) else {
+        record();
+        return Ok(Err(Reject::NoHostMemory(nrhs * threads * 32)));
+    };
+    state.checks.copy_from_slice(&checks);
     refine(
-        dl,
-        d,
-        du,
+        a,
         &mut x,
         n,
-        b,
-        ldb,
-        &mut checks,
+        bc,
+        &mut state,
         threads,
         |r: &mut [T], k: usize| {
             // Refinement is optional: without memory for it, the answer is judged as it is.
             let Ok(mut delta) = host::<T>(n * k) else {
                 return Ok(false);
             };
-            let solved = chunked_pass(dl, d, du, r, n, k, c, &mut delta, threads, &mut on_gpu)?;
+            let rc = Columns::all(&*r, n);
+            let solved = chunked_pass(a, rc, k, c, &mut delta, threads, &mut on_gpu)?;
             r.copy_from_slice(&delta);
             Ok::<bool, DeviceError>(solved.is_ok())
         },
     )?;
     record();
-    if let Err(r) = judge(checks) {
+    if let Err(r) = judge(state.checks.iter().copied()) {
         return Ok(Err(r));
     }
     for col in 0..nrhs {
@@ -107,21 +119,23 @@ type ChunkSolver<'a, T> = dyn FnMut(&[T], &[T], &[T], &mut [T], usize, usize) ->
     + 'a;
 
 /// One solve over chunks of `c` rows (see [`solve_chunked`]): `x` (n × nrhs, leading dimension
-/// n) receives the solution for `f` (leading dimension `ldf`), unchecked beyond the chunks' own
-/// checks and the separator system's solvability. `solve_chunk` solves one chunk in place.
-#[allow(clippy::too_many_arguments)]
+/// n) receives the solution for the first `nrhs` columns of `f`, unchecked beyond the chunks'
+/// own checks and the separator system's solvability. `solve_chunk` solves one chunk in place.
 pub(super) fn chunked_pass<T: Lapack>(
-    dl: &[T],
-    d: &[T],
-    du: &[T],
-    f: &[T],
-    ldf: usize,
+    a: Bands<'_, T>,
+    f: Columns<'_, T>,
     nrhs: usize,
     c: usize,
     x: &mut [T],
     threads: usize,
     solve_chunk: &mut ChunkSolver<'_, T>,
 ) -> Result<Result<(), Reject>, DeviceError> {
+    let (
+        Bands { dl, d, du },
+        Columns {
+            data: f, ld: ldf, ..
+        },
+    ) = (a, f);
     let n = d.len();
     let m = c + 1; // a chunk and its separator
     let q = (n - 1) / m; // separators; chunk j is rows j m .. j m + c (the last: .. n)
@@ -199,28 +213,27 @@ pub(super) fn chunked_pass<T: Lapack>(
     // X = Y − W x_L − V x_R on the chunk rows, x_s on the separators, in parallel over rows.
     let threads = threads.clamp(1, n);
     let bounds: Vec<usize> = (0..=threads).map(|t| t * n / threads).collect();
-    let parts = split_rows(x, n, nrhs, &bounds);
+    let Some(parts) = split_rows(x, n, nrhs, &bounds) else {
+        return Ok(Err(Reject::NoHostMemory(nrhs * threads * 16)));
+    };
     let (w, v, rf) = (&w, &v, &rf);
-    std::thread::scope(|sc| {
-        for (t, mut cols) in parts.into_iter().enumerate() {
-            let row0 = bounds[t];
-            sc.spawn(move || {
-                for (col, xc) in cols.iter_mut().enumerate() {
-                    let xs = |j: usize| rf[j + col * q];
-                    for (e, xi) in xc.iter_mut().enumerate() {
-                        let i = row0 + e;
-                        let (j, off) = (i / m, i % m);
-                        if off == c && j < q {
-                            *xi = xs(j);
-                        } else {
-                            let left = if j > 0 { w[i] * xs(j - 1) } else { T::ZERO };
-                            let right = if j < q { v[i] * xs(j) } else { T::ZERO };
-                            *xi = *xi - left - right;
-                        }
-                    }
+    let one = |(t, mut cols): (usize, Vec<&mut [T]>)| {
+        let row0 = bounds[t];
+        for (col, xc) in cols.iter_mut().enumerate() {
+            let xs = |j: usize| rf[j + col * q];
+            for (e, xi) in xc.iter_mut().enumerate() {
+                let i = row0 + e;
+                let (j, off) = (i / m, i % m);
+                if off == c && j < q {
+                    *xi = xs(j);
+                } else {
+                    let left = if j > 0 { w[i] * xs(j - 1) } else { T::ZERO };
+                    let right = if j < q { v[i] * xs(j) } else { T::ZERO };
+                    *xi = *xi - left - right;
                 }
-            });
+            }
         }
-    });
+    };
+    or_resume(run_parts(parts.into_iter().enumerate().collect(), &one));
     Ok(Ok(()))
 }

@@ -17,7 +17,8 @@
 //! residual above LAPACK's level, also runs on the GPU (`Plan::run`).
 
 use super::{
-    judge, refine, refine_steps, residual_cols, split_rows, wants_refinement, Reject, Residual,
+    judge, refine, refine_steps, residual_cols, split_rows, Bands, Columns, RefineState, Reject,
+    Residual,
 };
 use crate::device::memory::{par_copy, Pinned};
 use crate::device::{self, kernels, DeviceError, Gpu};
@@ -222,13 +223,15 @@ fn check_options(o: &GpuOptions, n: usize, nrhs: usize) -> Result<(), DeviceErro
         || o.threads > 128
         || shared > 48 << 10
     {
-        return Err(DeviceError::Driver(format!(
-            "bad GPU options m = {}, threads = {}",
+        return Err(DeviceError::Unsupported(format!(
+            "unsupported GPU options m = {}, threads = {}",
             o.m, o.threads
         )));
     }
     if n >= (i64::MAX as usize) / 64 || nrhs > i32::MAX as usize {
-        return Err(DeviceError::Driver("system too large".into()));
+        return Err(DeviceError::Unsupported(format!(
+            "a system of n = {n}, nrhs = {nrhs}"
+        )));
     }
     Ok(())
 }
@@ -576,7 +579,12 @@ mod tests {
                         Err(Reject::ZeroPivot)
                     })
                 };
-            chunked_pass(&a.dl, &a.d, &a.du, &f, n, nrhs, c, &mut x, 3, &mut lapack)
+            let bands = Bands {
+                dl: &a.dl,
+                d: &a.d,
+                du: &a.du,
+            };
+            chunked_pass(bands, Columns::all(&f, n), nrhs, c, &mut x, 3, &mut lapack)
                 .unwrap()
                 .unwrap();
             let (mut dl, mut d, mut du, mut want) =

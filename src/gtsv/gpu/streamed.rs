@@ -72,7 +72,7 @@ pub fn solve_streamed<T: Real>(
     let call = Call::begin(o, n, nrhs, streamed_bytes::<T>(n, nrhs, o, own))?;
     let (gpu, stream) = (call.gpu, call.stream.clone());
     let t0 = Instant::now();
-    let mut plan = Plan::<T>::new_streamed(gpu, stream.clone(), o, n, nrhs)?;
+    let plan = Plan::<T>::new_streamed(gpu, stream.clone(), o, n, nrhs)?;
     let p = plan.top_partitions();
     let cap = (own + 1) * o.m;
     // SAFETY (allocations): every element a kernel reads is uploaded first.
@@ -87,7 +87,7 @@ pub fn solve_streamed<T: Real>(
             cap,
         }
     };
-    let mut io = SliceIo {
+    let io = SliceIo {
         staging: Staging::<T>::new(gpu, o.staging_elems.max(1024))?,
         stream: &stream,
         bufs: &bufs,
@@ -98,127 +98,184 @@ pub fn solve_streamed<T: Real>(
         ldb,
         nrhs,
     };
-    let slices: Vec<(usize, usize)> = (0..p)
-        .step_by(own)
-        .map(|j0| (j0, own.min(p - j0)))
-        .collect();
-    let m = o.m;
-    let slice = |j0: usize, k: usize| -> TopSlice {
-        let rows = ((j0 + k + 1) * m).min(n) - j0 * m;
-        TopSlice {
-            a: slice_matrix(&bufs, &stream, rows),
-            j0,
-            own: k,
-            more: j0 + k < p,
-        }
+    let mut passes = Passes {
+        plan,
+        io,
+        own,
+        m: o.m,
+        p,
     };
-    let (f, xc, x0c) = (
-        DevCols {
-            ptr: addr(&bufs.f, &stream),
-            ld: cap,
-        },
-        DevCols {
-            ptr: addr(&bufs.x, &stream),
-            ld: cap,
-        },
-        DevCols {
-            ptr: addr(&bufs.x0, &stream) + sz::<T>() as u64,
-            ld: cap + 1,
-        },
-    );
+    // Host memory first (issue #23): the solution, the summaries' copy, the refinement's state.
     let mut x = match host::<T>(n * nrhs) {
         Ok(x) => x,
         Err(r) => return Ok(Err(r)),
     };
-    if let Err(r) = plan.reserve_host_sums() {
+    if let Err(r) = passes.plan.reserve_host_sums() {
         return Ok(Err(r));
     }
-    // The checking pass: reduce every slice, solve below, back-substitute every slice.
-    plan.clear()?;
-    for &(j0, k) in &slices {
-        let s = slice(j0, k);
-        io.upload(&s, m, None)?;
-        plan.reduce_top(&s, nrhs, f, None)?;
-    }
-    plan.solve_below(nrhs)?;
-    for &(j0, k) in &slices {
-        let s = slice(j0, k);
-        io.upload(&s, m, None)?;
-        plan.backsub_top(&s, nrhs, f, xc, Top::Check)?;
-        io.download(&s, m, n, &mut x)?;
-    }
-    let (flags, mut checks) = plan.read_sums(nrhs)?;
-    if flags & 1 != 0 {
+    let mut state = match RefineState::try_new(nrhs) {
+        Ok(s) => s,
+        Err(r) => return Ok(Err(r)),
+    };
+    passes.check(&mut x)?;
+    let sums = passes.plan.read_sums()?;
+    if sums.flags & 1 != 0 {
         return Ok(Err(Reject::ZeroPivot));
     }
-    if checks.iter().any(|c| !c.3) {
+    for (c, check) in state.checks.iter_mut().enumerate() {
+        *check = sums.check(c);
+    }
+    if state.checks.iter().any(|c| !c.finite) {
         return Ok(Err(Reject::NonFinite));
     }
-    // Refinement, as Plan::run's with levels: every column corrected together, kept where it
-    // lowers the residual.
-    let Some(mut stalled) = crate::gtsv::try_vec(nrhs, false) else {
-        return Ok(Err(Reject::NoHostMemory(nrhs)));
-    };
-    let mut steps = 0;
-    let mut spec_ready = o.speculate;
-    let mut cand: Vec<T> = Vec::new();
-    while steps < refine_steps() {
-        let cols = columns_to_refine(&checks, &stalled);
-        if cols.is_empty() {
-            break;
-        }
-        if cand.is_empty() {
-            // Refinement is optional: without memory for the candidate, the answer is judged
-            // as it is.
-            match host::<T>(n * nrhs) {
-                Ok(v) => cand = v,
-                Err(_) => break,
-            }
-        }
-        let from_spec = std::mem::take(&mut spec_ready);
-        if from_spec {
-            plan.take_spec();
-        }
-        plan.clear()?;
-        if !from_spec {
-            for &(j0, k) in &slices {
-                let s = slice(j0, k);
-                io.upload(&s, m, Some((&x, n)))?;
-                plan.reduce_top(&s, nrhs, f, Some(x0c))?;
-            }
-        }
-        plan.solve_below(nrhs)?;
-        for &(j0, k) in &slices {
-            let s = slice(j0, k);
-            io.upload(&s, m, Some((&x, n)))?;
-            let top = Top::Update { x0: x0c, from_spec };
-            plan.backsub_top(&s, nrhs, f, xc, top)?;
-            io.download(&s, m, n, &mut cand)?;
-        }
-        let (_, new, old) = plan.read_both_sums(nrhs)?;
-        let old = if from_spec { checks.clone() } else { old };
-        steps += 1;
-        for c in keep_improved(&cols, &mut checks, &old, &new, &mut stalled) {
-            x[c * n..(c + 1) * n].copy_from_slice(&cand[c * n..(c + 1) * n]);
-        }
-    }
+    let steps = passes.refine(o, &mut x, &mut state)?;
     stream.synchronize()?;
     PHASES.with(|ph| {
         ph.set(Phases {
             solve: t0.elapsed().as_secs_f64(),
-            chunks: slices.len(),
+            chunks: passes.slices().count(),
             refine_steps: steps,
             ..Phases::default()
         })
     });
-    if let Err(r) = judge(checks) {
+    if let Err(r) = judge(state.checks.iter().copied()) {
         return Ok(Err(r));
     }
-    let b = io.b;
+    let b = passes.io.b;
     for col in 0..nrhs {
         par_copy(&mut b[col * ldb..col * ldb + n], &x[col * n..(col + 1) * n]);
     }
     Ok(Ok(()))
+}
+
+/// One streamed solve's passes over the top level, each uploading every slice in turn.
+struct Passes<'a, T> {
+    plan: Plan<T>,
+    io: SliceIo<'a, T>,
+    /// Partitions per slice (the last may have fewer).
+    own: usize,
+    m: usize,
+    /// The top level's partitions.
+    p: usize,
+}
+
+impl<T: Real> Passes<'_, T> {
+    /// Each slice's first partition and partition count.
+    fn slices(&self) -> impl Iterator<Item = (usize, usize)> {
+        let (p, own) = (self.p, self.own);
+        (0..p).step_by(own).map(move |j0| (j0, own.min(p - j0)))
+    }
+
+    /// The top-level slice of partitions `j0 .. j0 + k` in the slice buffers.
+    fn slice(&self, j0: usize, k: usize) -> TopSlice {
+        let (m, n) = (self.m, self.io.d.len());
+        let rows = ((j0 + k + 1) * m).min(n) - j0 * m;
+        TopSlice {
+            a: slice_matrix(self.io.bufs, self.io.stream, rows),
+            j0,
+            own: k,
+            more: j0 + k < self.p,
+        }
+    }
+
+    /// The slice buffers' F, X and X0 (X0 from its second row: the first holds the row before).
+    fn cols(&self) -> (DevCols, DevCols, DevCols) {
+        let (bufs, stream) = (self.io.bufs, self.io.stream);
+        let col = |ptr: CUdeviceptr, ld: usize| DevCols { ptr, ld };
+        (
+            col(addr(&bufs.f, stream), bufs.cap),
+            col(addr(&bufs.x, stream), bufs.cap),
+            col(addr(&bufs.x0, stream) + sz::<T>() as u64, bufs.cap + 1),
+        )
+    }
+
+    /// The checking pass: reduce every slice, solve below, back-substitute every slice; its
+    /// solution goes to `x` (n × nrhs on the host), its summaries stay in the plan.
+    fn check(&mut self, x: &mut [T]) -> Result<(), DeviceError> {
+        let (m, n, nrhs) = (self.m, self.io.d.len(), self.io.nrhs);
+        let (f, xc, _) = self.cols();
+        self.plan.clear()?;
+        for (j0, k) in self.slices() {
+            let s = self.slice(j0, k);
+            self.io.upload(&s, m, None)?;
+            self.plan.reduce_top(&s, nrhs, f, None)?;
+        }
+        self.plan.solve_below(nrhs)?;
+        for (j0, k) in self.slices() {
+            let s = self.slice(j0, k);
+            self.io.upload(&s, m, None)?;
+            self.plan.backsub_top(&s, nrhs, f, xc, Top::Check)?;
+            self.io.download(&s, m, n, x)?;
+        }
+        Ok(())
+    }
+
+    /// A refinement step from `x`: its candidate goes to `cand`, its summaries (the
+    /// candidate's, and `x`'s unless `from_spec`) stay in the plan.
+    fn refine_step(&mut self, x: &[T], cand: &mut [T], from_spec: bool) -> Result<(), DeviceError> {
+        let (m, n, nrhs) = (self.m, self.io.d.len(), self.io.nrhs);
+        let (f, xc, x0c) = self.cols();
+        if from_spec {
+            self.plan.take_spec();
+        }
+        self.plan.clear()?;
+        if !from_spec {
+            for (j0, k) in self.slices() {
+                let s = self.slice(j0, k);
+                self.io.upload(&s, m, Some((x, n)))?;
+                self.plan.reduce_top(&s, nrhs, f, Some(x0c))?;
+            }
+        }
+        self.plan.solve_below(nrhs)?;
+        for (j0, k) in self.slices() {
+            let s = self.slice(j0, k);
+            self.io.upload(&s, m, Some((x, n)))?;
+            let top = Top::Update { x0: x0c, from_spec };
+            self.plan.backsub_top(&s, nrhs, f, xc, top)?;
+            self.io.download(&s, m, n, cand)?;
+        }
+        Ok(())
+    }
+
+    /// Refinement, as `Plan::run`'s with levels: every column corrected together, kept where
+    /// it lowers the residual. Returns the steps taken.
+    fn refine(
+        &mut self,
+        o: &GpuOptions,
+        x: &mut [T],
+        state: &mut RefineState<T>,
+    ) -> Result<usize, DeviceError> {
+        let n = self.io.d.len();
+        let mut steps = 0;
+        let mut spec_ready = o.speculate;
+        let mut cand: Vec<T> = Vec::new();
+        while steps < refine_steps() {
+            if state.next_step().is_empty() {
+                break;
+            }
+            if cand.is_empty() {
+                // Refinement is optional: without memory for the candidate, the answer is
+                // judged as it is.
+                match host::<T>(x.len()) {
+                    Ok(v) => cand = v,
+                    Err(_) => break,
+                }
+            }
+            let from_spec = std::mem::take(&mut spec_ready);
+            self.refine_step(x, &mut cand, from_spec)?;
+            let sums = self.plan.read_sums()?;
+            // Without a top-level reduce, x's accurate summaries are the check's.
+            if !from_spec {
+                state.start_from(|_, c| sums.old(c));
+            }
+            state.keep_improved(|_, c| sums.check(c));
+            steps += 1;
+            for (_, c) in state.improved() {
+                x[c * n..(c + 1) * n].copy_from_slice(&cand[c * n..(c + 1) * n]);
+            }
+        }
+        Ok(steps)
+    }
 }
 
 /// The slice's matrix as the kernels see it: DL's address is that of the slice's first row's

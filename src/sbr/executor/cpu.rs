@@ -33,7 +33,7 @@ impl<T: Real + Dense> Executor<T> for CpuExecutor {
     }
 
     fn alloc(&mut self, len: usize) -> Result<Vec<T>, ExecError> {
-        Ok(vec![T::ZERO; len])
+        super::host_vec(len, T::ZERO)
     }
 
     fn upload(

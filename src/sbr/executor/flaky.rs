@@ -13,6 +13,11 @@ pub(in crate::sbr) struct Flaky {
     pub(in crate::sbr) refuse_map: bool,
     /// A download that fails delivers the first half of its range first.
     pub(in crate::sbr) tear: bool,
+    /// The failure is a panic (a bug's) instead of an error.
+    pub(in crate::sbr) panic: bool,
+    /// Host regions mapped now (`map_host` since the last `unmap_host`), and ever.
+    pub(in crate::sbr) mapped: usize,
+    pub(in crate::sbr) maps: usize,
 }
 
 impl Flaky {
@@ -22,11 +27,15 @@ impl Flaky {
             left,
             refuse_map,
             tear,
+            panic: false,
+            mapped: 0,
+            maps: 0,
         }
     }
 
     pub(in crate::sbr) fn tick(&mut self) -> Result<(), ExecError> {
         if self.left == 0 {
+            assert!(!self.panic, "injected panic");
             return Err(ExecError::Device(DeviceError::Driver("injected".into())));
         }
         self.left -= 1;
@@ -161,7 +170,15 @@ impl Executor<f64> for Flaky {
     }
     unsafe fn map_host(&mut self, a: *mut f64, len: usize) -> bool {
         // SAFETY: forwarded contract.
-        !self.refuse_map && unsafe { Executor::<f64>::map_host(&mut self.cpu, a, len) }
+        let mapped =
+            !self.refuse_map && unsafe { Executor::<f64>::map_host(&mut self.cpu, a, len) };
+        self.mapped += usize::from(mapped);
+        self.maps += usize::from(mapped);
+        mapped
+    }
+    fn unmap_host(&mut self) {
+        Executor::<f64>::unmap_host(&mut self.cpu);
+        self.mapped = 0;
     }
     unsafe fn upload_direct(
         &mut self,

@@ -34,6 +34,11 @@ pub enum ExecError {
         needed: u64,
         budget: u64,
     },
+    /// Host memory (a host buffer of the run, or the CPU executor's matrices) could not be
+    /// allocated.
+    HostMemory {
+        bytes: u64,
+    },
 }
 
 impl std::fmt::Display for ExecError {
@@ -45,8 +50,19 @@ impl std::fmt::Display for ExecError {
                 f,
                 "needs at least {needed} bytes of executor memory, the budget is {budget}"
             ),
+            ExecError::HostMemory { bytes } => {
+                write!(f, "cannot allocate {bytes} bytes of host memory")
+            }
         }
     }
+}
+
+/// `len` copies of `value` in host memory, or [`ExecError::HostMemory`] (never an abort): how
+/// the band reduction allocates host memory whose size depends on the problem.
+pub(crate) fn host_vec<T: Clone>(len: usize, value: T) -> Result<Vec<T>, ExecError> {
+    crate::host::try_vec(len, value).ok_or(ExecError::HostMemory {
+        bytes: (len as u64).saturating_mul(std::mem::size_of::<T>() as u64),
+    })
 }
 
 impl From<DeviceError> for ExecError {
@@ -336,9 +352,10 @@ pub(in crate::sbr) struct Phases {
 }
 
 impl Phases {
-    pub(in crate::sbr) fn new(names: &'static [&'static str]) -> Self {
+    /// Phases named `names`, timed if `on` (the `profile` setting).
+    pub(in crate::sbr) fn new(names: &'static [&'static str], on: bool) -> Self {
         Phases {
-            on: crate::config::get().sbr.profile,
+            on,
             last: Instant::now(),
             names,
             secs: vec![0.0; names.len()],

@@ -51,9 +51,9 @@ struct Clock {
 }
 
 impl Clock {
-    fn new() -> Self {
+    fn new(on: bool) -> Self {
         Clock {
-            on: crate::config::get().sbr.profile,
+            on,
             last: Instant::now(),
             secs: [0.0; 4],
         }
@@ -106,7 +106,8 @@ pub(in crate::sbr) fn scratch_len(k: usize) -> usize {
 /// path of `panel_on_executor` leave: R and the reflectors in the panel, τ in
 /// `taubuf[tau_at..tau_at + k]`, V (unit diagonal, zeros above) in `bufs.v` and `Z = V T` in
 /// `bufs.z`. Returns false, with the panel and `taubuf` untouched, where CholeskyQR2 cannot be
-/// trusted.
+/// trusted. `profile`: time the steps (see [`report`]).
+#[allow(clippy::too_many_arguments)]
 pub(in crate::sbr) fn factor<T: Real + Dense, E: Executor<T>>(
     exec: &mut E,
     panel: OpMut<E::Buf>,
@@ -115,13 +116,14 @@ pub(in crate::sbr) fn factor<T: Real + Dense, E: Executor<T>>(
     m: usize,
     k: usize,
     tau_at: usize,
+    profile: bool,
 ) -> Result<bool, ExecError> {
     // A square panel's last reflector has nothing below its diagonal: xGEQRF makes it the
     // identity (τ = 0), the reconstruction a sign flip (τ = 2). Keep LAPACK's.
     if m <= k || k == 0 {
         return Ok(false);
     }
-    let mut clock = Clock::new();
+    let mut clock = Clock::new(profile);
     let kk = k * k;
     let (p, at, ld) = (panel.buf, panel.off, panel.ld);
     let (q, v) = (&mut bufs.q, &mut bufs.v);
@@ -405,7 +407,7 @@ mod tests {
         };
         let mut taubuf = vec![7.0; k + 5];
         let panel = op_mut(&mut whole, at, ld);
-        let done = factor(&mut exec, panel, &mut taubuf, &mut bufs, m, k, 5).unwrap();
+        let done = factor(&mut exec, panel, &mut taubuf, &mut bufs, m, k, 5, false).unwrap();
         if !done {
             assert!(
                 whole

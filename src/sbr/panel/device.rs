@@ -1,19 +1,12 @@
 //! Panel QR on the executor: whole ([`panel_on_executor`]: CholeskyQR2, else xGEQRF with `T`
 //! from the Gram matrix on the host), or by sub-panels ([`blocked_panel`]).
 
-use crate::config::SbrPanel;
 use crate::lapack::Dense;
 use crate::real::Real;
-use crate::sbr::executor::{op, op_mut, ExecError, Executor, Op, OpMut};
+use crate::sbr::executor::{host_vec, op, op_mut, ExecError, Executor, Op, OpMut};
 use crate::sbr::panel::{cholqr, upload_panels, PanelSet, SubPanels};
 use crate::sbr::plan::SUB_PANEL;
 use crate::sbr::update::apply_qt;
-
-/// How the resident mode factors its panels: by CholeskyQR2 on the executor (the default),
-/// xGEQRF there, or on the host (`HYLAPACK_SBR_PANEL`, the last two kept for comparison).
-pub(in crate::sbr) fn panel_mode() -> SbrPanel {
-    crate::config::get().sbr.panel
-}
 
 /// Panel QR on the executor: the m x k `panel` (the resident mode's `L[s.., i..i+kd]`, or a
 /// block of [`sbrdb`]'s) is factored in place (xGEQRF's layout, R kept until
@@ -23,7 +16,7 @@ pub(in crate::sbr) fn panel_mode() -> SbrPanel {
 /// xLARFT's recurrence `T(0..j, j) = −τ_j T(0..j, 0..j) (VᵀV)(0..j, j)` on the host from the
 /// Gram matrix `VᵀV` (its rows below the panel's top block formed on the executor): one
 /// round trip of k² entries per panel instead of the panel itself. Returns 0 (CholeskyQR2) or
-/// 1 (xGEQRF).
+/// 1 (xGEQRF). `profile`: time CholeskyQR2's steps.
 #[allow(clippy::too_many_arguments)]
 pub(in crate::sbr) fn panel_on_executor<T: Real + Dense, E: Executor<T>>(
     exec: &mut E,
@@ -33,26 +26,18 @@ pub(in crate::sbr) fn panel_on_executor<T: Real + Dense, E: Executor<T>>(
     pn: usize,
     kd: usize,
     tau_at: usize,
+    profile: bool,
 ) -> Result<usize, ExecError> {
     let pk = pn.min(kd);
     let (at, ld) = (panel.off, panel.ld);
-    if panel_mode() == SbrPanel::CholQr
-        && cholqr::factor(
-            exec,
-            op_mut(panel.buf, at, ld),
-            taubuf,
-            bufs,
-            pn,
-            kd,
-            tau_at,
-        )?
-    {
+    let chol = op_mut(panel.buf, at, ld);
+    if cholqr::factor(exec, chol, taubuf, bufs, pn, kd, tau_at, profile)? {
         return Ok(0);
     }
     exec.geqrf(pn, kd, op_mut(panel.buf, at, ld), op_mut(taubuf, tau_at, 1))?;
     exec.copy(pn, pk, op(panel.buf, at, ld), op_mut(&mut bufs.v, 0, pn))?;
     exec.copy(pk, pk, op(&bufs.v, 0, pn), op_mut(&mut bufs.t, 0, pk))?;
-    let mut gram = vec![T::ZERO; pk * pk];
+    let mut gram = host_vec(pk * pk, T::ZERO)?;
     if pn > pk {
         gram_matrix(
             exec,
@@ -65,11 +50,11 @@ pub(in crate::sbr) fn panel_on_executor<T: Real + Dense, E: Executor<T>>(
             gram[start..start + piece.len()].copy_from_slice(piece)
         })?;
     }
-    let mut top = vec![T::ZERO; pk * pk];
+    let mut top = host_vec(pk * pk, T::ZERO)?;
     exec.download(&bufs.t, 0, pk * pk, &mut |start, piece| {
         top[start..start + piece.len()].copy_from_slice(piece)
     })?;
-    let mut tau = vec![T::ZERO; pk];
+    let mut tau = host_vec(pk, T::ZERO)?;
     exec.download(taubuf, tau_at, pk, &mut |start, piece| {
         tau[start..start + piece.len()].copy_from_slice(piece)
     })?;
@@ -89,7 +74,7 @@ pub(in crate::sbr) fn panel_on_executor<T: Real + Dense, E: Executor<T>>(
             gram[a + b * pk] = acc;
         }
     }
-    let t = t_from_gram(pk, &gram, &tau);
+    let t = t_from_gram(pk, &gram, &tau)?;
     upload_panels(exec, &mut bufs.s, &mut bufs.t, &top, &t)?;
     exec.copy(pk, pk, op(&bufs.s, 0, pk), op_mut(&mut bufs.v, 0, pn))?;
     exec.gemm(
@@ -112,7 +97,7 @@ pub(in crate::sbr) fn panel_on_executor<T: Real + Dense, E: Executor<T>>(
 /// xGEQRF's layout, τ in `taubuf[tau_at..tau_at + k]`, `V` in `v` and `Z = V T` in `z` (both
 /// m x k, leading dimension m). `T` itself is never formed: with `Z_q = V_q T_q` from sub-panel q
 /// (columns a..a+w), `Z[.., a..a+w] = Z_q − Z[.., ..a] (V[.., ..a]ᵀ Z_q)`. Returns how many
-/// sub-panels went by CholeskyQR2 and by xGEQRF.
+/// sub-panels went by CholeskyQR2 and by xGEQRF. `profile`: as for [`panel_on_executor`].
 #[allow(clippy::too_many_arguments)]
 pub(in crate::sbr) fn blocked_panel<T: Real + Dense, E: Executor<T>>(
     exec: &mut E,
@@ -124,6 +109,7 @@ pub(in crate::sbr) fn blocked_panel<T: Real + Dense, E: Executor<T>>(
     v: &mut E::Buf,
     z: &mut E::Buf,
     sub: &mut SubPanels<E::Buf>,
+    profile: bool,
 ) -> Result<[usize; 2], ExecError> {
     let (p, off, ld) = (p.buf, p.off, p.ld);
     let mut how = [0, 0];
@@ -133,7 +119,7 @@ pub(in crate::sbr) fn blocked_panel<T: Real + Dense, E: Executor<T>>(
         let ma = m - a;
         let set = &mut sub.set;
         let panel = op_mut(p, off + a + a * ld, ld);
-        how[panel_on_executor(exec, panel, taubuf, set, ma, w, tau_at + a)?] += 1;
+        how[panel_on_executor(exec, panel, taubuf, set, ma, w, tau_at + a, profile)?] += 1;
         let rest = k - a - w;
         if rest > 0 {
             // The columns on the right.
@@ -190,9 +176,13 @@ pub(in crate::sbr) fn gram_matrix<T: Real, E: Executor<T>>(
 
 /// The k x k upper triangular `T` of `I − V T Vᵀ = H₁ ⋯ H_k` from `G = VᵀV` and the `τ`s, by
 /// xLARFT's forward, column-wise recurrence (a zero τ gives a zero column).
-pub(in crate::sbr) fn t_from_gram<T: Real>(k: usize, g: &[T], tau: &[T]) -> Vec<T> {
-    let mut t = vec![T::ZERO; k * k];
-    let mut w = vec![T::ZERO; k];
+pub(in crate::sbr) fn t_from_gram<T: Real>(
+    k: usize,
+    g: &[T],
+    tau: &[T],
+) -> Result<Vec<T>, ExecError> {
+    let mut t = host_vec(k * k, T::ZERO)?;
+    let mut w = host_vec(k, T::ZERO)?;
     for j in 0..k {
         t[j + j * k] = tau[j];
         if tau[j] == T::ZERO {
@@ -209,7 +199,7 @@ pub(in crate::sbr) fn t_from_gram<T: Real>(k: usize, g: &[T], tau: &[T]) -> Vec<
             t[r + j * k] = acc;
         }
     }
-    t
+    Ok(t)
 }
 
 #[cfg(test)]
@@ -236,7 +226,7 @@ mod tests {
         f64::larft(m, k, (&v, m), &tau, &mut want, k);
         let mut g = vec![0.0; k * k];
         f64::gemm(b'T', b'N', k, k, m, 1.0, (&v, m), (&v, m), 0.0, &mut g, k);
-        let got = t_from_gram(k, &g, &tau);
+        let got = t_from_gram(k, &g, &tau).expect("host memory");
         for c in 0..k {
             for r in 0..=c {
                 let (x, y) = (got[r + c * k], want[r + c * k]);

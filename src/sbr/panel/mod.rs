@@ -10,7 +10,7 @@ use crate::device::memory::copy_threads;
 use crate::lapack::Dense;
 use crate::real::Real;
 use crate::sbr::driver::Job;
-use crate::sbr::executor::{op, op_mut, ExecError, Executor};
+use crate::sbr::executor::{host_vec, op, op_mut, ExecError, Executor};
 use crate::sbr::host::put_band;
 use crate::sbr::panel::device::blocked_panel;
 use crate::sbr::plan::SUB_PANEL;
@@ -56,19 +56,20 @@ impl<B> SubPanels<B> {
 /// Panel QR on the host: `p` holds `L[i.., i..i+kd]` (leading dimension `h`); on return its
 /// rows `kd..` hold `V` (unit diagonal, zeros above) where the reflectors are, the band of
 /// columns `i..i+pk` is in AB and `tau[i..i+pk]` is set. Returns `V` (pn x pk) and the pk x pk
-/// triangular `T` of `Q = I − V T Vᵀ`.
+/// triangular `T` of `Q = I − V T Vᵀ`, or [`ExecError::HostMemory`] before anything is written.
 pub(in crate::sbr) fn factor_panel<T: Real + Dense>(
     job: &mut Job<T>,
     i: usize,
     p: &mut [T],
     h: usize,
-) -> (Vec<T>, Vec<T>) {
+) -> Result<(Vec<T>, Vec<T>), ExecError> {
     let (n, kd) = (job.n, job.kd);
     let pn = n - i - kd;
     let pk = pn.min(kd);
     // The recursive xGEQRT3 gives T with the reflectors and runs at BLAS 3 speed; it needs a
     // panel at least as tall as wide, which only the last one may not be.
-    let mut t = vec![T::ZERO; pk * pk];
+    let mut t = host_vec(pk * pk, T::ZERO)?;
+    let mut v = host_vec(pn * pk, T::ZERO)?;
     if pn >= kd {
         let info = T::geqrt3(pn, kd, &mut p[kd..], h, &mut t, pk);
         assert_eq!(info, 0, "xGEQRT3 rejected its arguments");
@@ -80,11 +81,11 @@ pub(in crate::sbr) fn factor_panel<T: Real + Dense>(
         assert_eq!(info, 0, "xGEQRF rejected its arguments");
     }
     finish_panel(job, i, p, h);
-    let v = panel_v(p, h, kd, pn, pk);
+    copy_v(p, h, kd, pn, &mut v);
     if pn < kd {
         T::larft(pn, pk, (&v, pn), &job.tau[i..i + pk], &mut t, pk);
     }
-    (v, t)
+    Ok((v, t))
 }
 
 /// After a panel's QR (xGEQRF's layout in rows `kd..` of `p`, as [`factor_panel`]): its band
@@ -102,19 +103,25 @@ pub(in crate::sbr) fn finish_panel<T: Real>(job: &mut Job<T>, i: usize, p: &mut 
     }
 }
 
-/// `V` (pn x pk, leading dimension pn) of a finished panel `p` (leading dimension `h`).
+/// `V` (pn x pk, leading dimension pn) of a finished panel `p` (leading dimension `h`), or
+/// [`ExecError::HostMemory`].
 pub(in crate::sbr) fn panel_v<T: Real>(
     p: &[T],
     h: usize,
     kd: usize,
     pn: usize,
     pk: usize,
-) -> Vec<T> {
-    let mut v = vec![T::ZERO; pn * pk];
+) -> Result<Vec<T>, ExecError> {
+    let mut v = host_vec(pn * pk, T::ZERO)?;
+    copy_v(p, h, kd, pn, &mut v);
+    Ok(v)
+}
+
+/// The columns of `V` (pn rows each) of a finished panel `p` (leading dimension `h`) into `v`.
+fn copy_v<T: Real>(p: &[T], h: usize, kd: usize, pn: usize, v: &mut [T]) {
     for (c, col) in v.chunks_exact_mut(pn).enumerate() {
         col.copy_from_slice(&p[kd + c * h..kd + c * h + pn]);
     }
-    v
 }
 
 /// Uploads `V` and `T` and forms `Z = V T` on the executor.
@@ -202,7 +209,8 @@ pub(in crate::sbr) fn panel_through_executor<T: Real + Dense, E: Executor<T>>(
         })?;
     }
     let panel = op_mut(&mut *bufs.p, 0, pn);
-    let how = blocked_panel(exec, panel, pn, kd, bufs.tau, 0, bufs.v, bufs.z, bufs.sub)?;
+    let (tau, v, z, sub) = (&mut *bufs.tau, bufs.v, bufs.z, bufs.sub);
+    let how = blocked_panel(exec, panel, pn, kd, tau, 0, v, z, sub, job.tuning.profile)?;
     panel_home(exec, job, bufs.p, bufs.tau, i, p, h, kd)?;
     Ok(how)
 }

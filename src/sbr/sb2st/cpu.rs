@@ -277,6 +277,7 @@ pub fn sweep_group(n: usize, kd: usize, threads: usize) -> usize {
 /// steps apart, so the entries stay in that core's cache instead of moving to another core
 /// after every step, which is what limited the one-sweep-per-thread pipeline. The first sweep
 /// of a group waits on the last sweep of the previous group (another thread).
+/// None if the progress counters (one per sweep) cannot be allocated.
 pub(super) fn chase<T: Real>(
     w: &mut [T],
     ld: usize,
@@ -284,7 +285,7 @@ pub(super) fn chase<T: Real>(
     b: usize,
     threads: usize,
     group: usize,
-) {
+) -> Option<()> {
     let sweeps = n - 2;
     let group = group.max(1);
     let band = Band {
@@ -293,7 +294,9 @@ pub(super) fn chase<T: Real>(
         n,
     };
     // Steps finished per sweep; usize::MAX once the sweep is over.
-    let done: Vec<AtomicUsize> = (0..sweeps).map(|_| AtomicUsize::new(0)).collect();
+    let mut done: Vec<AtomicUsize> = Vec::new();
+    done.try_reserve_exact(sweeps).ok()?;
+    done.extend((0..sweeps).map(|_| AtomicUsize::new(0)));
     let stepper = step_fn::<T>();
     let ready = |i: usize, k: usize| i == 0 || done[i - 1].load(Ordering::Acquire) >= k + LAG;
     let run_group = |q: usize, hs: &mut Vec<Reflector<T>>, scratch: &mut Scratch<T>| {
@@ -354,7 +357,7 @@ pub(super) fn chase<T: Real>(
     };
     if threads == 1 {
         worker(0);
-        return;
+        return Some(());
     }
     std::thread::scope(|scope| {
         for t in 0..threads.min(groups) {
@@ -362,4 +365,5 @@ pub(super) fn chase<T: Real>(
             scope.spawn(move || worker(t));
         }
     });
+    Some(())
 }

@@ -16,23 +16,32 @@ const WAIT_TIMEOUT_NS: u64 = 10_000_000_000;
 /// The widest band the kernel takes: its blocks have 32 or 64 rows.
 pub const MAX_BANDWIDTH: usize = 64;
 
-/// As [`super::tridiagonalize`], on the GPU; `kd` at most [`MAX_BANDWIDTH`].
+/// As [`super::tridiagonalize`], on the GPU; `kd` at most [`MAX_BANDWIDTH`]. `profile` (the
+/// `profile` setting, see [`crate::config::SbrTuning`]): print the cycles per phase of the steps.
 pub fn tridiagonalize<T: Real>(
     uplo: u8,
     n: usize,
     kd: usize,
     ab: &[T],
     ldab: usize,
+    profile: bool,
 ) -> Result<(Vec<T>, Vec<T>), DeviceError> {
     assert!(kd <= MAX_BANDWIDTH, "bandwidth {kd} above {MAX_BANDWIDTH}");
-    let (mut w, ld, b) = workspace(uplo, n, kd, ab, ldab);
+    let no_memory = || DeviceError::Driver("cannot allocate the band's host memory".into());
+    let (mut w, ld, b) = workspace(uplo, n, kd, ab, ldab).ok_or_else(no_memory)?;
     if needs_chase(n, kd) {
-        chase(&mut w, ld, n, b)?;
+        chase(&mut w, ld, n, b, profile)?;
     }
-    Ok(diagonals(&w, ld, n))
+    diagonals(&w, ld, n).ok_or_else(no_memory)
 }
 
-fn chase<T: Real>(w: &mut [T], ld: usize, n: usize, b: usize) -> Result<(), DeviceError> {
+fn chase<T: Real>(
+    w: &mut [T],
+    ld: usize,
+    n: usize,
+    b: usize,
+    profile: bool,
+) -> Result<(), DeviceError> {
     let gpu = device::gpu()?;
     // Blocks of R = 32 or 64 rows, G threads per row (kernels/sb2st.cu).
     let rows = if b <= 32 { 32 } else { 64 };
@@ -40,17 +49,16 @@ fn chase<T: Real>(w: &mut [T], ld: usize, n: usize, b: usize) -> Result<(), Devi
     let threads = groups * rows;
     let sweeps = n - 2;
     let int = |x: usize| {
-        i32::try_from(x).map_err(|_| DeviceError::Driver(format!("n = {n} exceeds 32-bit rows")))
+        i32::try_from(x).map_err(|_| DeviceError::Unsupported(format!("n = {n} exceeds 32-bit rows")))
     };
     let (n_arg, b_arg, ld_arg) = (int(n)?, int(b)?, int(ld)?);
     let elem = std::mem::size_of::<T>();
     let _memory = gpu
         .budget
-        .reserve((w.len() * elem + 4 * (sweeps + 1)) as u64)?;
+        .reserve((std::mem::size_of_val(w) + 4 * (sweeps + 1)) as u64)?;
     // The function attribute and occupancy queries below need the context current here.
     gpu.ctx.bind_to_thread()?;
-    let module = gpu.module(&kernels::SB2ST)?;
-    let func = module.load_function(&format!("sb2st_chase_{}{rows}", T::PREFIX))?;
+    let func = gpu.function(&kernels::SB2ST, &format!("sb2st_chase_{}{rows}", T::PREFIX))?;
     // Two blocks of R × (R + 1), G + 2 vectors of R and one entry per warp.
     let smem = (2 * rows * (rows + 1) + (groups + 2) * rows + threads / 32) * elem;
     if smem > 48 * 1024 {
@@ -74,7 +82,6 @@ fn chase<T: Real>(w: &mut [T], ld: usize, n: usize, b: usize) -> Result<(), Devi
     let mut done = stream.alloc_zeros::<u32>(sweeps)?;
     let mut failed = stream.alloc_zeros::<u32>(1)?;
     // HYLAPACK_SBR_PROFILE=1: clock cycles per phase of the steps, summed over the CTAs.
-    let profile = crate::config::get().sbr.profile;
     let mut cycles = stream.alloc_zeros::<u64>(PHASES.len() + 1)?;
     let cycles_ptr: u64 = if profile {
         let (ptr, _sync) = cycles.device_ptr_mut(&stream);

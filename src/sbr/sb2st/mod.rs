@@ -33,17 +33,17 @@ use crate::real::Real;
 
 /// The working band of `ab` (LAPACK band storage of the `uplo` triangle, `kd` off-diagonals,
 /// leading dimension `ldab`): lower storage with room for the bulge. Returns it with its
-/// leading dimension and the bandwidth b = max(kd, 1).
+/// leading dimension and the bandwidth b = max(kd, 1), or None if it cannot be allocated.
 fn workspace<T: Real>(
     uplo: u8,
     n: usize,
     kd: usize,
     ab: &[T],
     ldab: usize,
-) -> (Vec<T>, usize, usize) {
+) -> Option<(Vec<T>, usize, usize)> {
     let b = kd.max(1);
     let ld = 2 * b + 1;
-    let mut w = vec![T::ZERO; ld * n];
+    let mut w = crate::host::try_vec(ld * n, T::ZERO)?;
     let upper = uplo.eq_ignore_ascii_case(&b'U');
     for j in 0..n {
         for d in 0..=kd.min(n - 1 - j) {
@@ -55,14 +55,21 @@ fn workspace<T: Real>(
             };
         }
     }
-    (w, ld, b)
+    Some((w, ld, b))
 }
 
-/// The diagonal and subdiagonal of the working band once it is tridiagonal.
-fn diagonals<T: Real>(w: &[T], ld: usize, n: usize) -> (Vec<T>, Vec<T>) {
-    let d = (0..n).map(|j| w[j * ld]).collect();
-    let e = (0..n.saturating_sub(1)).map(|j| w[1 + j * ld]).collect();
-    (d, e)
+/// The diagonal and subdiagonal of the working band once it is tridiagonal, or None if they
+/// cannot be allocated.
+fn diagonals<T: Real>(w: &[T], ld: usize, n: usize) -> Option<(Vec<T>, Vec<T>)> {
+    let mut d = crate::host::try_vec(n, T::ZERO)?;
+    let mut e = crate::host::try_vec(n.saturating_sub(1), T::ZERO)?;
+    for (j, x) in d.iter_mut().enumerate() {
+        *x = w[j * ld];
+    }
+    for (j, x) in e.iter_mut().enumerate() {
+        *x = w[1 + j * ld];
+    }
+    Some((d, e))
 }
 
 /// Whether there is anything to chase: a band wider than tridiagonal, more than two rows.
@@ -72,7 +79,8 @@ fn needs_chase(n: usize, kd: usize) -> bool {
 
 /// The symmetric tridiagonal matrix (d, e) orthogonally similar to the band matrix `ab`
 /// (LAPACK band storage of the `uplo` triangle, `kd` off-diagonals, leading dimension `ldab`),
-/// on `threads` CPU threads (0: all available). `d` gets n entries, `e` n − 1.
+/// on `threads` CPU threads (0: all available). `d` gets n entries, `e` n − 1. None (never an
+/// abort) when the host memory it needs (about (2 kd + 4) n entries) cannot be allocated.
 pub fn tridiagonalize<T: Real>(
     uplo: u8,
     n: usize,
@@ -80,7 +88,7 @@ pub fn tridiagonalize<T: Real>(
     ab: &[T],
     ldab: usize,
     threads: usize,
-) -> (Vec<T>, Vec<T>) {
+) -> Option<(Vec<T>, Vec<T>)> {
     tridiagonalize_grouped(uplo, n, kd, ab, ldab, threads, 0)
 }
 
@@ -94,8 +102,8 @@ pub fn tridiagonalize_grouped<T: Real>(
     ldab: usize,
     threads: usize,
     group: usize,
-) -> (Vec<T>, Vec<T>) {
-    let (mut w, ld, b) = workspace(uplo, n, kd, ab, ldab);
+) -> Option<(Vec<T>, Vec<T>)> {
+    let (mut w, ld, b) = workspace(uplo, n, kd, ab, ldab)?;
     if needs_chase(n, kd) {
         let threads = if threads == 0 {
             crate::host::threads()
@@ -108,7 +116,7 @@ pub fn tridiagonalize_grouped<T: Real>(
         } else {
             group
         };
-        cpu::chase(&mut w, ld, n, b, threads, group);
+        cpu::chase(&mut w, ld, n, b, threads, group)?;
     }
     diagonals(&w, ld, n)
 }

@@ -1,0 +1,64 @@
+//! The kernel functions of each precision and partition size (looked up once, in the
+//! device's function cache).
+
+use super::*;
+
+/// The partition kernels of one kind: a whole level's, or (with a [`Span`] argument after P) a
+/// slice's of a streamed top level.
+#[derive(Clone)]
+pub(super) struct PartFuncs {
+    pub(super) reduce: CudaFunction,
+    pub(super) reduce_res: CudaFunction,
+    pub(super) backsub: CudaFunction,
+    pub(super) backsub_spec: CudaFunction,
+    pub(super) update: CudaFunction,
+}
+
+impl PartFuncs {
+    fn get<T: Real>(
+        gpu: &Gpu,
+        source: &'static kernels::KernelSource,
+        m: usize,
+        tag: &str,
+    ) -> Result<Self, DeviceError> {
+        let f = |name: &str| gpu.function(source, &format!("gtsv_{name}{tag}_{}_m{m}", T::PREFIX));
+        Ok(PartFuncs {
+            reduce: f("reduce")?,
+            reduce_res: f("reduce_res")?,
+            backsub: f("backsub")?,
+            backsub_spec: f("backsub_spec")?,
+            update: f("update")?,
+        })
+    }
+
+    /// The slice kernels of a streamed top level (their module is compiled at the first
+    /// streamed solve).
+    pub(super) fn slices<T: Real>(gpu: &Gpu, m: usize) -> Result<Self, DeviceError> {
+        Self::get::<T>(gpu, &kernels::GTSV_SLICE, m, "_slice")
+    }
+}
+
+#[derive(Clone)]
+pub(super) struct Funcs {
+    pub(super) whole: PartFuncs,
+    pub(super) base: CudaFunction,
+    pub(super) tail: CudaFunction,
+    pub(super) residual: CudaFunction,
+    pub(super) add: CudaFunction,
+}
+
+impl Funcs {
+    /// The kernels of one precision and partition size (from the device's function cache).
+    pub(super) fn get<T: Real>(gpu: &Gpu, m: usize) -> Result<Self, DeviceError> {
+        let source = &kernels::GTSV;
+        let f = |name: &str| gpu.function(source, &format!("gtsv_{name}_{}", T::PREFIX));
+        let fm = |name: &str| gpu.function(source, &format!("gtsv_{name}_{}_m{m}", T::PREFIX));
+        Ok(Funcs {
+            whole: PartFuncs::get::<T>(gpu, source, m, "")?,
+            base: f("base")?,
+            tail: fm("tail")?,
+            residual: f("residual")?,
+            add: f("add")?,
+        })
+    }
+}
