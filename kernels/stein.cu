@@ -378,19 +378,40 @@ __device__ void finish(T* z, long long ldz, const int* cols, const int* row0s, c
     double big = vals[0];
     int jmax = idx[0];
     __syncthreads();
-    double inv = big > 0.0 && isfinite(big) ? 1.0 / big : 1.0;
-    double sum = 0.0;
+    // The norm nearly correctly rounded, as the host's normalize: entries scaled by a power of
+    // two near 1/big (exact), squares summed in double-double, the square root corrected once.
+    bool scaled = big > 0.0 && isfinite(big);
+    int e = 0;
+    if (scaled) frexp(big, &e);
+    double hi = 0.0, lo = 0.0;
     for (int i = tid; i < size; i += 256) {
-        double v = (double)x[i] * inv;
-        sum += v * v;
+        double a = scaled ? ldexp((double)x[i], -e) : (double)x[i];
+        double p = a * a;
+        double p_err = fma(a, a, -p);
+        double s = hi + p;
+        double t = s - hi;
+        lo += (hi - (s - t)) + (p - t) + p_err;
+        hi = s;
     }
-    vals[tid] = sum;
+    __shared__ double los[256];
+    vals[tid] = hi;
+    los[tid] = lo;
     __syncthreads();
     for (int s = 128; s > 0; s >>= 1) {
-        if (tid < s) vals[tid] += vals[tid + s];
+        if (tid < s) {
+            double a = vals[tid], b = vals[tid + s];
+            double sum = a + b;
+            double t = sum - a;
+            los[tid] += los[tid + s] + (a - (sum - t)) + (b - t);
+            vals[tid] = sum;
+        }
         __syncthreads();
     }
-    double norm = big > 0.0 && isfinite(big) ? big * sqrt(vals[0]) : sqrt(vals[0]);
+    double h = vals[0] + los[0];
+    double l = los[0] - (h - vals[0]);
+    double r = sqrt(h);
+    if (r > 0.0) r = r + (fma(-r, r, h) + l) / (2.0 * r);
+    double norm = scaled ? ldexp(r, e) : r;
     T scale = T(1.0 / norm);
     if (jmax < size && x[jmax] < T(0)) scale = -scale;
     __syncthreads();
