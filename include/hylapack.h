@@ -51,13 +51,28 @@ int hylapack_gpu_available(void);
 // DL … B = 3 … 6 when NULL but referenced, LDB = 7), reported through `xerbla_`; i > 0 if
 // U(i,i) of DGTSV's factorization is exactly zero (the solution was not computed); −1000 for an
 // internal error (printed on stderr).
+//
+// # Safety
+// Each array pointer is NULL (reported as an illegal argument where the routine would read
+// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 int dgtsv_spike(int n, int nrhs, double *dl, double *d, double *du, double *b, int ldb);
 
 // Single-precision `dgtsv_spike` (LAPACK SGTSV's contract).
+//
+// # Safety
+// Each array pointer is NULL (reported as an illegal argument where the routine would read
+// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 int sgtsv_spike(int n, int nrhs, float *dl, float *d, float *du, float *b, int ldb);
 
 // `dgtsv_spike` in the Fortran convention: LAPACK DGTSV's argument list
 // (N, NRHS, DL, D, DU, B, LDB, INFO), all by reference.
+//
+// # Safety
+// Each array pointer is NULL (reported as an illegal argument where the routine would read
+// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 void dgtsv_spike_(const int *n,
                   const int *nrhs,
                   double *dl,
@@ -68,6 +83,11 @@ void dgtsv_spike_(const int *n,
                   int *info);
 
 // `sgtsv_spike` in the Fortran convention (LAPACK SGTSV's argument list).
+//
+// # Safety
+// Each array pointer is NULL (reported as an illegal argument where the routine would read
+// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 void sgtsv_spike_(const int *n,
                   const int *nrhs,
                   float *dl,
@@ -105,6 +125,11 @@ void sgtsv_spike_(const int *n,
 // memory (about 1.25·n·nrhs + 0.5·n elements) does not fit `HYLAPACK_GPU_MEMORY_LIMIT` or the
 // free memory (B is then unchanged, unless the failure came while the answer was being copied
 // into it); −1000 for an internal error. N = 0 returns 0 without touching the GPU.
+//
+// # Safety
+// DL, D, DU and B are NULL or device memory of the process's primary context valid for N − 1,
+// N, N − 1 and LDB × NRHS elements; `stream` is NULL or a live stream of that context, and
+// the caller does not touch B until that stream has passed this call's work.
 int dgtsv_spike_device(int n,
                        int nrhs,
                        const double *dl,
@@ -115,6 +140,11 @@ int dgtsv_spike_device(int n,
                        void *stream);
 
 // Single-precision `dgtsv_spike_device` (SGTSV's INFO).
+//
+// # Safety
+// DL, D, DU and B are NULL or device memory of the process's primary context valid for N − 1,
+// N, N − 1 and LDB × NRHS elements; `stream` is NULL or a live stream of that context, and
+// the caller does not touch B until that stream has passed this call's work.
 int sgtsv_spike_device(int n,
                        int nrhs,
                        const float *dl,
@@ -144,6 +174,11 @@ int sgtsv_spike_device(int n,
 // info > 0); or −i if the i-th argument had an illegal value (N = 1, NRHS = 2, DL, D, DU = 3, 4,
 // 5 when NULL but referenced, STRIDE_A = 6, B = 7, LDB = 8, STRIDE_B = 9, COUNT = 10, INFO =
 // 11), reported through `xerbla_`; −1000 for an internal error.
+//
+// # Safety
+// Each array pointer is NULL (reported as an illegal argument where the routine would read
+// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 int dgtsv_spike_strided_batch(int n,
                               int nrhs,
                               double *dl,
@@ -157,6 +192,11 @@ int dgtsv_spike_strided_batch(int n,
                               int *info);
 
 // Single-precision `dgtsv_spike_strided_batch` (SGTSV's contract per system).
+//
+// # Safety
+// Each array pointer is NULL (reported as an illegal argument where the routine would read
+// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 int sgtsv_spike_strided_batch(int n,
                               int nrhs,
                               float *dl,
@@ -186,6 +226,11 @@ int sgtsv_spike_strided_batch(int n,
 // 13 C null or overlapping A or B, 14 ldc), or −1000 (`HYLAPACK_INFO_INTERNAL_ERROR`) with
 // one line on stderr and C unchanged when host memory the call needs (the CPU path packs
 // op(A) and op(B): (m + n)·k reals) cannot be allocated; never an abort.
+//
+// # Safety
+// Each array pointer is NULL (reported as an illegal argument where the routine would read
+// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 int dgemm_rounded(char rnd,
                   char transa,
                   char transb,
@@ -205,6 +250,11 @@ int dgemm_rounded(char rnd,
 // as [`dgemm_rounded`], a BLAS-style subroutine (illegal arguments go to `xerbla_`). It has
 // no INFO: when host memory the call needs cannot be allocated, C is left unchanged and one
 // line on stderr says so (never an abort).
+//
+// # Safety
+// Each array pointer is NULL (reported as an illegal argument where the routine would read
+// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 void dgemm_rounded_(const char *rnd,
                     const char *transa,
                     const char *transb,
@@ -244,6 +294,11 @@ void dgemm_rounded_(const char *rnd,
 // (`HYLAPACK_INFO_INTERNAL_ERROR`) with one line on stderr and `[C]` unchanged when host
 // memory the call needs cannot be allocated (the CPU path holds about 2(m + n)·k + 2·m·n
 // reals: packed or split operands and the products); never an abort.
+//
+// # Safety
+// Each array pointer is NULL (reported as an illegal argument where the routine would read
+// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 int digemm(char transa,
            char transb,
            int m,
@@ -263,6 +318,11 @@ int digemm(char transa,
 // LDC)`: as [`digemm`], a BLAS-style subroutine (illegal arguments go to `xerbla_`). It has
 // no INFO: when host memory the call needs cannot be allocated, CINF and CSUP are left
 // unchanged and one line on stderr says so (never an abort).
+//
+// # Safety
+// Each array pointer is NULL (reported as an illegal argument where the routine would read
+// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 void digemm_(const char *transa,
              const char *transb,
              const int *m,
@@ -298,6 +358,11 @@ void digemm_(const char *transa,
 // matrices), X_inf and X_sup are unchanged and one line on stderr says so (never an abort).
 // N = 0 or NRHS = 0: a quick return with INFO = 0. A column that is not verified is returned
 // as [−∞, +∞]; an unverified interval is never returned as verified.
+//
+// # Safety
+// Each array pointer is NULL (reported as an illegal argument where the routine would read
+// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 int dgesv_verified(int n,
                    int nrhs,
                    const double *a,
@@ -310,6 +375,11 @@ int dgesv_verified(int n,
 
 // Fortran `DGESV_VERIFIED(N, NRHS, A, LDA, B, LDB, XINF, XSUP, LDX, INFO)`: as
 // [`dgesv_verified`].
+//
+// # Safety
+// Each array pointer is NULL (reported as an illegal argument where the routine would read
+// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 void dgesv_verified_(const int *n,
                      const int *nrhs,
                      const double *a,
@@ -348,6 +418,11 @@ void dgesv_verified_(const int *n,
 // a workspace of 4N reals and 3N integers allocated for it (same contract, same outputs); when
 // that cannot be allocated either, it returns -1000 with M = 0, `w`, `iblock` and `isplit`
 // untouched, and one message on stderr. It never aborts the program.
+//
+// # Safety
+// Each array pointer is NULL (reported as an illegal argument where the routine would read
+// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 int dstebz_gpu(char range,
                char order,
                int n,
@@ -366,6 +441,11 @@ int dstebz_gpu(char range,
 
 // Single-precision `dstebz_gpu` (LAPACK SSTEBZ's contract; host memory as `dstebz_gpu`, falling
 // back to the system LAPACK's SSTEBZ).
+//
+// # Safety
+// Each array pointer is NULL (reported as an illegal argument where the routine would read
+// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 int sstebz_gpu(char range,
                char order,
                int n,
@@ -391,6 +471,11 @@ int sstebz_gpu(char range,
 // can answer in the memory it was given is answered. Only if WORK or IWORK is NULL as well
 // (and a workspace of their size cannot be allocated) does INFO = -1000 come back (M = 0,
 // outputs untouched, one message on stderr).
+//
+// # Safety
+// Each array pointer is NULL (reported as an illegal argument where the routine would read
+// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 void dstebz_gpu_(const char *range,
                  const char *order,
                  const int *n,
@@ -414,6 +499,11 @@ void dstebz_gpu_(const char *range,
 
 // `sstebz_gpu` in the Fortran convention (LAPACK SSTEBZ's argument list; WORK and IWORK as in
 // `dstebz_gpu_`).
+//
+// # Safety
+// Each array pointer is NULL (reported as an illegal argument where the routine would read
+// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 void sstebz_gpu_(const char *range,
                  const char *order,
                  const int *n,
@@ -452,6 +542,11 @@ void sstebz_gpu_(const char *range,
 // value of its own argument: 2 D, 3 E, 5 W, 6 IBLOCK, 7 ISPLIT, 8 Z, 12 IFAIL), reported through
 // `xerbla_` as DSTEIN_GPU; k > 0 if k eigenvectors failed to converge; −1000 for an internal
 // error (printed on stderr).
+//
+// # Safety
+// Each array pointer is NULL (reported as an illegal argument where the routine would read
+// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 int dstein_gpu(int n,
                const double *d,
                const double *e,
@@ -464,6 +559,11 @@ int dstein_gpu(int n,
                int *ifail);
 
 // Single-precision `dstein_gpu` (LAPACK SSTEIN's contract).
+//
+// # Safety
+// Each array pointer is NULL (reported as an illegal argument where the routine would read
+// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 int sstein_gpu(int n,
                const float *d,
                const float *e,
@@ -477,6 +577,11 @@ int sstein_gpu(int n,
 
 // `dstein_gpu` in the Fortran convention: LAPACK DSTEIN's exact argument list, all by
 // reference (WORK and IWORK accepted, not used). INFO as for `dstein_gpu`.
+//
+// # Safety
+// Each array pointer is NULL (reported as an illegal argument where the routine would read
+// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 void dstein_gpu_(const int *n,
                  const double *d,
                  const double *e,
@@ -492,6 +597,11 @@ void dstein_gpu_(const int *n,
                  int *info);
 
 // Single-precision `dstein_gpu_` (LAPACK SSTEIN's argument list).
+//
+// # Safety
+// Each array pointer is NULL (reported as an illegal argument where the routine would read
+// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 void sstein_gpu_(const int *n,
                  const float *d,
                  const float *e,
@@ -507,12 +617,22 @@ void sstein_gpu_(const int *n,
                  int *info);
 
 // All eigenvalues of the real symmetric `n` x `n` matrix `a` (its `uplo` triangle, 'U' or
-// 'L'), ascending in `w` (`n` entries), in double precision (C convention, LAPACKE shape).
+// 'L'), ascending in `w` (`n` entries), and with `jobz` = 'V' the eigenvectors, in double
+// precision (C convention, LAPACKE shape).
 //
-// LAPACK DSYEV's contract for JOBZ = 'N': the `uplo` triangle of `a` is destroyed; INFO > 0:
-// the QL/QR iteration failed to converge on INFO off-diagonal elements. JOBZ = 'V'
-// (eigenvectors) is not implemented: it returns INFO = −1 (illegal first argument) through
-// `xerbla_`. The path: dense → band on the GPU (as `dsyrdb_ooc`; a matrix larger than the GPU
+// LAPACK DSYEV's contract: JOBZ = 'N', the `uplo` triangle of `a` is destroyed; JOBZ = 'V',
+// `a` is overwritten by the orthonormal eigenvectors (column j for W(j)); INFO > 0: the
+// QL/QR iteration failed to converge on INFO off-diagonal elements.
+//
+// JOBZ = 'V': dense → band as below (on the GPU where it would run there, keeping its
+// reflectors), band → tridiagonal by bulge chasing on the host's threads keeping its
+// reflectors, the tridiagonal's eigenvectors by the system LAPACK's DSTEDC (DSTEQR if that
+// fails, whose INFO is DSYEV's), then both back-transformations on the host. A matrix that
+// would be reduced out of core through a wide first band (larger than the GPU budget), or
+// whose workspace (about 1.5 n² entries besides A) cannot be allocated, runs the system
+// LAPACK's DSYEV on the untouched A. Eigenvectors are determined up to sign, as in LAPACK.
+//
+// JOBZ = 'N': the path: dense → band on the GPU (as `dsyrdb_ooc`; a matrix larger than the GPU
 // budget streams to a wide band, up to 2048 off-diagonals, which is then narrowed on the GPU),
 // band → tridiagonal by bulge chasing on the GPU (on the host's threads if the GPU fails), all
 // eigenvalues by bisection on the GPU (DSTERF if bisection fails or the matrix was scaled into
@@ -523,11 +643,21 @@ void sstein_gpu_(const int *n,
 //
 // Returns INFO: 0 on success; −i if the i-th argument (LAPACK numbering) had an illegal value
 // or was NULL; > 0 as above; −1000 for an internal error (printed on stderr).
+//
+// # Safety
+// Each array pointer is NULL (reported as an illegal argument where the routine would read
+// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 int dsyev_ooc(char jobz, char uplo, int n, double *a, int lda, double *w);
 
 // `dsyev_ooc` in the Fortran convention: LAPACK DSYEV's argument list, all by reference, with
 // the hidden CHARACTER lengths of JOBZ and UPLO last. LWORK >= max(1, 3N−1); LWORK = −1 is a
 // query (WORK(1) returns DSYEV's optimal size). WORK is not used beyond WORK(1).
+//
+// # Safety
+// Each array pointer is NULL (reported as an illegal argument where the routine would read
+// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 void dsyev_ooc_(const char *jobz,
                 const char *uplo,
                 const int *n,
@@ -545,17 +675,36 @@ void dsyev_ooc_(const char *jobz,
 // (`vl`, `vu`]) or 'I' (the `il`-th through `iu`-th); `abstol` as in DSTEBZ (<= 0: LAPACK's
 // default). On return `*m` eigenvalues are in `w[0..*m]`, ascending.
 //
-// LAPACK DSYEVX's contract for JOBZ = 'N' (`z` and `ifail` are not referenced and may be
+// LAPACK DSYEVX's contract. JOBZ = 'N' (`z` and `ifail` are not referenced and may be
 // NULL; `ldz` >= 1): the `uplo` triangle of `a` is destroyed; INFO = i when bisection
 // (DSTEBZ) returned INFO = i, as LAPACK passes it through (−i reported through `xerbla_`
-// as DSTEBZ's, e.g. −5 when the scaling makes VL = VU). A matrix with NaN or ±Inf runs the
-// system LAPACK's DSYEVX, so that M, W and INFO are LAPACK's. JOBZ = 'V' (eigenvectors) is
-// not implemented: it returns INFO = −1 through `xerbla_`. The path: dense → band and band → tridiagonal as for
-// `dsyev_ooc`, then all eigenvalues as there (RANGE = 'A' or all of 'I', `abstol` <= 0) or
-// bisection (`dstebz_gpu`'s code); small problems or no GPU: the system LAPACK's DSYEVX.
+// as DSTEBZ's, e.g. −5 when the scaling makes VL = VU). The path: dense → band and band →
+// tridiagonal as for `dsyev_ooc`, then all eigenvalues as there (RANGE = 'A' or all of 'I',
+// `abstol` <= 0) or bisection (`dstebz_gpu`'s code); small problems or no GPU: the system
+// LAPACK's DSYEVX.
+//
+// JOBZ = 'V' (`ldz` >= max(1, N); `z` holds N columns for RANGE 'A' / 'V', IU − IL + 1 for
+// 'I'; `ifail` N entries): the orthonormal eigenvectors in `z`'s first `*m` columns, column j
+// for W(j); INFO = i > 0: i eigenvectors failed to converge, their indices in `ifail` (M
+// entries set, zeros otherwise). The path: dense → band and band → tridiagonal keeping both
+// orthogonal factors as `dsyev_ooc` with JOBZ = 'V'; all eigenvectors with `abstol` <= 0 by
+// the system LAPACK's DSTEDC (DSTEQR if it fails; bisection and inverse iteration if that
+// fails too), else bisection (ORDER = 'B') and this library's inverse iteration (DSTEIN's
+// contract); both back-transformations on the host; the pairs sorted ascending. N <= 1, a
+// matrix that would be reduced out of core through a wide first band, NaN or ±Inf, or
+// workspace that cannot be allocated: the system LAPACK's DSYEVX on the untouched A; as for
+// JOBZ = 'N', small problems or no GPU run the system LAPACK's DSYEVX too.
+//
+// A matrix with NaN or ±Inf runs the system LAPACK's DSYEVX, so that M, W and INFO are
+// LAPACK's.
 //
 // Returns INFO: 0 on success; −i if the i-th argument (LAPACK numbering) had an illegal value
 // or was NULL; > 0 as above; −1000 for an internal error (printed on stderr).
+//
+// # Safety
+// Each array pointer is NULL (reported as an illegal argument where the routine would read
+// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 int dsyevx_ooc(char jobz,
                char range,
                char uplo,
@@ -575,7 +724,13 @@ int dsyevx_ooc(char jobz,
 
 // `dsyevx_ooc` in the Fortran convention: LAPACK DSYEVX's argument list, all by reference,
 // with the hidden CHARACTER lengths of JOBZ, RANGE and UPLO last. LWORK >= 8N (1 if N <= 1);
-// LWORK = −1 is a query. WORK, IWORK, Z and IFAIL are not used beyond WORK(1).
+// LWORK = −1 is a query (WORK(1) returns DSYEVX's optimal size); the same rules for JOBZ =
+// 'V'. WORK and IWORK are not used beyond WORK(1); Z and IFAIL only for JOBZ = 'V'.
+//
+// # Safety
+// Each array pointer is NULL (reported as an illegal argument where the routine would read
+// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 void dsyevx_ooc_(const char *jobz,
                  const char *range,
                  const char *uplo,
@@ -625,15 +780,30 @@ void dsyevx_ooc_(const char *jobz,
 // or was NULL, reported through `xerbla_`; −1000 for an internal error (printed on stderr).
 // Unlike LAPACK, KD = 0 with N ≥ 2 is illegal (−3): no reflectors make a matrix diagonal, and
 // LAPACK 3.11, which accepts it, divides by zero.
+//
+// # Safety
+// Each array pointer is NULL (reported as an illegal argument where the routine would read
+// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 int dsyrdb_ooc(char uplo, int n, int kd, double *a, int lda, double *ab, int ldab, double *tau);
 
 // Single-precision `dsyrdb_ooc` (LAPACK SSYTRD_SY2SB's contract).
+//
+// # Safety
+// Each array pointer is NULL (reported as an illegal argument where the routine would read
+// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 int ssyrdb_ooc(char uplo, int n, int kd, float *a, int lda, float *ab, int ldab, float *tau);
 
 // `dsyrdb_ooc` in the Fortran convention: LAPACK DSYTRD_SY2SB's argument list, all by
 // reference, with the hidden CHARACTER length of UPLO last. LWORK = −1 is a workspace query:
 // WORK(1) returns LAPACK's size (N·KD + N·max(KD, 32) + 2·KD², or 1 when N <= KD + 1), which
 // is also the smallest LWORK accepted; WORK itself is not used beyond WORK(1).
+//
+// # Safety
+// Each array pointer is NULL (reported as an illegal argument where the routine would read
+// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 void dsyrdb_ooc_(const char *uplo,
                  const int *n,
                  const int *kd,
@@ -648,6 +818,11 @@ void dsyrdb_ooc_(const char *uplo,
                  size_t uplo_len);
 
 // `ssyrdb_ooc` in the Fortran convention (LAPACK SSYTRD_SY2SB's argument list).
+//
+// # Safety
+// Each array pointer is NULL (reported as an illegal argument where the routine would read
+// it) or valid for the entries LAPACK's routine of the same contract reads or writes through
+// it, for the sizes and leading dimensions given; scalars passed by reference are readable.
 void ssyrdb_ooc_(const char *uplo,
                  const int *n,
                  const int *kd,

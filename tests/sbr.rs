@@ -23,7 +23,7 @@
 use hylapack::dispatch::Backend;
 use hylapack::lapack::Dense;
 use hylapack::real::Real;
-use hylapack::sbr::CublasReal;
+use hylapack::sbr::SbrReal;
 use hylapack::sbr::{self, Mode, Path};
 use hylapack::testmat::{self, DenseFamily, Rng};
 
@@ -159,7 +159,7 @@ fn max_diff(x: &[f64], y: &[f64]) -> f64 {
 
 /// Runs one reduction on `path` and checks it (panics with `what` on a failure); returns the
 /// report's note.
-fn check_reduction<T: Real + Dense + CublasReal>(
+fn check_reduction<T: SbrReal>(
     full: &[T],
     n: usize,
     kd: usize,
@@ -249,7 +249,7 @@ fn check_reduction<T: Real + Dense + CublasReal>(
     note
 }
 
-fn reduction_suite<T: Real + Dense + CublasReal>() {
+fn reduction_suite<T: SbrReal>() {
     let seed = seed();
     let mut rng = Rng::new(seed);
     for family in DenseFamily::all() {
@@ -405,7 +405,7 @@ fn norm_of(lam: &[f64]) -> f64 {
     lam.iter().fold(f64::MIN_POSITIVE, |m, x| m.max(x.abs()))
 }
 
-fn syev_suite<T: Real + Dense + CublasReal>() {
+fn syev_suite<T: SbrReal>() {
     let seed = seed();
     let mut rng = Rng::new(seed);
     for family in DenseFamily::all() {
@@ -515,7 +515,7 @@ fn dsyev_matches_lapack_n2500() {
 /// Out of core through a wide first band: with a budget that fits a streaming run at 4kd
 /// twice over (less than the matrix), the drivers reduce to 4kd off-diagonals, narrow that
 /// band to kd (sbrdb), then chase; every family, both triangles, against LAPACK's xSYEV.
-fn syev_wide_band_suite<T: Real + Dense + CublasReal>() {
+fn syev_wide_band_suite<T: SbrReal>() {
     let seed = seed();
     let mut rng = Rng::new(seed);
     let n = 1500;
@@ -582,7 +582,7 @@ fn ssyev_out_of_core_through_a_wide_band() {
     syev_wide_band_suite::<f32>();
 }
 
-fn syevx_suite<T: Real + Dense + CublasReal>() {
+fn syevx_suite<T: SbrReal>() {
     let seed = seed();
     let mut rng = Rng::new(seed);
     for family in DenseFamily::all() {
@@ -691,11 +691,9 @@ fn ssyevx_matches_lapack() {
 fn driver_argument_checks_in_lapack_order() {
     use hylapack::syev::{syev_check, syevx_check};
     assert_eq!(syev_check(b'N', b'L', 5, 5, 14), 0);
-    assert_eq!(
-        syev_check(b'V', b'L', 5, 5, 14),
-        -1,
-        "JOBZ = 'V' is not supported"
-    );
+    assert_eq!(syev_check(b'V', b'L', 5, 5, 14), 0);
+    assert_eq!(syev_check(b'v', b'u', 5, 5, 14), 0);
+    assert_eq!(syev_check(b'V', b'L', 5, 5, 13), -8);
     assert_eq!(syev_check(b'X', b'Q', -1, 0, 0), -1);
     assert_eq!(syev_check(b'n', b'Q', 5, 5, 14), -2);
     assert_eq!(syev_check(b'N', b'u', -1, 5, 14), -3);
@@ -707,7 +705,10 @@ fn driver_argument_checks_in_lapack_order() {
         syevx_check(jobz, range, uplo, n, lda, vl, vu, il, iu, ldz, lwork)
     };
     assert_eq!(c(b'N', b'A', b'L', 5, 5, 0.0, 0.0, 0, 0, 1, 40), 0);
-    assert_eq!(c(b'V', b'A', b'L', 5, 5, 0.0, 0.0, 0, 0, 5, 40), -1);
+    assert_eq!(c(b'V', b'A', b'L', 5, 5, 0.0, 0.0, 0, 0, 5, 40), 0);
+    assert_eq!(c(b'v', b'A', b'L', 5, 5, 0.0, 0.0, 0, 0, 4, 40), -15);
+    assert_eq!(c(b'V', b'A', b'L', 0, 1, 0.0, 0.0, 0, 0, 1, 1), 0);
+    assert_eq!(c(b'Y', b'A', b'L', 5, 5, 0.0, 0.0, 0, 0, 5, 40), -1);
     assert_eq!(c(b'N', b'X', b'L', 5, 5, 0.0, 0.0, 0, 0, 1, 40), -2);
     assert_eq!(c(b'N', b'A', b'X', 5, 5, 0.0, 0.0, 0, 0, 1, 40), -3);
     assert_eq!(c(b'N', b'A', b'L', -1, 5, 0.0, 0.0, 0, 0, 1, 40), -4);

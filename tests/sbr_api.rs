@@ -1,6 +1,6 @@
 //! The exported C and Fortran entry points of the band-reduction family (`dsyrdb_ooc`,
 //! `ssyrdb_ooc`, `dsyev_ooc`, `dsyevx_ooc` and their `_` Fortran names): INFO and `xerbla_`
-//! for illegal and NULL arguments in LAPACK's numbering, JOBZ = 'V' refused, workspace
+//! for illegal and NULL arguments in LAPACK's numbering, `dsyevx_ooc`'s LDZ and Z with JOBZ = 'V', workspace
 //! queries, and a small problem through each entry against the system LAPACK. This program
 //! defines its own `xerbla_`, which must win over the system LAPACK's.
 
@@ -195,7 +195,7 @@ fn syev_entries_check_arguments_and_agree_with_lapack() {
     unsafe {
         let mut a = full.clone();
         assert_eq!(
-            dsyev_ooc(c(b'V'), c(b'U'), ni, a.as_mut_ptr(), ni, w.as_mut_ptr()),
+            dsyev_ooc(c(b'X'), c(b'U'), ni, a.as_mut_ptr(), ni, w.as_mut_ptr()),
             -1
         );
         assert!(reported("DSYEV_OOC", 1));
@@ -301,11 +301,31 @@ fn syev_entries_check_arguments_and_agree_with_lapack() {
             &mut m,
             w.as_mut_ptr(),
             null_mut(),
+            ni - 1,
+            null_mut(),
+        );
+        assert_eq!(info, -15, "JOBZ = 'V' needs LDZ >= N");
+        assert!(reported("DSYEVX_OOC", 15));
+        let info = dsyevx_ooc(
+            c(b'V'),
+            c(b'I'),
+            c(b'U'),
+            ni,
+            a.as_mut_ptr(),
+            ni,
+            0.0,
+            0.0,
+            il,
+            iu,
+            0.0,
+            &mut m,
+            w.as_mut_ptr(),
+            null_mut(),
             ni,
             null_mut(),
         );
-        assert_eq!(info, -1);
-        assert!(reported("DSYEVX_OOC", 1));
+        assert_eq!(info, -14, "JOBZ = 'V' writes Z");
+        assert!(reported("DSYEVX_OOC", 14));
         let mut info = dsyevx_ooc(
             c(b'N'),
             c(b'I'),

@@ -1,20 +1,31 @@
 //! The dense symmetric eigenvalue drivers xSYEV, xSYEV_2STAGE, xSYEVD, xSYEVX and xSYEVR with
-//! JOBZ = 'N': the band-reduction path where the route says so, else forwarded.
+//! JOBZ = 'N', and xSYEV and xSYEVD with JOBZ = 'V': the band-reduction path where the route
+//! says so, else forwarded.
 //!
 //! Before running, a call passes LAPACK's checks of its own driver, in LAPACK's order,
-//! workspace sizes included; a call that fails one is forwarded so that LAPACK reports it.
-//! Afterwards WORK(1) (and IWORK(1)) hold what LAPACK leaves there, the optimal sizes, which a
-//! workspace query to the program's LAPACK supplies. N ≤ 1 is forwarded (LAPACK's answer is
-//! trivial, and its minimal workspace for N = 1 differs between LAPACK versions).
+//! workspace sizes included (for JOBZ = 'V' those of JOBZ = 'V'); a call that fails one is
+//! forwarded so that LAPACK reports it. Afterwards WORK(1) (and IWORK(1)) hold what LAPACK
+//! leaves there, the optimal sizes, which a workspace query to the program's LAPACK supplies.
+//! N ≤ 1 is forwarded (LAPACK's answer is trivial, and its minimal workspace for N = 1 differs
+//! between LAPACK versions).
+//!
+//! Eigenvectors ([`syev::syev_vectors`]): xSYEV and xSYEVD with JOBZ = 'V' run it with
+//! `HYLAPACK_PRELOAD=own` (the eigenvectors over A, as LAPACK leaves them; in `auto` mode they
+//! are forwarded until the path's speed is measured against LAPACK's); a triangle holding a NaN or ±Inf is forwarded
+//! (LAPACK's INFO and output then depend on its own algorithm, which differs between DSYEV and
+//! DSYEVD). xSYEV_2STAGE with JOBZ = 'V' is forwarded (LAPACK 3.11 rejects it), as are xSYEVX
+//! and xSYEVR with JOBZ = 'V'.
 
-use crate::{forward, route, run_logged, set_info, Inside, Route, FROM_INSIDE, ILLEGAL, NULL_ARG};
+use crate::{
+    forward, mode, route, run_logged, set_info, Inside, Mode, Route, FROM_INSIDE, ILLEGAL, NULL_ARG,
+};
 use hylapack::api::fortran_char;
 use hylapack::dispatch::{Backend, Family};
 use hylapack::lapack::signatures::{SyevFn, SyevdFn, SyevrFn, SyevxFn};
-use hylapack::lapack::{span, Dense};
+use hylapack::lapack::span;
 use hylapack::real::Real;
-use hylapack::sbr::CublasReal;
 use hylapack::sbr::Path;
+use hylapack::sbr::SbrReal;
 use hylapack::syev::{self, EigReport};
 use std::ffi::{c_char, c_int};
 
@@ -29,12 +40,20 @@ enum Driver {
 }
 
 impl Driver {
-    /// LAPACK's least LWORK and LIWORK for JOBZ = 'N' and N ≥ 2; `queried_work` is WORK(1) of a
-    /// workspace query, which xSYEV_2STAGE's minimum depends on (through ILAENV2STAGE).
-    fn least_workspace(self, n: i64, queried_work: i64) -> (i64, i64) {
+    /// Whether JOBZ = 'V' runs here: xSYEV and xSYEVD ([`syev::syev_vectors`]); xSYEV_2STAGE
+    /// with JOBZ = 'V' is LAPACK's (3.11 rejects it), as are xSYEVX and xSYEVR with JOBZ = 'V'.
+    fn vectors_here(self) -> bool {
+        matches!(self, Driver::Syev | Driver::Syevd)
+    }
+
+    /// LAPACK's least LWORK and LIWORK for N ≥ 2 (JOBZ = 'V' if `wantz`, else 'N');
+    /// `queried_work` is WORK(1) of a workspace query, which xSYEV_2STAGE's minimum depends on
+    /// (through ILAENV2STAGE).
+    fn least_workspace(self, wantz: bool, n: i64, queried_work: i64) -> (i64, i64) {
         match self {
             Driver::Syev => (3 * n - 1, 0),
             Driver::Syev2stage => (queried_work, 0),
+            Driver::Syevd if wantz => (1 + 6 * n + 2 * n * n, 3 + 5 * n),
             Driver::Syevd => (2 * n + 1, 1),
             Driver::Syevx => (8 * n, 0),
             Driver::Syevr => (26 * n, 10 * n),
@@ -75,9 +94,17 @@ impl<T: Real> Workspace<T> {
         })
     }
 
-    /// Checks the sizes against `driver`'s least ones, given the optimal sizes a query gave.
-    fn enough(&self, driver: Driver, n: usize, optimal: (T, c_int)) -> Result<(), &'static str> {
-        let (least_work, least_iwork) = driver.least_workspace(n as i64, optimal.0.to_f64() as i64);
+    /// Checks the sizes against `driver`'s least ones (JOBZ = 'V' if `wantz`), given the
+    /// optimal sizes a query gave.
+    fn enough(
+        &self,
+        driver: Driver,
+        wantz: bool,
+        n: usize,
+        optimal: (T, c_int),
+    ) -> Result<(), &'static str> {
+        let queried = optimal.0.to_f64() as i64;
+        let (least_work, least_iwork) = driver.least_workspace(wantz, n as i64, queried);
         let short = i64::from(self.lwork) < least_work
             || self.liwork.is_some_and(|l| i64::from(l) < least_iwork);
         if short {
@@ -120,25 +147,31 @@ fn run_driver(routine: &str, n: usize, f: impl FnOnce() -> EigReport) -> (c_int,
 
 /// The scalars of an xSYEV-shaped call that hylapack runs, or why it is forwarded.
 struct AllValues {
+    wantz: bool,
     uplo: u8,
     n: usize,
     lda: usize,
 }
 
-/// The checks of xSYEV, xSYEV_2STAGE and xSYEVD up to the workspace, and the route.
+/// The checks of xSYEV, xSYEV_2STAGE and xSYEVD up to the workspace, and the route; JOBZ =
+/// 'V' is taken only where `vectors` says so ([`Driver::vectors_here`]).
 unsafe fn all_values_route(
-    jobz: *const c_char,
-    uplo: *const c_char,
-    n: *const c_int,
-    lda: *const c_int,
+    (jobz, uplo, n, lda): (*const c_char, *const c_char, *const c_int, *const c_int),
     a_and_w: bool,
+    vectors: bool,
 ) -> Result<(AllValues, Backend), String> {
     let (Some(&n), Some(&lda)) = (n.as_ref(), lda.as_ref()) else {
         return Err(NULL_ARG.into());
     };
     let (jobz, uplo) = (fortran_char(jobz), fortran_char(uplo));
-    if !jobz.eq_ignore_ascii_case(&b'N') {
+    let wantz = jobz.eq_ignore_ascii_case(&b'V');
+    if wantz && !vectors {
         return Err("JOBZ = 'V' (eigenvectors are LAPACK's)".into());
+    }
+    // The back-transformations run on the host and have not been measured against the
+    // program's own DSYEVD: eigenvectors are hylapack's only when asked for.
+    if wantz && mode() == Mode::Auto {
+        return Err("JOBZ = 'V' runs hylapack's path only with HYLAPACK_PRELOAD=own".into());
     }
     if syev::syev_check(jobz, uplo, n, lda, -1) != 0 || !a_and_w {
         return Err(ILLEGAL.into());
@@ -148,31 +181,64 @@ unsafe fn all_values_route(
     }
     let (n, lda) = (n as usize, lda as usize);
     match route(Family::Syrdb, n) {
-        Route::Here(backend) => Ok((AllValues { uplo, n, lda }, backend)),
+        Route::Here(backend) => Ok((
+            AllValues {
+                wantz,
+                uplo,
+                n,
+                lda,
+            },
+            backend,
+        )),
         Route::Forward(why) => Err(why),
     }
 }
 
-/// Runs xSYEV / xSYEV_2STAGE / xSYEVD with JOBZ = 'N' here if it should; `query` asks the
-/// program's LAPACK for the optimal (WORK(1), IWORK(1)). Returns INFO, or why it is forwarded.
+/// Whether the `uplo` triangle of the n x n `a` holds a NaN or ±Inf.
+fn triangle_not_finite<T: Real>(uplo: u8, n: usize, a: &[T], lda: usize) -> bool {
+    let upper = uplo.eq_ignore_ascii_case(&b'U');
+    (0..n).any(|j| {
+        let rows = if upper { 0..j + 1 } else { j..n };
+        a[j * lda + rows.start..j * lda + rows.end]
+            .iter()
+            .any(|x| !x.to_f64().is_finite())
+    })
+}
+
+/// Runs xSYEV / xSYEV_2STAGE / xSYEVD here if it should: JOBZ = 'N', or JOBZ = 'V' where
+/// [`Driver::vectors_here`]; `query` asks the program's LAPACK for the optimal (WORK(1),
+/// IWORK(1)). Returns INFO, or why it is forwarded.
 #[allow(clippy::too_many_arguments)]
-unsafe fn all_values<T: Real + Dense + CublasReal>(
+unsafe fn all_values<T: SbrReal>(
     routine: &str,
     driver: Driver,
-    (jobz, uplo, n, lda): (*const c_char, *const c_char, *const c_int, *const c_int),
+    scalars: (*const c_char, *const c_char, *const c_int, *const c_int),
     a: *mut T,
     w: *mut T,
     workspace: Result<Workspace<T>, &'static str>,
     query: impl FnOnce() -> Option<(T, c_int)>,
 ) -> Result<c_int, String> {
-    let (call, backend) = all_values_route(jobz, uplo, n, lda, !a.is_null() && !w.is_null())?;
+    let a_and_w = !a.is_null() && !w.is_null();
+    let (call, backend) = all_values_route(scalars, a_and_w, driver.vectors_here())?;
     let workspace = workspace?;
     let optimal = query().ok_or("the workspace query failed")?;
-    workspace.enough(driver, call.n, optimal)?;
+    workspace.enough(driver, call.wantz, call.n, optimal)?;
     let a = std::slice::from_raw_parts_mut(a, span(call.n, call.n, call.lda));
     let w = std::slice::from_raw_parts_mut(w, call.n);
+    // With a NaN or ±Inf, INFO and the output are those of LAPACK's own algorithm, which for
+    // eigenvectors differs between xSYEV and xSYEVD (syev_vectors would run xSYEV's): the
+    // program's LAPACK answers, with the caller's workspace.
+    if call.wantz && triangle_not_finite(call.uplo, call.n, a, call.lda) {
+        return Err("a NaN or Inf in A (LAPACK's answer)".into());
+    }
     let (info, _) = run_driver(routine, call.n, || {
-        syev::syev::<T>(call.uplo, call.n, a, call.lda, w, path_for(backend))
+        let path = path_for(backend);
+        if call.wantz {
+            // INFO = −1000 (no host memory) is returned, never forwarded: A may be destroyed.
+            syev::syev_vectors::<T>(call.uplo, call.n, a, call.lda, w, path)
+        } else {
+            syev::syev::<T>(call.uplo, call.n, a, call.lda, w, path)
+        }
     });
     workspace.store_optimal(optimal);
     Ok(info)
@@ -195,7 +261,7 @@ struct Selected<T> {
 
 /// Runs xSYEVX / xSYEVR with JOBZ = 'N' here if it should (as [`all_values`]); stores M.
 #[allow(clippy::too_many_arguments)]
-unsafe fn selected_values<T: Real + Dense + CublasReal>(
+unsafe fn selected_values<T: SbrReal>(
     routine: &str,
     driver: Driver,
     s: &Selected<T>,
@@ -246,7 +312,7 @@ unsafe fn selected_values<T: Real + Dense + CublasReal>(
     };
     let workspace = workspace?;
     let optimal = query().ok_or("the workspace query failed")?;
-    workspace.enough(driver, n, optimal)?;
+    workspace.enough(driver, false, n, optimal)?;
     let a = std::slice::from_raw_parts_mut(a, span(n, n, lda));
     let w = std::slice::from_raw_parts_mut(w, n);
     let (info, found) = run_driver(routine, n, || {
@@ -291,8 +357,8 @@ macro_rules! next_definition {
 
 macro_rules! interpose_syev {
     ($name:ident, $t:ty, $routine:literal, $driver:expr) => {
-        /// LAPACK's xSYEV (or xSYEV_2STAGE), interposed: JOBZ = 'N' on the band-reduction
-        /// path where the route says so, else forwarded.
+        /// LAPACK's xSYEV (or xSYEV_2STAGE), interposed: JOBZ = 'N' (and 'V' for xSYEV) on
+        /// the band-reduction path where the route says so, else forwarded.
         #[no_mangle]
         pub unsafe extern "C" fn $name(
             jobz: *const c_char,
@@ -344,8 +410,8 @@ interpose_syev!(ssyev_2stage_, f32, "SSYEV_2STAGE", Driver::Syev2stage);
 
 macro_rules! interpose_syevd {
     ($name:ident, $t:ty, $routine:literal) => {
-        /// LAPACK's xSYEVD, interposed: JOBZ = 'N' on the band-reduction path where the route
-        /// says so, else forwarded.
+        /// LAPACK's xSYEVD, interposed: JOBZ = 'N' or 'V' on the band-reduction path where the
+        /// route says so, else forwarded.
         #[no_mangle]
         pub unsafe extern "C" fn $name(
             jobz: *const c_char,

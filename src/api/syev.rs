@@ -1,5 +1,5 @@
 //! `dsyev_ooc` / `dsyevx_ooc`: eigenvalues of a dense symmetric matrix through the
-//! out-of-core band reduction, with LAPACK DSYEV's / DSYEVX's contracts for JOBZ = 'N'.
+//! out-of-core band reduction, with LAPACK DSYEV's / DSYEVX's contracts (JOBZ = 'N' or 'V').
 
 use super::syrdb::choose_path;
 use super::{
@@ -72,7 +72,11 @@ unsafe fn syev_run(
             let w = output(w, len).unwrap_or_default();
             let started = Instant::now();
             let (path, why_not_gpu) = choose_path(len);
-            let report = drivers::syev(uplo, len, a, lda as usize, w, path);
+            let report = if jobz.eq_ignore_ascii_case(&b'V') {
+                drivers::syev_vectors(uplo, len, a, lda as usize, w, path)
+            } else {
+                drivers::syev(uplo, len, a, lda as usize, w, path)
+            };
             log_call(routine, len, &report, why_not_gpu, started);
             return report.info;
         }
@@ -98,8 +102,10 @@ unsafe fn syevx_run(
     abstol: f64,
     m: *mut c_int,
     w: *mut f64,
+    z: *mut f64,
     ldz: c_int,
     work: Option<(*mut f64, c_int)>,
+    ifail: *mut c_int,
 ) -> c_int {
     // As in `syev_run`: no workspace argument, no LWORK check.
     let lwork = work.map_or(-1, |(_, l)| l);
@@ -108,11 +114,26 @@ unsafe fn syevx_run(
     if info == 0 {
         let query = work.is_some_and(|(_, l)| l == -1);
         let a_len = span(len, len, lda as usize);
+        let wantz = jobz.eq_ignore_ascii_case(&b'V');
+        // Z's columns: as many as RANGE may select (LAPACK writes Z(1, 1) for N = 1 even when
+        // M = 0).
+        let z_cols = match range.to_ascii_uppercase() {
+            b'I' => (iu - il + 1).max(0) as usize,
+            _ => len,
+        };
+        let z_len = if wantz && len > 0 {
+            span(len, z_cols.max(1), ldz as usize)
+        } else {
+            0
+        };
+        let ifail_len = if wantz { len } else { 0 };
         let missing = [
             (!query && a_len > 0 && a.is_null(), -5),
             (!query && m.is_null(), -12),
             (!query && len > 0 && w.is_null(), -13),
+            (!query && z_len > 0 && z.is_null(), -14),
             (work.is_some_and(|(p, _)| p.is_null()), -16),
+            (!query && ifail_len > 0 && ifail.is_null(), -19),
         ];
         if let Some(&(_, i)) = missing.iter().find(|(m, _)| *m) {
             info = i;
@@ -127,20 +148,42 @@ unsafe fn syevx_run(
             let w = output(w, len).unwrap_or_default();
             let started = Instant::now();
             let (path, why_not_gpu) = choose_path(len);
-            let report = drivers::syevx(
-                range,
-                uplo,
-                len,
-                a,
-                lda as usize,
-                vl,
-                vu,
-                il,
-                iu,
-                abstol,
-                w,
-                path,
-            );
+            let report = if wantz {
+                let z = output(z, z_len).unwrap_or_default();
+                let ifail = output(ifail, ifail_len).unwrap_or_default();
+                drivers::syevx_vectors(
+                    range,
+                    uplo,
+                    len,
+                    a,
+                    lda as usize,
+                    vl,
+                    vu,
+                    il,
+                    iu,
+                    abstol,
+                    w,
+                    z,
+                    ldz as usize,
+                    ifail,
+                    path,
+                )
+            } else {
+                drivers::syevx(
+                    range,
+                    uplo,
+                    len,
+                    a,
+                    lda as usize,
+                    vl,
+                    vu,
+                    il,
+                    iu,
+                    abstol,
+                    w,
+                    path,
+                )
+            };
             *m = report.m;
             if let Some(stebz_info) = report.stebz_illegal {
                 report_illegal_argument("DSTEBZ", stebz_info);
@@ -154,12 +197,22 @@ unsafe fn syevx_run(
 }
 
 /// All eigenvalues of the real symmetric `n` x `n` matrix `a` (its `uplo` triangle, 'U' or
-/// 'L'), ascending in `w` (`n` entries), in double precision (C convention, LAPACKE shape).
+/// 'L'), ascending in `w` (`n` entries), and with `jobz` = 'V' the eigenvectors, in double
+/// precision (C convention, LAPACKE shape).
 ///
-/// LAPACK DSYEV's contract for JOBZ = 'N': the `uplo` triangle of `a` is destroyed; INFO > 0:
-/// the QL/QR iteration failed to converge on INFO off-diagonal elements. JOBZ = 'V'
-/// (eigenvectors) is not implemented: it returns INFO = −1 (illegal first argument) through
-/// `xerbla_`. The path: dense → band on the GPU (as `dsyrdb_ooc`; a matrix larger than the GPU
+/// LAPACK DSYEV's contract: JOBZ = 'N', the `uplo` triangle of `a` is destroyed; JOBZ = 'V',
+/// `a` is overwritten by the orthonormal eigenvectors (column j for W(j)); INFO > 0: the
+/// QL/QR iteration failed to converge on INFO off-diagonal elements.
+///
+/// JOBZ = 'V': dense → band as below (on the GPU where it would run there, keeping its
+/// reflectors), band → tridiagonal by bulge chasing on the host's threads keeping its
+/// reflectors, the tridiagonal's eigenvectors by the system LAPACK's DSTEDC (DSTEQR if that
+/// fails, whose INFO is DSYEV's), then both back-transformations on the host. A matrix that
+/// would be reduced out of core through a wide first band (larger than the GPU budget), or
+/// whose workspace (about 1.5 n² entries besides A) cannot be allocated, runs the system
+/// LAPACK's DSYEV on the untouched A. Eigenvectors are determined up to sign, as in LAPACK.
+///
+/// JOBZ = 'N': the path: dense → band on the GPU (as `dsyrdb_ooc`; a matrix larger than the GPU
 /// budget streams to a wide band, up to 2048 off-diagonals, which is then narrowed on the GPU),
 /// band → tridiagonal by bulge chasing on the GPU (on the host's threads if the GPU fails), all
 /// eigenvalues by bisection on the GPU (DSTERF if bisection fails or the matrix was scaled into
@@ -234,14 +287,28 @@ pub unsafe extern "C" fn dsyev_ooc_(
 /// (`vl`, `vu`]) or 'I' (the `il`-th through `iu`-th); `abstol` as in DSTEBZ (<= 0: LAPACK's
 /// default). On return `*m` eigenvalues are in `w[0..*m]`, ascending.
 ///
-/// LAPACK DSYEVX's contract for JOBZ = 'N' (`z` and `ifail` are not referenced and may be
+/// LAPACK DSYEVX's contract. JOBZ = 'N' (`z` and `ifail` are not referenced and may be
 /// NULL; `ldz` >= 1): the `uplo` triangle of `a` is destroyed; INFO = i when bisection
 /// (DSTEBZ) returned INFO = i, as LAPACK passes it through (−i reported through `xerbla_`
-/// as DSTEBZ's, e.g. −5 when the scaling makes VL = VU). A matrix with NaN or ±Inf runs the
-/// system LAPACK's DSYEVX, so that M, W and INFO are LAPACK's. JOBZ = 'V' (eigenvectors) is
-/// not implemented: it returns INFO = −1 through `xerbla_`. The path: dense → band and band → tridiagonal as for
-/// `dsyev_ooc`, then all eigenvalues as there (RANGE = 'A' or all of 'I', `abstol` <= 0) or
-/// bisection (`dstebz_gpu`'s code); small problems or no GPU: the system LAPACK's DSYEVX.
+/// as DSTEBZ's, e.g. −5 when the scaling makes VL = VU). The path: dense → band and band →
+/// tridiagonal as for `dsyev_ooc`, then all eigenvalues as there (RANGE = 'A' or all of 'I',
+/// `abstol` <= 0) or bisection (`dstebz_gpu`'s code); small problems or no GPU: the system
+/// LAPACK's DSYEVX.
+///
+/// JOBZ = 'V' (`ldz` >= max(1, N); `z` holds N columns for RANGE 'A' / 'V', IU − IL + 1 for
+/// 'I'; `ifail` N entries): the orthonormal eigenvectors in `z`'s first `*m` columns, column j
+/// for W(j); INFO = i > 0: i eigenvectors failed to converge, their indices in `ifail` (M
+/// entries set, zeros otherwise). The path: dense → band and band → tridiagonal keeping both
+/// orthogonal factors as `dsyev_ooc` with JOBZ = 'V'; all eigenvectors with `abstol` <= 0 by
+/// the system LAPACK's DSTEDC (DSTEQR if it fails; bisection and inverse iteration if that
+/// fails too), else bisection (ORDER = 'B') and this library's inverse iteration (DSTEIN's
+/// contract); both back-transformations on the host; the pairs sorted ascending. N <= 1, a
+/// matrix that would be reduced out of core through a wide first band, NaN or ±Inf, or
+/// workspace that cannot be allocated: the system LAPACK's DSYEVX on the untouched A; as for
+/// JOBZ = 'N', small problems or no GPU run the system LAPACK's DSYEVX too.
+///
+/// A matrix with NaN or ±Inf runs the system LAPACK's DSYEVX, so that M, W and INFO are
+/// LAPACK's.
 ///
 /// Returns INFO: 0 on success; −i if the i-th argument (LAPACK numbering) had an illegal value
 /// or was NULL; > 0 as above; −1000 for an internal error (printed on stderr).
@@ -269,7 +336,6 @@ pub unsafe extern "C" fn dsyevx_ooc(
     ldz: c_int,
     ifail: *mut c_int,
 ) -> c_int {
-    let _ = (z, ifail);
     ffi_boundary!("DSYEVX_OOC", HYLAPACK_INFO_INTERNAL_ERROR, {
         syevx_run(
             "DSYEVX_OOC",
@@ -286,15 +352,18 @@ pub unsafe extern "C" fn dsyevx_ooc(
             abstol,
             m,
             w,
+            z,
             ldz,
             None,
+            ifail,
         )
     })
 }
 
 /// `dsyevx_ooc` in the Fortran convention: LAPACK DSYEVX's argument list, all by reference,
 /// with the hidden CHARACTER lengths of JOBZ, RANGE and UPLO last. LWORK >= 8N (1 if N <= 1);
-/// LWORK = −1 is a query. WORK, IWORK, Z and IFAIL are not used beyond WORK(1).
+/// LWORK = −1 is a query (WORK(1) returns DSYEVX's optimal size); the same rules for JOBZ =
+/// 'V'. WORK and IWORK are not used beyond WORK(1); Z and IFAIL only for JOBZ = 'V'.
 ///
 /// # Safety
 /// Each array pointer is NULL (reported as an illegal argument where the routine would read
@@ -326,7 +395,7 @@ pub unsafe extern "C" fn dsyevx_ooc_(
     range_len: usize,
     uplo_len: usize,
 ) {
-    let _ = (z, iwork, ifail, jobz_len, range_len, uplo_len);
+    let _ = (iwork, jobz_len, range_len, uplo_len);
     let result = ffi_boundary!("DSYEVX_OOC", HYLAPACK_INFO_INTERNAL_ERROR, {
         let (jobz, range, uplo) = (fortran_char(jobz), fortran_char(range), fortran_char(uplo));
         let n = scalar(n).unwrap_or(-1);
@@ -365,8 +434,10 @@ pub unsafe extern "C" fn dsyevx_ooc_(
             scalar(abstol).unwrap_or(0.0),
             m,
             w,
+            z,
             ldz,
             Some((work, lwork)),
+            ifail,
         )
     });
     if !info.is_null() {

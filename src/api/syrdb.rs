@@ -6,9 +6,8 @@ use super::{
     HYLAPACK_INFO_INTERNAL_ERROR,
 };
 use crate::dispatch::{self, Backend, Family};
-use crate::lapack::{span, Dense};
-use crate::real::Real;
-use crate::sbr::{self, CublasReal, Path};
+use crate::lapack::span;
+use crate::sbr::{self, Path, SbrReal};
 use std::ffi::{c_char, c_int};
 use std::time::Instant;
 
@@ -26,7 +25,7 @@ pub(crate) fn choose_path(n: usize) -> (Path, Option<String>) {
 /// workspace query into `WORK(1)`) and logs the call. `work` is (WORK, LWORK) in the Fortran
 /// convention, `None` in the C convention (no workspace).
 #[allow(clippy::too_many_arguments)]
-unsafe fn run<T: Real + Dense + CublasReal>(
+unsafe fn run<T: SbrReal>(
     routine: &str,
     uplo: u8,
     n: c_int,
@@ -99,7 +98,7 @@ unsafe fn run<T: Real + Dense + CublasReal>(
 
 /// Fortran convention body, shared by both precisions.
 #[allow(clippy::too_many_arguments)]
-unsafe fn fortran<T: Real + Dense + CublasReal>(
+unsafe fn fortran<T: SbrReal>(
     routine: &str,
     uplo: *const c_char,
     n: *const c_int,

@@ -1,10 +1,12 @@
 //! The only code that touches cudarc: discovery, one shared context, a stream pool, kernels
-//! (NVRTC + on-disk cache, in `kernels`), the memory budget and pinned staging (in `memory`).
+//! (NVRTC + on-disk cache, in `kernels`), the memory budget and pinned staging (in `memory`),
+//! pooled cuBLAS/cuSOLVER handles (in `linalg`) and the raw cuBLAS/cuSOLVER calls (in `blas`).
 //!
 //! Discovery never panics or aborts: each CUDA library is probed with `is_culib_present()`
 //! before cudarc touches it (cudarc panics on a missing library), and the probe itself runs
 //! under `catch_unwind`.
 
+pub mod blas;
 pub mod kernels;
 pub mod linalg;
 pub mod memory;

@@ -14,9 +14,9 @@ use super::cpu::midrad_constants;
 use super::round::{self, Dir};
 use super::verify;
 use super::{IntervalOperand, Operand, Trans};
-use crate::device::{self, kernels, linalg::PooledLinalg, DeviceError, Gpu};
-use cudarc::cublas::{sys as cublas_sys, Gemm, GemmConfig};
-use cudarc::cusolver::sys as solver_sys;
+use crate::device::{self, blas, kernels, linalg::PooledLinalg, DeviceError, Gpu};
+use cudarc::cublas::sys::cublasOperation_t;
+use cudarc::cublas::{Gemm, GemmConfig};
 use cudarc::driver::{
     CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg,
 };
@@ -105,11 +105,8 @@ fn check_emulation() -> Result<(), DeviceError> {
     }
 }
 
-fn op(t: Trans) -> cublas_sys::cublasOperation_t {
-    match t {
-        Trans::No => cublas_sys::cublasOperation_t::CUBLAS_OP_N,
-        Trans::Yes => cublas_sys::cublasOperation_t::CUBLAS_OP_T,
-    }
+fn op(t: Trans) -> cublasOperation_t {
+    blas::trans(matches!(t, Trans::Yes))
 }
 
 fn dims_fit(dims: &[usize]) -> Result<(), DeviceError> {
@@ -607,10 +604,6 @@ pub fn igemm_midrad_device(
     Ok(())
 }
 
-fn solver_err(what: &str, s: solver_sys::cusolverStatus_t) -> Result<(), DeviceError> {
-    DeviceError::check_cusolver(what, s)
-}
-
 /// The verified solver's GPU engine: A, B, R and [C] stay on the device; the n × nrhs vectors
 /// travel each step.
 pub struct Engine {
@@ -742,14 +735,11 @@ impl verify::Engine for Engine {
         let mut info = stream.alloc_zeros::<i32>(1)?;
         let h = self.la.solver()?.cu();
         let ni = n as i32;
-        let mut lwork = 0i32;
-        {
+        let lwork = {
             let (p_lu, _s) = lu.device_ptr_mut(&stream);
             // SAFETY: the handle is live on this stream; lu holds n × n entries.
-            solver_err("cusolverDnDgetrf_bufferSize", unsafe {
-                solver_sys::cusolverDnDgetrf_bufferSize(h, ni, ni, p_lu as *mut f64, ni, &mut lwork)
-            })?;
-        }
+            unsafe { blas::dgetrf_buffer_size(h, ni, p_lu as *mut f64, ni) }?
+        };
         let mut work = stream.alloc_zeros::<f64>(lwork.max(1) as usize)?;
         {
             let (p_lu, _s1) = lu.device_ptr_mut(&stream);
@@ -757,10 +747,9 @@ impl verify::Engine for Engine {
             let (p_ipiv, _s3) = ipiv.device_ptr_mut(&stream);
             let (p_info, _s4) = info.device_ptr_mut(&stream);
             // SAFETY: sizes from the workspace query; all arrays live on this stream.
-            solver_err("cusolverDnDgetrf", unsafe {
-                solver_sys::cusolverDnDgetrf(
+            unsafe {
+                blas::dgetrf(
                     h,
-                    ni,
                     ni,
                     p_lu as *mut f64,
                     ni,
@@ -768,7 +757,7 @@ impl verify::Engine for Engine {
                     p_ipiv as *mut i32,
                     p_info as *mut i32,
                 )
-            })?;
+            }?;
         }
         let i = stream.clone_dtoh(&info)?[0];
         if i > 0 {
@@ -792,10 +781,9 @@ impl verify::Engine for Engine {
             let (p_r, _s3) = r.device_ptr_mut(&stream);
             let (p_info, _s4) = info.device_ptr_mut(&stream);
             // SAFETY: lu and ipiv from getrf above; r holds n × n entries.
-            solver_err("cusolverDnDgetrs", unsafe {
-                solver_sys::cusolverDnDgetrs(
+            unsafe {
+                blas::dgetrs(
                     h,
-                    solver_sys::cublasOperation_t::CUBLAS_OP_N,
                     ni,
                     ni,
                     p_lu as *const f64,
@@ -805,7 +793,7 @@ impl verify::Engine for Engine {
                     ni,
                     p_info as *mut i32,
                 )
-            })?;
+            }?;
         }
         self.r = Some(r);
         Ok(None)

@@ -1,7 +1,7 @@
 //! BLAS 3 and the dense symmetric LAPACK routines of the band-reduction family (xGEMM, xSYMM,
 //! xSYR2K, xGEQRF, xGEQRT3, xLARFT, xSYTRD_SY2SB, xSYTRD_SB2ST, xSYEV/X/D) behind [`Dense`].
 
-use super::{c_int_of, mut_ptr_for, ptr_for, span, symbols, Lapack, Mat, Triangular};
+use super::{c_int_of, mut_ptr_for, ptr_for, span, symbols, Lapack, Mat, Orthogonal, Triangular};
 use std::os::raw::{c_char, c_int};
 
 // BLAS 3 and the dense symmetric LAPACK routines of the band-reduction family, declared here
@@ -214,7 +214,7 @@ dense_externs!(
 /// precision. Characters are LAPACK's (`b'N'`, `b'T'`, `b'L'`, …); sizes are checked against
 /// the slices before the call.
 #[allow(clippy::too_many_arguments)]
-pub trait Dense: Lapack + Triangular {
+pub trait Dense: Lapack + Triangular + Orthogonal {
     /// C := alpha op(A) op(B) + beta C, C m x n.
     fn gemm(
         ta: u8,
@@ -327,6 +327,29 @@ pub trait Dense: Lapack + Triangular {
         iu: i32,
         abstol: Self,
         w: &mut [Self],
+        work: &mut [Self],
+        iwork: &mut [i32],
+        ifail: &mut [i32],
+    ) -> (i32, i32);
+    /// xSYEVX with JOBZ = 'V' on the caller's WORK (LWORK = `work.len()` ≥ max(1, 8n)), IWORK
+    /// (5n) and IFAIL (n): the eigenvectors into `z` (leading dimension `ldz` ≥ max(1, n);
+    /// as many columns as RANGE may select, n for 'A' and 'V', IU − IL + 1 for 'I', at least
+    /// one). Returns (M, INFO).
+    #[allow(clippy::too_many_arguments)]
+    fn syevx_vectors_in(
+        range: u8,
+        uplo: u8,
+        n: usize,
+        a: &mut [Self],
+        lda: usize,
+        vl: Self,
+        vu: Self,
+        il: i32,
+        iu: i32,
+        abstol: Self,
+        w: &mut [Self],
+        z: &mut [Self],
+        ldz: usize,
         work: &mut [Self],
         iwork: &mut [i32],
         ifail: &mut [i32],
@@ -812,6 +835,69 @@ macro_rules! impl_dense {
                         mut_ptr_for(w, n),
                         z.as_mut_ptr(),
                         &ldz,
+                        work.as_mut_ptr(),
+                        &lwork,
+                        iwork.as_mut_ptr(),
+                        ifail.as_mut_ptr(),
+                        &mut info,
+                        1,
+                        1,
+                        1,
+                    )
+                };
+                (m, info)
+            }
+
+            fn syevx_vectors_in(
+                range: u8,
+                uplo: u8,
+                n: usize,
+                a: &mut [Self],
+                lda: usize,
+                vl: Self,
+                vu: Self,
+                il: i32,
+                iu: i32,
+                abstol: Self,
+                w: &mut [Self],
+                z: &mut [Self],
+                ldz: usize,
+                work: &mut [Self],
+                iwork: &mut [i32],
+                ifail: &mut [i32],
+            ) -> (i32, i32) {
+                assert!(
+                    work.len() >= (8 * n).max(1) && iwork.len() >= 5 * n && ifail.len() >= n,
+                    "xSYEVX's workspace too short"
+                );
+                let cols = if range.eq_ignore_ascii_case(&b'I') {
+                    (iu - il + 1).max(0) as usize
+                } else {
+                    n
+                };
+                let (jobz, range, uplo) = (b'V' as c_char, range as c_char, uplo as c_char);
+                let (n_, lda_, ldz_) = (c_int_of(n), c_int_of(lda.max(1)), c_int_of(ldz.max(1)));
+                let lwork = c_int_of(work.len());
+                let (mut m, mut info) = (0, 0);
+                // SAFETY: a spans n x n, w n, z n x cols (none for N = 0, where xSYEVX returns
+                // before touching it), the workspaces their lengths.
+                unsafe {
+                    $syevx(
+                        &jobz,
+                        &range,
+                        &uplo,
+                        &n_,
+                        mut_ptr_for(a, span(n, n, lda)),
+                        &lda_,
+                        &vl,
+                        &vu,
+                        &il,
+                        &iu,
+                        &abstol,
+                        &mut m,
+                        mut_ptr_for(w, n),
+                        mut_ptr_for(z, span(n, cols, ldz)),
+                        &ldz_,
                         work.as_mut_ptr(),
                         &lwork,
                         iwork.as_mut_ptr(),

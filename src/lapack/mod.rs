@@ -4,10 +4,12 @@
 //!
 //! One file per family of routines: `tridiagonal` (xSTEBZ, xSTERF, xSTEMR, xGTSV, xSTEIN),
 //! `dense` (BLAS 3 and the dense symmetric eigenvalue routines), `triangular` (xPOTRF,
-//! xTRSM, xTRMM) and `lu` (DGETRF, DGETRS); their traits and functions are re-exported here.
+//! xTRSM, xTRMM), `orthogonal` (xORMQR, xORMLQ, xSTEQR, xSTEDC, xSYEV with vectors: the
+//! eigenvector back-transformation) and `lu` (DGETRF, DGETRS); their traits and functions are re-exported here.
 
 mod dense;
 mod lu;
+mod orthogonal;
 pub mod signatures;
 pub mod symbols;
 mod triangular;
@@ -15,6 +17,7 @@ mod tridiagonal;
 
 pub use dense::Dense;
 pub use lu::{dgetrf, dgetrs};
+pub use orthogonal::Orthogonal;
 pub use triangular::{Triangular, TriangularOp};
 pub use tridiagonal::{Lapack, LapackStein, StebzCounts};
 

@@ -7,12 +7,12 @@ use crate::config::SbrTuning;
 use crate::dispatch::Backend;
 use crate::lapack::Dense;
 use crate::real::Real;
-use crate::sbr::executor::host_vec;
+use crate::sbr::executor::host_zeros;
 use crate::sbr::executor::{cpu, gpu, ExecError, Executor};
 use crate::sbr::host::{put_band, HostMat};
 use crate::sbr::plan::{describe, Mode};
 use crate::sbr::streaming::Pending;
-use crate::sbr::{plan, CublasReal, Path, SyrdbReport, FACTOPTNB, INFO_NO_HOST_MEMORY};
+use crate::sbr::{plan, Path, SbrReal, SyrdbReport, FACTOPTNB, INFO_NO_HOST_MEMORY};
 use crate::sbr::{resident, streaming};
 
 /// The arguments of one reduction.
@@ -71,7 +71,7 @@ impl<'a, T: Real + Dense> Problem<'a, T> {
         let (n, kd) = (self.n, self.kd);
         // The general formula: LAPACK releases before 3.12 ask for it even when N ≤ KD + 1.
         let lwork = n * kd + n * kd.max(FACTOPTNB) + 2 * kd * kd;
-        let mut work = host_vec(lwork.max(1), T::ZERO)?;
+        let mut work = host_zeros(lwork.max(1))?;
         let info = T::sytrd_sy2sb(
             self.uplo, n, kd, self.a, self.lda, self.ab, self.ldab, self.tau, &mut work, false,
         );
@@ -109,10 +109,7 @@ fn no_host_memory(report: &mut SyrdbReport, why: String) {
     });
 }
 
-pub(super) fn reduce_on<T: Real + Dense + CublasReal>(
-    mut p: Problem<T>,
-    path: Path,
-) -> SyrdbReport {
+pub(super) fn reduce_on<T: SbrReal>(mut p: Problem<T>, path: Path) -> SyrdbReport {
     // The one place a reduction reads the settings.
     p.tuning = crate::config::get().sbr;
     let (n, kd, lda, ldab) = (p.n, p.kd, p.lda, p.ldab);
@@ -213,7 +210,6 @@ pub(super) fn with_fallback<T: Real + Dense, E: Executor<T>>(
         if untouched {
             // The host A was not written yet: LAPACK starts over from it.
             crate::dispatch::debug(|| format!("syrdb: executor stopped ({e}); restarting"));
-            drop(job);
             let note = format!("{} stopped ({e}); system LAPACK", backend.name());
             return p.lapack_report(Some(note));
         }

@@ -67,21 +67,28 @@ pub mod executor;
 mod host;
 mod panel;
 mod plan;
+mod reflectors;
 mod resident;
 pub mod sb2st;
 pub mod sbrdb;
 mod streaming;
 mod update;
 
-pub use executor::gpu::CublasReal;
 pub use executor::{DirectBlock, ExecError, Executor, Op, OpMut};
 pub use host::HostMat;
 pub use plan::{plan, streaming_budget, Mode};
+pub use reflectors::apply_q1;
 
 use crate::dispatch::Backend;
 use crate::lapack::Dense;
 use crate::real::Real;
 use driver::{reduce_on, Problem};
+
+/// The element types the reduction runs on: LAPACK's and, for the GPU path, cuBLAS's routines
+/// of that precision (f32 and f64).
+pub trait SbrReal: Real + Dense + crate::device::blas::CublasReal {}
+
+impl<T: Real + Dense + crate::device::blas::CublasReal> SbrReal for T {}
 
 /// LAPACK's FACTOPTNB: the block size ILAENV gives xGEQRF/xGELQF, which sizes xSYTRD_SY2SB's
 /// workspace.
@@ -169,7 +176,7 @@ pub struct SyrdbReport {
 /// `tau` (n − kd entries) exactly where xSYTRD_SY2SB leaves them. The arguments must have
 /// passed [`check_args`].
 #[allow(clippy::too_many_arguments)]
-pub fn syrdb<T: Real + Dense + CublasReal>(
+pub fn syrdb<T: SbrReal>(
     uplo: u8,
     n: usize,
     kd: usize,
@@ -187,7 +194,7 @@ pub fn syrdb<T: Real + Dense + CublasReal>(
 /// `tau` left unspecified. A resident run then brings back the band alone instead of the whole
 /// matrix (at n = 16384, 2 GiB less over the bus).
 #[allow(clippy::too_many_arguments)]
-pub fn syrdb_band<T: Real + Dense + CublasReal>(
+pub fn syrdb_band<T: SbrReal>(
     uplo: u8,
     n: usize,
     kd: usize,

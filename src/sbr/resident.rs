@@ -5,7 +5,7 @@
 use crate::lapack::Dense;
 use crate::real::Real;
 use crate::sbr::driver::{Job, Progress, StepBufs};
-use crate::sbr::executor::{host_vec, op, op_mut, ExecError, Executor, OpMut, Phases};
+use crate::sbr::executor::{host_zeros, op, op_mut, ExecError, Executor, OpMut, Phases};
 use crate::sbr::host::put_band;
 use crate::sbr::panel::cholqr;
 use crate::sbr::panel::device::{blocked_panel, panel_on_executor};
@@ -248,7 +248,7 @@ pub(super) fn band_from_device<T: Real, E: Executor<T>>(
         op(whole, t0 + t0 * n, n),
         op_mut(&mut buf, h * head, h),
     )?;
-    let mut band = host_vec(len, T::ZERO)?;
+    let mut band = host_zeros(len)?;
     exec.download(&buf, 0, len, &mut |start, piece| {
         band[start..start + piece.len()].copy_from_slice(piece)
     })?;
@@ -389,7 +389,7 @@ fn host_panel_steps<T: Real + Dense, E: Executor<T>>(
         // Columns i..i+kd, rows i.. of the resident copy, through a contiguous span.
         let span_off = i + i * n;
         let span_len = n * (kd - 1) + h;
-        let mut span = host_vec(span_len, T::ZERO)?;
+        let mut span = host_zeros(span_len)?;
         exec.download(whole, span_off, span_len, &mut |start, piece| {
             span[start..start + piece.len()].copy_from_slice(piece)
         })?;

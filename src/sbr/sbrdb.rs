@@ -180,7 +180,7 @@ pub fn narrow<T: Real + Dense, E: Executor<T>>(
     let h = kd2 + 1;
     let mut narrow = exec.alloc(h * n)?;
     exec.copy(h, n, op(&band, 0, ldw), op_mut(&mut narrow, 0, h))?;
-    let mut out = super::executor::host_vec(h * n, T::ZERO)?;
+    let mut out = super::executor::host_zeros(h * n)?;
     exec.download(&narrow, 0, h * n, &mut |start, piece| {
         out[start..start + piece.len()].copy_from_slice(piece)
     })?;

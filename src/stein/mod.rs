@@ -40,9 +40,10 @@
 //!   eigenvalue of a block of order ≥ 2, in the order of W), drawn from the seed the plan
 //!   recorded for each. The arithmetic of each stage is xLAGTF's and xLAGTS's operation for
 //!   operation; the dot products ([`cpu::reorthogonalize`]) sum in another order than the
-//!   BLAS, and the final 2-norm is summed in double precision relative to the largest entry
-//!   (OpenBLAS's SNRM2 also sums in double; a single-precision sum cost up to ~1 N ulp of
-//!   orthogonality at small N), so vectors agree with LAPACK's to rounding, not bit for bit.
+//!   BLAS, and the final 2-norm is nearly correctly rounded (squares summed in double-double
+//!   after an exact power-of-two scaling, as OpenBLAS's x86 xNRM2 sums in extended precision;
+//!   a norm a few ulps off cost up to ~1.5 N ulp of orthogonality at N = 2), so vectors agree
+//!   with LAPACK's to rounding, not bit for bit.
 //!   Where two components tie for the largest magnitude, rounding decides which is made
 //!   positive, so such a vector may come out with the opposite sign of LAPACK's.
 //! - LAPACK reads ISPLIT and D wherever IBLOCK points. A block whose rows are not inside

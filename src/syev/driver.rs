@@ -3,12 +3,12 @@
 
 use crate::dispatch::{self, Backend};
 use crate::host::try_vec;
-use crate::lapack::Dense;
 use crate::real::Real;
 use crate::sbr::executor::cpu::CpuExecutor;
-use crate::sbr::executor::gpu::{self, CublasReal, GpuExecutor};
-use crate::sbr::executor::host_vec;
+use crate::sbr::executor::gpu::{self, GpuExecutor};
+use crate::sbr::executor::host_zeros;
 use crate::sbr::sbrdb::{self, narrow as narrow_band};
+use crate::sbr::SbrReal;
 use crate::sbr::{plan, sb2st, streaming_budget, syrdb_band, Mode, Path, SyrdbReport};
 
 /// The bandwidth of the intermediate band matrix when the matrix fits in the executor's
@@ -85,10 +85,7 @@ impl<T: Real> BandWork<T> {
     pub(super) fn new(n: usize, path: Path) -> Result<Self, String> {
         let (kd, wide) = driver_bandwidths::<T>(n, path);
         let first = wide.unwrap_or(kd);
-        let (ab, tau) = (
-            host_vec((first + 1) * n, T::ZERO),
-            host_vec(n - first.min(n), T::ZERO),
-        );
+        let (ab, tau) = (host_zeros((first + 1) * n), host_zeros(n - first.min(n)));
         match (ab, tau) {
             (Ok(ab), Ok(tau)) => Ok(BandWork { ab, tau, kd, wide }),
             (Err(e), _) | (_, Err(e)) => Err(format!("the band: {e}")),
@@ -100,7 +97,7 @@ impl<T: Real> BandWork<T> {
 /// into `work` and bulge chasing (on the GPU when the band reduction ran there, else on the
 /// CPU's threads; the CPU also takes over if the GPU fails). `a` is destroyed. Fails, with why,
 /// only for want of host memory (a later stage's, or what the reduction could do without).
-pub(super) fn tridiagonal<T: Real + Dense + CublasReal>(
+pub(super) fn tridiagonal<T: SbrReal>(
     uplo: u8,
     n: usize,
     a: &mut [T],
@@ -155,7 +152,7 @@ pub(super) fn tridiagonal<T: Real + Dense + CublasReal>(
 /// ran there and the GPU does not fail, else on the CPU. Returns it with a note of where, or
 /// why the CPU could not (host memory).
 #[allow(clippy::too_many_arguments)]
-fn narrow<T: Real + Dense + CublasReal>(
+fn narrow<T: SbrReal>(
     uplo: u8,
     n: usize,
     kw: usize,
@@ -205,4 +202,192 @@ pub(super) fn all_by_bisection<T: Real>(d: &[T], e: &[T], w: &mut [T]) -> bool {
         Backend::Gpu,
     );
     r.info == 0 && r.m == n as i32
+}
+
+/// The host memory of the eigenvector path that is allocated before `a` is touched: the band
+/// and its τ ([`BandWork`]), the n x n eigenvectors Z (xSYEV's; xSYEVX writes the caller's),
+/// and the room for Q2.
+pub(super) struct VectorWork<T> {
+    band: BandWork<T>,
+    z: Vec<T>,
+    q2: sb2st::Reflectors<T>,
+}
+
+impl<T: Real> VectorWork<T> {
+    /// The workspace of an n x n problem (n ≥ 2) on `path`, with room for Z if `with_z`, or
+    /// why the call goes to the system LAPACK instead: a matrix reduced out of core through a
+    /// wide first band (its back-transformation is not built), or host memory.
+    pub(super) fn new(n: usize, path: Path, with_z: bool) -> Result<Self, String> {
+        let band = BandWork::new(n, path).map_err(|e| format!("no host memory for {e}"))?;
+        if let Some(kw) = band.wide {
+            return Err(format!(
+                "eigenvectors of a matrix reduced out of core (first band {kw}) are not built"
+            ));
+        }
+        let z_len = if with_z { n * n } else { 0 };
+        let z = crate::host::try_zeroed(z_len).ok_or("no host memory for the eigenvectors")?;
+        let q2 = sb2st::Reflectors::new(n, band.kd).ok_or("no host memory for Q2")?;
+        Ok(VectorWork { band, z, q2 })
+    }
+}
+
+/// A matrix reduced to the tridiagonal (d, e) keeping both orthogonal factors: Q1's reflectors
+/// in A (with `tau`) and Q2's in `q2`.
+pub(super) struct Kept<T> {
+    pub(super) d: Vec<T>,
+    pub(super) e: Vec<T>,
+    kd: usize,
+    tau: Vec<T>,
+    q2: sb2st::Reflectors<T>,
+}
+
+/// Dense → band keeping Q1 in `a` ([`crate::sbr::syrdb`] on `path`), band → tridiagonal keeping
+/// Q2 (the CPU chase), for the n x n `a` (n ≥ 2): the tridiagonal with both factors, and the
+/// workspace's Z; fails, with why, for want of host memory after `a` was touched.
+pub(super) fn reduce_keeping<T: SbrReal>(
+    uplo: u8,
+    n: usize,
+    a: &mut [T],
+    lda: usize,
+    work: VectorWork<T>,
+    path: Path,
+) -> Result<(Kept<T>, Vec<T>, SyrdbReport), String> {
+    let VectorWork { band, z, mut q2 } = work;
+    let BandWork {
+        mut ab,
+        mut tau,
+        kd,
+        ..
+    } = band;
+    let ldab = kd + 1;
+    let report = crate::sbr::syrdb(uplo, n, kd, a, lda, &mut ab, ldab, &mut tau, path);
+    if report.info != 0 {
+        return Err(report.note.unwrap_or_default());
+    }
+    let (d, e) = sb2st::tridiagonalize_keeping(uplo, n, kd, &ab, ldab, 0, &mut q2)
+        .ok_or("bulge chasing: cannot allocate its host memory")?;
+    Ok((Kept { d, e, kd, tau, q2 }, z, report))
+}
+
+impl<T: SbrReal> Kept<T> {
+    /// Z := Q1 Q2 Z for the n x m `z` (leading dimension `ldz`), `a` and `uplo` those given to
+    /// [`reduce_keeping`]; fails, with why, for want of host memory.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn back_transform(
+        self,
+        uplo: u8,
+        n: usize,
+        a: &[T],
+        lda: usize,
+        m: usize,
+        z: &mut [T],
+        ldz: usize,
+    ) -> Result<(), String> {
+        let Kept { kd, tau, q2, .. } = self;
+        q2.apply_left(m, z, ldz, 0);
+        drop(q2);
+        crate::sbr::apply_q1(uplo, n, kd, a, lda, &tau, m, z, ldz)
+    }
+}
+
+/// The eigenvalues (ascending, into `w`) and eigenvectors (over `a`) of the n x n `a` (n ≥ 2):
+/// [`reduce_keeping`], the tridiagonal's eigenvectors Z_T (xSTEDC, or xSTEQR when xSTEDC fails
+/// or its workspace does not fit, whose INFO > 0 is xSYEV's), then Q1 Q2 Z_T.
+/// Returns the tridiagonal solver's INFO and how the reduction ran; fails, with why, for want
+/// of host memory after `a` was touched.
+pub(super) fn eigenvectors<T: SbrReal>(
+    uplo: u8,
+    n: usize,
+    a: &mut [T],
+    lda: usize,
+    w: &mut [T],
+    work: VectorWork<T>,
+    path: Path,
+) -> Result<(i32, SyrdbReport), String> {
+    let (mut kept, mut z, report) = reduce_keeping(uplo, n, a, lda, work, path)?;
+    let (mut d, mut e) = (std::mem::take(&mut kept.d), std::mem::take(&mut kept.e));
+    let info = tridiagonal_vectors(&mut d, &mut e, &mut z, n)?;
+    kept.back_transform(uplo, n, a, lda, n, &mut z, n)?;
+    for (dst, src) in a.chunks_mut(lda).zip(z.chunks(n)) {
+        dst[..n].copy_from_slice(src);
+    }
+    w[..n].copy_from_slice(&d);
+    Ok((info, report))
+}
+
+/// All eigenvalues of the tridiagonal (d, e) (order n ≥ 2) into `w` (ascending) and its
+/// eigenvectors into the n x n `z` (leading dimension `ldz`), as xSYEVX's shortcut: by
+/// xSTEDC, or where its workspace cannot be allocated or it fails, by xSTEQR, on copies of
+/// (d, e). False when neither converged (then bisection and inverse iteration take over);
+/// fails, with why, when not even xSTEQR's memory can be had.
+pub(super) fn all_vectors<T: SbrReal>(
+    d: &[T],
+    e: &[T],
+    w: &mut [T],
+    z: &mut [T],
+    ldz: usize,
+) -> Result<bool, String> {
+    let n = d.len();
+    let (lw, liw) = T::stedc_sizes(n);
+    let copies = (
+        crate::host::try_vec(n, T::ZERO),
+        crate::host::try_vec(n, T::ZERO),
+    );
+    let (Some(mut d2), Some(mut e2)) = copies else {
+        return Err("a copy of the tridiagonal matrix".into());
+    };
+    let fresh = |d2: &mut [T], e2: &mut [T]| {
+        d2.copy_from_slice(d);
+        e2[..n - 1].copy_from_slice(&e[..n - 1]);
+    };
+    let room = (
+        crate::host::try_zeroed::<T>(lw),
+        crate::host::try_vec(liw, 0i32),
+    );
+    if let (Some(mut work), Some(mut iwork)) = room {
+        fresh(&mut d2, &mut e2);
+        if T::stedc_vectors(&mut d2, &mut e2[..n - 1], z, ldz, &mut work, &mut iwork) == 0 {
+            w[..n].copy_from_slice(&d2);
+            return Ok(true);
+        }
+        dispatch::debug(|| "syevx: xSTEDC failed; xSTEQR instead".to_string());
+    }
+    let mut work = crate::host::try_zeroed::<T>((2 * n).saturating_sub(2).max(1))
+        .ok_or("the workspace of xSTEQR")?;
+    fresh(&mut d2, &mut e2);
+    if T::steqr_vectors(&mut d2, &mut e2, z, ldz, &mut work) == 0 {
+        w[..n].copy_from_slice(&d2);
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// The eigenvalues of the tridiagonal (d, e) into `d` (ascending) and its eigenvectors into
+/// the n x n `z`: by xSTEDC, or where its workspace cannot be allocated or it fails, by
+/// xSTEQR from the same (d, e), whose INFO (xSYEV's) is returned.
+fn tridiagonal_vectors<T: SbrReal>(
+    d: &mut [T],
+    e: &mut [T],
+    z: &mut [T],
+    n: usize,
+) -> Result<i32, String> {
+    let (lw, liw) = T::stedc_sizes(n);
+    let room = (
+        crate::host::try_zeroed::<T>(lw),
+        crate::host::try_vec(liw, 0i32),
+        crate::host::try_vec(n, T::ZERO),
+        crate::host::try_vec(n, T::ZERO),
+    );
+    if let (Some(mut work), Some(mut iwork), Some(mut d2), Some(mut e2)) = room {
+        d2.copy_from_slice(d);
+        e2[..n - 1].copy_from_slice(&e[..n - 1]);
+        if T::stedc_vectors(&mut d2, &mut e2[..n - 1], z, n, &mut work, &mut iwork) == 0 {
+            d.copy_from_slice(&d2);
+            return Ok(0);
+        }
+        dispatch::debug(|| "syev: xSTEDC failed; xSTEQR instead".to_string());
+    }
+    let mut work = crate::host::try_zeroed::<T>((2 * n).saturating_sub(2).max(1))
+        .ok_or("the workspace of xSTEQR")?;
+    Ok(T::steqr_vectors(d, e, z, n, &mut work))
 }

@@ -1,13 +1,26 @@
-//! The dense symmetric eigenvalue drivers, xSYEV and xSYEVX for eigenvalues only (JOBZ = 'N'),
-//! through the band reduction: dense → band ([`crate::sbr::syrdb`]; a matrix that does not fit
+//! The dense symmetric eigenvalue drivers, xSYEV and xSYEVX (JOBZ = 'N' and 'V'), through the band reduction: dense → band ([`crate::sbr::syrdb`]; a matrix that does not fit
 //! streams through the executor to a wide band, which [`crate::sbr::sbrdb`] then narrows in the
 //! executor's memory) → tridiagonal ([`crate::sbr::sb2st`], bulge chasing on the GPU or the CPU's
 //! threads) → eigenvalues (xSTERF, or on the GPU path the crate's bisection [`crate::stebz`], for
 //! all of them; the bisection for RANGE = 'V' / 'I'), with LAPACK's scaling of matrices near
-//! underflow or overflow. The stages are composed in [`driver`]; eigenvector stages will join
-//! them there.
+//! underflow or overflow. The stages are composed in [`driver`].
 //!
-//! JOBZ = 'V' is not implemented: it is reported as an illegal first argument.
+//! Eigenvectors (xSYEV with JOBZ = 'V', [`syev_vectors`]): the reduction keeps its orthogonal
+//! factors, B = Q1ᵀ A Q1 (dense → band; Q1's reflectors in A and TAU as xSYTRD_SY2SB leaves
+//! them) and T = Q2ᵀ B Q2 (bulge chasing on the CPU, its reflectors in the compact layout of
+//! [`crate::sbr::sb2st::Reflectors`]). With T = Z_T Λ Z_Tᵀ (xSTEDC, or xSTEQR), A = Z Λ Zᵀ for
+//! Z = Q1 (Q2 Z_T): Q2 is applied first (its reflectors in the reverse of the chase's order),
+//! then Q1 (xORMQR / xORMLQ per panel, last panel first). Scaling A by σ scales Λ only; W is
+//! scaled back, Z is not. A matrix reduced out of core through a wide first band (sbrdb's
+//! narrowing), or one whose workspace does not fit before A is touched, runs the system
+//! LAPACK's xSYEV on the untouched A instead.
+//!
+//! xSYEVX with JOBZ = 'V' ([`syevx_vectors`]) reduces the same way, keeping Q1 and Q2; all
+//! eigenvectors with ABSTOL ≤ 0 come from xSTEDC (xSTEQR if it fails; LAPACK takes xSTEQR),
+//! the others from bisection with ORDER = 'B' ([`crate::stebz`]) and inverse iteration
+//! ([`crate::stein`], whose INFO and IFAIL are xSYEVX's); Z := Q1 Q2 Z_T for the M columns,
+//! then the pairs are sorted ascending as LAPACK does. Fallbacks to the system xSYEVX as for
+//! xSYEV, and for N ≤ 1.
 
 mod driver;
 mod scale;
@@ -17,8 +30,10 @@ pub use driver::{bandwidth, bandwidth_streaming, driver_bandwidths, wide_bandwid
 use crate::dispatch::Backend;
 use crate::lapack::Dense;
 use crate::real::Real;
-use crate::sbr::{CublasReal, Path, SyrdbReport};
-use driver::{all_by_bisection, tridiagonal, BandWork};
+use crate::sbr::{Path, SbrReal, SyrdbReport};
+use driver::{
+    all_by_bisection, all_vectors, eigenvectors, reduce_keeping, tridiagonal, BandWork, VectorWork,
+};
 use scale::{scale_into_range, triangle_max_abs};
 
 /// ILAENV's block size for xSYTRD, which sizes LAPACK's optimal workspace.
@@ -62,16 +77,32 @@ fn lapack_syev<T: Real + Dense>(
     w: &mut [T],
 ) {
     let lwork = ((SYTRD_NB + 2) * n).max(1);
-    match crate::host::try_vec(lwork, T::ZERO) {
+    match crate::host::try_zeroed(lwork) {
         Some(mut work) => report.info = T::syev_values_in(uplo, n, a, lda, w, &mut work),
         None => no_host_memory(report, "xSYEV's workspace"),
     }
 }
 
+/// The system LAPACK's xSYEV with JOBZ = 'V' on `a`, as [`lapack_syev`].
+fn lapack_syev_vectors<T: Real + Dense>(
+    report: &mut EigReport,
+    uplo: u8,
+    n: usize,
+    a: &mut [T],
+    lda: usize,
+    w: &mut [T],
+) {
+    let lwork = ((SYTRD_NB + 2) * n).max(1);
+    match crate::host::try_zeroed(lwork) {
+        Some(mut work) => report.info = T::syev_vectors_in(uplo, n, a, lda, w, &mut work),
+        None => no_host_memory(report, "xSYEV's workspace"),
+    }
+}
+
 /// xSYEV's argument checks in LAPACK's order (1 JOBZ, 2 UPLO, 3 N, 5 LDA, 8 LWORK; −1 is a
-/// query). JOBZ = 'V' is not supported here and is reported as illegal (−1).
+/// query; the same LWORK rules for JOBZ = 'N' and 'V').
 pub fn syev_check(jobz: u8, uplo: u8, n: i32, lda: i32, lwork: i32) -> i32 {
-    if !jobz.eq_ignore_ascii_case(&b'N') {
+    if !matches!(jobz.to_ascii_uppercase(), b'N' | b'V') {
         return -1;
     }
     if !matches!(uplo.to_ascii_uppercase(), b'U' | b'L') {
@@ -95,7 +126,7 @@ pub fn syev_lwork(n: usize) -> usize {
 }
 
 /// xSYEVX's argument checks in LAPACK's order (1 JOBZ, 2 RANGE, 3 UPLO, 4 N, 6 LDA, 8 VU,
-/// 9 IL, 10 IU, 15 LDZ, 17 LWORK; −1 is a query). JOBZ = 'V' is reported as illegal (−1).
+/// 9 IL, 10 IU, 15 LDZ (≥ 1, and ≥ N for JOBZ = 'V'), 17 LWORK; −1 is a query).
 #[allow(clippy::too_many_arguments)]
 pub fn syevx_check<T: Real>(
     jobz: u8,
@@ -110,7 +141,8 @@ pub fn syevx_check<T: Real>(
     ldz: i32,
     lwork: i32,
 ) -> i32 {
-    if !jobz.eq_ignore_ascii_case(&b'N') {
+    let wantz = jobz.eq_ignore_ascii_case(&b'V');
+    if !wantz && !jobz.eq_ignore_ascii_case(&b'N') {
         return -1;
     }
     let range = range.to_ascii_uppercase();
@@ -132,7 +164,7 @@ pub fn syevx_check<T: Real>(
         b'I' if iu < n.min(il) || iu > n => return -10,
         _ => {}
     }
-    if ldz < 1 {
+    if ldz < 1 || (wantz && ldz < n) {
         return -15;
     }
     if lwork != -1 && (lwork as i64) < syevx_lwork(n as usize).0 as i64 {
@@ -164,6 +196,18 @@ pub struct EigReport {
     pub stebz_illegal: Option<i32>,
 }
 
+impl EigReport {
+    /// INFO = 0, no eigenvalues yet, nothing reduced.
+    fn new() -> EigReport {
+        EigReport {
+            info: 0,
+            m: 0,
+            reduction: None,
+            stebz_illegal: None,
+        }
+    }
+}
+
 /// xSYEVX's INFO after its xSTEBZ call returned `stebz_info`, on every path: LAPACK's xSYEVX
 /// returns xSTEBZ's INFO unchanged — 0; 1, 2, 3 or 4 for a failure; −i for an illegal
 /// argument of xSTEBZ (which xSTEBZ reported through `xerbla_`) — never N + i.
@@ -182,6 +226,20 @@ struct Selection<T> {
     abstol: T,
 }
 
+impl<T> Selection<T> {
+    /// The selection of xSYEVX's arguments, RANGE in upper case.
+    fn new(range: u8, (vl, vu): (T, T), (il, iu): (i32, i32), abstol: T) -> Selection<T> {
+        Selection {
+            range: range.to_ascii_uppercase(),
+            vl,
+            vu,
+            il,
+            iu,
+            abstol,
+        }
+    }
+}
+
 /// The system LAPACK's xSYEVX (JOBZ = 'N') on `a`, its workspace allocated here: M and INFO,
 /// or [`INFO_NO_HOST_MEMORY`] with A and W untouched.
 fn lapack_syevx<T: Real + Dense>(
@@ -194,7 +252,7 @@ fn lapack_syevx<T: Real + Dense>(
     w: &mut [T],
 ) {
     let room = (
-        crate::host::try_vec((8 * n).max(1), T::ZERO),
+        crate::host::try_zeroed((8 * n).max(1)),
         crate::host::try_vec(5 * n, 0),
         crate::host::try_vec(n, 0),
     );
@@ -211,6 +269,41 @@ fn lapack_syevx<T: Real + Dense>(
     } = sel;
     (report.m, report.info) = T::syevx_values_in(
         range, uplo, n, a, lda, vl, vu, il, iu, abstol, w, &mut work, &mut iwork, &mut ifail,
+    );
+}
+
+/// The system LAPACK's xSYEVX with JOBZ = 'V' on `a`, as [`lapack_syevx`]; `z` and `ifail`
+/// are the caller's.
+#[allow(clippy::too_many_arguments)]
+fn lapack_syevx_vectors<T: Real + Dense>(
+    report: &mut EigReport,
+    sel: Selection<T>,
+    uplo: u8,
+    n: usize,
+    a: &mut [T],
+    lda: usize,
+    w: &mut [T],
+    z: &mut [T],
+    ldz: usize,
+    ifail: &mut [i32],
+) {
+    let room = (
+        crate::host::try_zeroed((8 * n).max(1)),
+        crate::host::try_vec(5 * n, 0),
+    );
+    let (Some(mut work), Some(mut iwork)) = room else {
+        return no_host_memory(report, "xSYEVX's workspace");
+    };
+    let Selection {
+        range,
+        vl,
+        vu,
+        il,
+        iu,
+        abstol,
+    } = sel;
+    (report.m, report.info) = T::syevx_vectors_in(
+        range, uplo, n, a, lda, vl, vu, il, iu, abstol, w, z, ldz, &mut work, &mut iwork, ifail,
     );
 }
 
@@ -241,10 +334,7 @@ fn all_eigenvalues<T: Real + Dense>(
     let done = if on_gpu && all_by_bisection(d, e, w) {
         true
     } else {
-        let copies = (
-            crate::host::try_vec(n, T::ZERO),
-            crate::host::try_vec(n - 1, T::ZERO),
-        );
+        let copies = (crate::host::try_zeroed(n), crate::host::try_zeroed(n - 1));
         let (Some(mut dd), Some(mut ee)) = copies else {
             no_host_memory(report, "a copy of the tridiagonal matrix");
             return true;
@@ -334,7 +424,7 @@ impl EigReport {
 /// All eigenvalues of the symmetric `a` (its `uplo` triangle), ascending in `w`, as xSYEV
 /// with JOBZ = 'N'; `a` is destroyed. `Path::Lapack` runs the system LAPACK's xSYEV. The
 /// arguments must have passed [`syev_check`].
-pub fn syev<T: Real + Dense + CublasReal>(
+pub fn syev<T: SbrReal>(
     uplo: u8,
     n: usize,
     a: &mut [T],
@@ -343,10 +433,8 @@ pub fn syev<T: Real + Dense + CublasReal>(
     path: Path,
 ) -> EigReport {
     let mut report = EigReport {
-        info: 0,
         m: n as i32,
-        reduction: None,
-        stebz_illegal: None,
+        ..EigReport::new()
     };
     // A NaN or ±Inf in the triangle: LAPACK's INFO (0 or > 0) and NaNs in W depend on where
     // its own reduction spreads the NaN, so the system LAPACK answers, from the untouched A.
@@ -397,12 +485,73 @@ pub fn syev<T: Real + Dense + CublasReal>(
     report
 }
 
+/// All eigenvalues of the symmetric `a` (its `uplo` triangle), ascending in `w`, and the
+/// orthonormal eigenvectors over `a` (column j for `w[j]`), as xSYEV with JOBZ = 'V' (module
+/// notes). `Path::Lapack`, N ≤ 1, a NaN or ±Inf in the triangle, a matrix that would be reduced
+/// out of core through a wide first band, or workspace that cannot be allocated before A is
+/// touched: the system LAPACK's xSYEV on the untouched A. The arguments must have passed
+/// [`syev_check`].
+pub fn syev_vectors<T: SbrReal>(
+    uplo: u8,
+    n: usize,
+    a: &mut [T],
+    lda: usize,
+    w: &mut [T],
+    path: Path,
+) -> EigReport {
+    let mut report = EigReport {
+        m: n as i32,
+        ..EigReport::new()
+    };
+    let anrm = (path != Path::Lapack && n > 1).then(|| triangle_max_abs(uplo, n, a, lda));
+    let Some(anrm) = anrm.filter(|x| x.is_finite()) else {
+        lapack_syev_vectors(&mut report, uplo, n, a, lda, w);
+        return report;
+    };
+    let work = match VectorWork::new(n, path, true) {
+        Ok(work) => work,
+        Err(why) => {
+            report.reduction = Some(SyrdbReport {
+                info: 0,
+                backend: Backend::Cpu,
+                note: Some(format!("{why}; system LAPACK")),
+                transfer_secs: None,
+            });
+            lapack_syev_vectors(&mut report, uplo, n, a, lda, w);
+            return report;
+        }
+    };
+    let rmax = (T::ONE / (T::SAFE_MIN / T::ULP)).sqrt();
+    let sigma = scale_into_range(uplo, n, a, lda, anrm, rmax);
+    match eigenvectors(uplo, n, a, lda, w, work, path) {
+        Ok((info, reduction)) => {
+            report.info = info;
+            report.reduction = Some(reduction);
+        }
+        Err(why) => {
+            no_host_memory(&mut report, &why);
+            return report;
+        }
+    }
+    if let Some(sigma) = sigma {
+        let imax = if report.info == 0 {
+            n
+        } else {
+            report.info as usize - 1
+        };
+        for x in &mut w[..imax] {
+            *x = *x * (T::ONE / sigma);
+        }
+    }
+    report
+}
+
 /// Selected eigenvalues of the symmetric `a`, ascending in `w[..m]`, as xSYEVX with JOBZ =
 /// 'N': RANGE 'A', 'V' (in (vl, vu]) or 'I' (il-th to iu-th); `abstol` as in xSTEBZ. `a` is
 /// destroyed. `Path::Lapack` runs the system LAPACK's xSYEVX. The arguments must have passed
 /// [`syevx_check`].
 #[allow(clippy::too_many_arguments)]
-pub fn syevx<T: Real + Dense + CublasReal>(
+pub fn syevx<T: SbrReal>(
     range: u8,
     uplo: u8,
     n: usize,
@@ -416,21 +565,9 @@ pub fn syevx<T: Real + Dense + CublasReal>(
     w: &mut [T],
     path: Path,
 ) -> EigReport {
-    let sel = Selection {
-        range: range.to_ascii_uppercase(),
-        vl,
-        vu,
-        il,
-        iu,
-        abstol,
-    };
+    let sel = Selection::new(range, (vl, vu), (il, iu), abstol);
     let range = sel.range;
-    let mut report = EigReport {
-        info: 0,
-        m: 0,
-        reduction: None,
-        stebz_illegal: None,
-    };
+    let mut report = EigReport::new();
     // A NaN or ±Inf in the triangle (N ≥ 2): LAPACK's M, INFO (even −5 from xSTEBZ, as the
     // scaling by σ = 0 makes VL = VU) and W depend on its own reduction: the system LAPACK
     // answers, from the untouched A.
@@ -493,5 +630,214 @@ pub fn syevx<T: Real + Dense + CublasReal>(
             *x = *x * (T::ONE / sigma);
         }
     }
+    report
+}
+
+/// The eigenvectors `sel` asks for (its bounds and tolerance scaled with A) of the tridiagonal
+/// (d, e), as xSYEVX computes them: the eigenvalues by bisection with ORDER = 'B' into `w`
+/// (as [`selected_eigenvalues`]), then their vectors by the crate's inverse iteration
+/// ([`crate::stein`]) into the n x M `z`, whose INFO and IFAIL (M entries) become xSYEVX's
+/// (LAPACK's xSYEVX overwrites xSTEBZ's INFO with xSTEIN's). Fails, with why, for want of host
+/// memory.
+#[allow(clippy::too_many_arguments)]
+fn selected_vectors<T: SbrReal>(
+    report: &mut EigReport,
+    sel: Selection<T>,
+    d: &[T],
+    e: &[T],
+    w: &mut [T],
+    z: &mut [T],
+    ldz: usize,
+    ifail: &mut [i32],
+    path: Path,
+) -> Result<(), String> {
+    let n = d.len();
+    let backend = if matches!(path, Path::Gpu { .. }) {
+        Backend::Gpu
+    } else {
+        Backend::Cpu
+    };
+    let (Some(mut iblock), Some(mut isplit)) =
+        (crate::host::try_vec(n, 0), crate::host::try_vec(n, 0))
+    else {
+        return Err("xSTEBZ's IBLOCK and ISPLIT".into());
+    };
+    let r = crate::stebz::stebz_or_lapack(
+        sel.range,
+        b'B',
+        sel.vl,
+        sel.vu,
+        sel.il,
+        sel.iu,
+        sel.abstol,
+        d,
+        &e[..n - 1],
+        w,
+        &mut iblock,
+        &mut isplit,
+        backend,
+        None,
+    );
+    if r.info == crate::stebz::INFO_NO_HOST_MEMORY {
+        return Err("xSTEBZ's workspace".into());
+    }
+    if r.info < 0 {
+        // xSTEBZ returned before setting M: xSTEIN then computes nothing.
+        report.stebz_illegal = Some(r.info);
+        report.m = 0;
+    } else {
+        report.m = r.m;
+    }
+    let m = report.m.max(0) as usize;
+    let s = crate::stein::stein(d, &e[..n - 1], &w[..m], &iblock[..m], &isplit, z, ldz)
+        .map_err(|e| format!("xSTEIN's workspace ({e})"))?;
+    report.info = s.info;
+    ifail[..m].copy_from_slice(&s.ifail[..m]);
+    Ok(())
+}
+
+/// xSYEVX's last step with JOBZ = 'V': the M eigenvalues ascending (selection sort, as LAPACK
+/// orders bisection's blocks), each column of the n x M `z` moved with its eigenvalue, and the
+/// entries of IFAIL swapped alike where INFO ≠ 0.
+#[allow(clippy::too_many_arguments)]
+fn sort_pairs<T: Real>(
+    info: i32,
+    m: usize,
+    n: usize,
+    w: &mut [T],
+    z: &mut [T],
+    ldz: usize,
+    ifail: &mut [i32],
+) {
+    for j in 0..m.saturating_sub(1) {
+        let mut least = None;
+        let mut value = w[j];
+        for (jj, &x) in w.iter().enumerate().take(m).skip(j + 1) {
+            if x < value {
+                least = Some(jj);
+                value = x;
+            }
+        }
+        if let Some(i) = least {
+            w[i] = w[j];
+            w[j] = value;
+            for r in 0..n {
+                z.swap(r + i * ldz, r + j * ldz);
+            }
+            if info != 0 {
+                ifail.swap(i, j);
+            }
+        }
+    }
+}
+
+/// Selected eigenvalues of the symmetric `a`, ascending in `w[..m]`, and their orthonormal
+/// eigenvectors in the n x M `z` (leading dimension `ldz` ≥ max(1, n); column j for `w[j]`),
+/// as xSYEVX with JOBZ = 'V' (module notes): INFO > 0 is the number of vectors inverse
+/// iteration did not converge for, whose indices IFAIL lists (`ifail`, n entries: M set, the
+/// rest untouched, as LAPACK). `a` is destroyed. `Path::Lapack`, N ≤ 1, a NaN or ±Inf in the
+/// triangle, a matrix that would be reduced out of core through a wide first band, or
+/// workspace that cannot be allocated before A is touched: the system LAPACK's xSYEVX on the
+/// untouched A. The arguments must have passed [`syevx_check`]; `z` holds as many columns as
+/// RANGE may select (n, or IU − IL + 1 for 'I').
+#[allow(clippy::too_many_arguments)]
+pub fn syevx_vectors<T: SbrReal>(
+    range: u8,
+    uplo: u8,
+    n: usize,
+    a: &mut [T],
+    lda: usize,
+    vl: T,
+    vu: T,
+    il: i32,
+    iu: i32,
+    abstol: T,
+    w: &mut [T],
+    z: &mut [T],
+    ldz: usize,
+    ifail: &mut [i32],
+    path: Path,
+) -> EigReport {
+    let sel = Selection::new(range, (vl, vu), (il, iu), abstol);
+    let range = sel.range;
+    let mut report = EigReport::new();
+    let anrm = (path != Path::Lapack && n > 1).then(|| triangle_max_abs(uplo, n, a, lda));
+    let Some(anrm) = anrm.filter(|x| x.is_finite()) else {
+        lapack_syevx_vectors(&mut report, sel, uplo, n, a, lda, w, z, ldz, ifail);
+        return report;
+    };
+    let work = match VectorWork::new(n, path, false) {
+        Ok(work) => work,
+        Err(why) => {
+            report.reduction = Some(SyrdbReport {
+                info: 0,
+                backend: Backend::Cpu,
+                note: Some(format!("{why}; system LAPACK")),
+                transfer_secs: None,
+            });
+            lapack_syevx_vectors(&mut report, sel, uplo, n, a, lda, w, z, ldz, ifail);
+            return report;
+        }
+    };
+    let rmax = (T::ONE / (T::SAFE_MIN / T::ULP))
+        .sqrt()
+        .min(T::ONE / T::SAFE_MIN.sqrt().sqrt());
+    let sigma = scale_into_range(uplo, n, a, lda, anrm, rmax);
+    let mut scaled = sel;
+    if let Some(sigma) = sigma {
+        if abstol > T::ZERO {
+            scaled.abstol = abstol * sigma;
+        }
+        if range == b'V' {
+            scaled.vl = vl * sigma;
+            scaled.vu = vu * sigma;
+        }
+    }
+    let (kept, _, reduction) = match reduce_keeping(uplo, n, a, lda, work, path) {
+        Ok(done) => done,
+        Err(why) => {
+            no_host_memory(&mut report, &why);
+            return report;
+        }
+    };
+    report.reduction = Some(reduction);
+    // All of them with the default tolerance: xSTEDC (xSTEQR if it fails), as LAPACK's
+    // xSYEVX takes xSTEQR; bisection and inverse iteration if neither converges.
+    let everything = range == b'A' || (range == b'I' && il == 1 && iu == n as i32);
+    let mut done = false;
+    if everything && abstol <= T::ZERO {
+        match all_vectors(&kept.d, &kept.e, w, z, ldz) {
+            Ok(true) => {
+                report.m = n as i32;
+                ifail[..n].fill(0);
+                done = true;
+            }
+            Ok(false) => {}
+            Err(why) => {
+                no_host_memory(&mut report, &why);
+                return report;
+            }
+        }
+    }
+    if !done {
+        let (d, e) = (&kept.d, &kept.e);
+        if let Err(why) = selected_vectors(&mut report, scaled, d, e, w, z, ldz, ifail, path) {
+            no_host_memory(&mut report, &why);
+            return report;
+        }
+    }
+    let m = report.m.max(0) as usize;
+    if let Err(why) = kept.back_transform(uplo, n, a, lda, m, z, ldz) {
+        no_host_memory(&mut report, &why);
+        report.m = 0;
+        return report;
+    }
+    if let Some(sigma) = sigma {
+        let imax = syevx_unscaled(report.info, report.m, n);
+        for x in &mut w[..imax] {
+            *x = *x * (T::ONE / sigma);
+        }
+    }
+    sort_pairs(report.info, m, n, w, z, ldz, ifail);
     report
 }

@@ -276,8 +276,8 @@ fn cusparse_run(
     reps: usize,
     nopivot: bool,
 ) -> Result<Run, String> {
-    use cudarc::cusparse::sys as sp;
     use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
+    use hylapack::device::blas;
     use std::sync::Arc;
 
     let n = a.n();
@@ -298,34 +298,10 @@ fn cusparse_run(
     let du_d = stream.clone_htod(&duv).map_err(de)?;
     let mut b_d = stream.clone_htod(b).map_err(de)?;
 
-    struct Handle(sp::cusparseHandle_t);
-    impl Drop for Handle {
-        fn drop(&mut self) {
-            // SAFETY: the handle was created by cusparseCreate and is destroyed once.
-            unsafe { sp::cusparseDestroy(self.0) };
-        }
-    }
-    let ok = |s: sp::cusparseStatus_t, what: &str| {
-        if s == sp::cusparseStatus_t::CUSPARSE_STATUS_SUCCESS {
-            Ok(())
-        } else {
-            Err(format!("{what}: {s:?}"))
-        }
-    };
-    let mut raw: sp::cusparseHandle_t = std::ptr::null_mut();
-    // SAFETY: raw receives a new handle.
-    ok(unsafe { sp::cusparseCreate(&mut raw) }, "cusparseCreate")?;
-    let handle = Handle(raw);
-    // SAFETY: the handle and the stream are live; cudarc's and cuSPARSE's CUstream_st are the
-    // same driver type, declared twice.
-    ok(
-        unsafe { sp::cusparseSetStream(handle.0, stream.cu_stream() as sp::cudaStream_t) },
-        "cusparseSetStream",
-    )?;
+    let handle = blas::SparseHandle::new(stream.clone()).map_err(|e| e.to_string())?;
 
     let (m_i, nrhs_i) = (n as i32, nrhs as i32);
-    let mut size = 0usize;
-    {
+    let size = {
         let (pdl, _s1) = dl_d.device_ptr(&stream);
         let (pd, _s2) = d_d.device_ptr(&stream);
         let (pdu, _s3) = du_d.device_ptr(&stream);
@@ -336,20 +312,10 @@ fn cusparse_run(
             pdu as *const f64,
             pb as *const f64,
         );
-        // SAFETY: device arrays of n (B: n x nrhs) doubles; size receives the buffer size.
-        let s = unsafe {
-            if nopivot {
-                sp::cusparseDgtsv2_nopivot_bufferSizeExt(
-                    handle.0, m_i, nrhs_i, pdl, pd, pdu, pb, m_i, &mut size,
-                )
-            } else {
-                sp::cusparseDgtsv2_bufferSizeExt(
-                    handle.0, m_i, nrhs_i, pdl, pd, pdu, pb, m_i, &mut size,
-                )
-            }
-        };
-        ok(s, "gtsv2 bufferSizeExt")?;
-    }
+        // SAFETY: device arrays of n (B: n x nrhs) doubles.
+        unsafe { blas::dgtsv2_buffer_size(&handle, nopivot, m_i, nrhs_i, pdl, pd, pdu, pb, m_i) }
+            .map_err(|e| format!("gtsv2 bufferSizeExt: {e}"))?
+    };
     let mut buf = stream.alloc_zeros::<u8>(size.max(1)).map_err(de)?;
 
     let mut times = Vec::with_capacity(reps);
@@ -365,18 +331,12 @@ fn cusparse_run(
         let (pbuf, _s5) = buf.device_ptr_mut(&stream);
         let t0 = Instant::now();
         // SAFETY: as above; buf holds the size cuSPARSE asked for.
-        let s = unsafe {
-            if nopivot {
-                sp::cusparseDgtsv2_nopivot(
-                    handle.0, m_i, nrhs_i, pdl as _, pd as _, pdu as _, pb as _, m_i, pbuf as _,
-                )
-            } else {
-                sp::cusparseDgtsv2(
-                    handle.0, m_i, nrhs_i, pdl as _, pd as _, pdu as _, pb as _, m_i, pbuf as _,
-                )
-            }
-        };
-        ok(s, "gtsv2")?;
+        unsafe {
+            blas::dgtsv2(
+                &handle, nopivot, m_i, nrhs_i, pdl as _, pd as _, pdu as _, pb as _, m_i, pbuf as _,
+            )
+        }
+        .map_err(|e| format!("gtsv2: {e}"))?;
         stream.synchronize().map_err(de)?;
         times.push(t0.elapsed().as_secs_f64());
     }

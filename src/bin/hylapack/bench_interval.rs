@@ -11,10 +11,9 @@
 //! b = A·x* for an integer x*, so the enclosure's containment of x* is checked too.
 
 use crate::table::{time, timings, Table};
-use cudarc::cublas::{sys as cublas_sys, Gemm, GemmConfig};
-use cudarc::cusolver::sys as solver_sys;
+use cudarc::cublas::{Gemm, GemmConfig};
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
-use hylapack::device::{self, DeviceError};
+use hylapack::device::{self, blas, DeviceError};
 use hylapack::interval::gpu::{self as igpu, DeviceInterval};
 use hylapack::interval::round::Dir;
 use hylapack::interval::{cpu as icpu, verify, IntervalOperand, Operand, Trans};
@@ -278,8 +277,8 @@ fn gpu_products(
     let mut dc = s.alloc_zeros::<f64>(n * n)?;
     let ni = n as i32;
     let cfg = GemmConfig {
-        transa: cublas_sys::cublasOperation_t::CUBLAS_OP_N,
-        transb: cublas_sys::cublasOperation_t::CUBLAS_OP_N,
+        transa: blas::trans(false),
+        transb: blas::trans(false),
         m: ni,
         n: ni,
         k: ni,
@@ -412,27 +411,17 @@ fn cusolver_solve(n: usize, a: &[f64], b: &[f64]) -> Result<(f64, Vec<f64>), Dev
     let mut la = gpu.linalg()?;
     let s = la.stream.clone();
     let h = la.solver()?.cu();
-    let ok = |what: &str, st: solver_sys::cusolverStatus_t| {
-        if st == solver_sys::cusolverStatus_t::CUSOLVER_STATUS_SUCCESS {
-            Ok(())
-        } else {
-            Err(DeviceError::Driver(format!("{what}: {st:?}")))
-        }
-    };
     let t0 = Instant::now();
     let mut da: CudaSlice<f64> = s.clone_htod(a)?;
     let mut db: CudaSlice<f64> = s.clone_htod(b)?;
     let mut ipiv = s.alloc_zeros::<i32>(n)?;
     let mut info = s.alloc_zeros::<i32>(1)?;
     let ni = n as i32;
-    let mut lwork = 0;
-    {
+    let lwork = {
         let (pa, _g) = da.device_ptr_mut(&s);
         // SAFETY: live handle; A holds n × n entries.
-        ok("getrf_bufferSize", unsafe {
-            solver_sys::cusolverDnDgetrf_bufferSize(h, ni, ni, pa as *mut f64, ni, &mut lwork)
-        })?;
-    }
+        unsafe { blas::dgetrf_buffer_size(h, ni, pa as *mut f64, ni) }?
+    };
     let mut work = s.alloc_zeros::<f64>(lwork.max(1) as usize)?;
     {
         let (pa, _g1) = da.device_ptr_mut(&s);
@@ -440,10 +429,9 @@ fn cusolver_solve(n: usize, a: &[f64], b: &[f64]) -> Result<(f64, Vec<f64>), Dev
         let (pp, _g3) = ipiv.device_ptr_mut(&s);
         let (pi, _g4) = info.device_ptr_mut(&s);
         // SAFETY: workspace from the query; every array is on this stream.
-        ok("getrf", unsafe {
-            solver_sys::cusolverDnDgetrf(
+        unsafe {
+            blas::dgetrf(
                 h,
-                ni,
                 ni,
                 pa as *mut f64,
                 ni,
@@ -451,13 +439,12 @@ fn cusolver_solve(n: usize, a: &[f64], b: &[f64]) -> Result<(f64, Vec<f64>), Dev
                 pp as *mut i32,
                 pi as *mut i32,
             )
-        })?;
+        }?;
         let (pb, _g5) = db.device_ptr_mut(&s);
         // SAFETY: factors from getrf; b holds n entries.
-        ok("getrs", unsafe {
-            solver_sys::cusolverDnDgetrs(
+        unsafe {
+            blas::dgetrs(
                 h,
-                solver_sys::cublasOperation_t::CUBLAS_OP_N,
                 ni,
                 1,
                 pa as *const f64,
@@ -467,7 +454,7 @@ fn cusolver_solve(n: usize, a: &[f64], b: &[f64]) -> Result<(f64, Vec<f64>), Dev
                 ni,
                 pi as *mut i32,
             )
-        })?;
+        }?;
     }
     let _ = ipiv.device_ptr(&s);
     let x = s.clone_dtoh(&db)?;

@@ -179,74 +179,38 @@ fn dgemm_rate(m: usize) -> Result<f64, String> {
 /// cuSOLVER Dsytrd or Dsyevd (JOBZ = N) on a device copy of `a`: (seconds, eigenvalues from
 /// Dsyevd).
 fn cusolver(a: &[f64], n: usize, syevd: bool) -> Result<(f64, Option<Vec<f64>>), String> {
-    use cudarc::cusolver::sys as cs;
     use cudarc::driver::{DevicePtr, DevicePtrMut};
+    use hylapack::device::blas;
     if !hylapack::device::libraries().cusolver {
         return Err("cuSOLVER not installed".into());
     }
     let gpu = hylapack::device::gpu().map_err(|e| e.to_string())?;
-    let stream = gpu.stream().map_err(|e| e.to_string())?;
+    let mut la = gpu.linalg().map_err(|e| e.to_string())?;
+    let stream = la.stream.clone();
+    let h = la.solver().map_err(|e| e.to_string())?.cu();
     let de = |e: cudarc::driver::DriverError| e.to_string();
+    let ds = |e: hylapack::device::DeviceError| e.to_string();
     let mut a_d = stream.clone_htod(a).map_err(de)?;
     let mut w_d = stream.alloc_zeros::<f64>(n).map_err(de)?;
     let mut e_d = stream.alloc_zeros::<f64>(n).map_err(de)?;
     let mut tau_d = stream.alloc_zeros::<f64>(n).map_err(de)?;
     let mut info_d = stream.alloc_zeros::<i32>(1).map_err(de)?;
-    struct Handle(cs::cusolverDnHandle_t);
-    impl Drop for Handle {
-        fn drop(&mut self) {
-            // SAFETY: created by cusolverDnCreate, destroyed once.
-            unsafe { cs::cusolverDnDestroy(self.0) };
-        }
-    }
-    let ok = |s: cs::cusolverStatus_t, what: &str| {
-        if s == cs::cusolverStatus_t::CUSOLVER_STATUS_SUCCESS {
-            Ok(())
-        } else {
-            Err(format!("{what}: {s:?}"))
-        }
-    };
-    let mut raw = std::ptr::null_mut();
-    // SAFETY: raw receives a new handle.
-    ok(
-        unsafe { cs::cusolverDnCreate(&mut raw) },
-        "cusolverDnCreate",
-    )?;
-    let handle = Handle(raw);
-    // SAFETY: live handle and stream (the same driver stream type, declared twice).
-    ok(
-        unsafe { cs::cusolverDnSetStream(handle.0, stream.cu_stream() as cs::cudaStream_t) },
-        "cusolverDnSetStream",
-    )?;
-    let lower = cs::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER;
     let ni = n as i32;
-    let mut lwork = 0i32;
-    {
+    let lwork = {
         let (pa, _g1) = a_d.device_ptr(&stream);
         let (pw, _g2) = w_d.device_ptr(&stream);
         let (pe, _g3) = e_d.device_ptr(&stream);
         let (pt, _g4) = tau_d.device_ptr(&stream);
-        // SAFETY: device arrays of the sizes cuSOLVER reads; lwork receives the size.
-        let s = unsafe {
+        // SAFETY: device arrays of the sizes cuSOLVER reads on the handle's stream.
+        unsafe {
             if syevd {
-                cs::cusolverDnDsyevd_bufferSize(
-                    handle.0,
-                    cs::cusolverEigMode_t::CUSOLVER_EIG_MODE_NOVECTOR,
-                    lower,
-                    ni,
-                    pa as _,
-                    ni,
-                    pw as _,
-                    &mut lwork,
-                )
+                blas::dsyevd_novector_buffer_size(h, ni, pa as _, ni, pw as _)
             } else {
-                cs::cusolverDnDsytrd_bufferSize(
-                    handle.0, lower, ni, pa as _, ni, pw as _, pe as _, pt as _, &mut lwork,
-                )
+                blas::dsytrd_buffer_size(h, ni, pa as _, ni, pw as _, pe as _, pt as _)
             }
-        };
-        ok(s, "bufferSize")?;
-    }
+        }
+        .map_err(ds)?
+    };
     let mut work = stream
         .alloc_zeros::<f64>(lwork.max(1) as usize)
         .map_err(de)?;
@@ -260,28 +224,16 @@ fn cusolver(a: &[f64], n: usize, syevd: bool) -> Result<(f64, Option<Vec<f64>>),
         let (pwork, _g5) = work.device_ptr_mut(&stream);
         let (pinfo, _g6) = info_d.device_ptr_mut(&stream);
         // SAFETY: as above, with the workspace cuSOLVER asked for.
-        let s = unsafe {
+        unsafe {
             if syevd {
-                cs::cusolverDnDsyevd(
-                    handle.0,
-                    cs::cusolverEigMode_t::CUSOLVER_EIG_MODE_NOVECTOR,
-                    lower,
-                    ni,
-                    pa as _,
-                    ni,
-                    pw as _,
-                    pwork as _,
-                    lwork,
-                    pinfo as _,
-                )
+                blas::dsyevd_novector(h, ni, pa as _, ni, pw as _, pwork as _, lwork, pinfo as _)
             } else {
-                cs::cusolverDnDsytrd(
-                    handle.0, lower, ni, pa as _, ni, pw as _, pe as _, pt as _, pwork as _, lwork,
-                    pinfo as _,
+                blas::dsytrd(
+                    h, ni, pa as _, ni, pw as _, pe as _, pt as _, pwork as _, lwork, pinfo as _,
                 )
             }
-        };
-        ok(s, "cuSOLVER call")?;
+        }
+        .map_err(ds)?;
     }
     stream.synchronize().map_err(de)?;
     let s = t.elapsed().as_secs_f64();
@@ -296,6 +248,9 @@ fn cusolver(a: &[f64], n: usize, syevd: bool) -> Result<(f64, Option<Vec<f64>>),
     };
     Ok((s, w))
 }
+
+/// One row of the table: method, seconds, GFLOP/s, eigenvalues to check, note.
+type Row = (String, f64, Option<f64>, Option<Vec<f64>>, String);
 
 fn run(o: &Options) -> i32 {
     let gpu = hylapack::device::gpu();
@@ -314,7 +269,7 @@ fn run(o: &Options) -> i32 {
             Err(e) => println!("cuBLAS DGEMM: {e}"),
         }
         // Loads cuSOLVER and makes the pooled handles once, outside the timed rows (cuSOLVER's
-        // own rows create their handles before the timer too).
+        // own rows take a pooled handle before the timer too).
         let (n, kd) = (512, 32);
         let mut w = testmat::dense_symmetric::<f64>(DenseFamily::Random, n, &mut Rng::new(1));
         let (mut ab, mut tau) = (vec![0.0; (kd + 1) * n], vec![0.0; n - kd]);
@@ -336,7 +291,7 @@ fn run(o: &Options) -> i32 {
         let a = testmat::dense_symmetric::<f64>(DenseFamily::Random, n, &mut rng);
         let flops = 4.0 * (n as f64).powi(3) / 3.0;
         let mut reference: Option<Vec<f64>> = None;
-        let mut rows: Vec<(String, f64, Option<f64>, Option<Vec<f64>>, String)> = Vec::new();
+        let mut rows: Vec<Row> = Vec::new();
         let add =
             |rows: &mut Vec<_>, what: &str, s: f64, gf: bool, w: Option<Vec<f64>>, note: String| {
                 rows.push((what.to_string(), s, gf.then(|| flops / s / 1e9), w, note));

@@ -33,7 +33,7 @@ impl<T: Real + Dense> Executor<T> for CpuExecutor {
     }
 
     fn alloc(&mut self, len: usize) -> Result<Vec<T>, ExecError> {
-        super::host_vec(len, T::ZERO)
+        super::host_zeros(len)
     }
 
     fn upload(

@@ -57,10 +57,11 @@ impl std::fmt::Display for ExecError {
     }
 }
 
-/// `len` copies of `value` in host memory, or [`ExecError::HostMemory`] (never an abort): how
-/// the band reduction allocates host memory whose size depends on the problem.
-pub(crate) fn host_vec<T: Clone>(len: usize, value: T) -> Result<Vec<T>, ExecError> {
-    crate::host::try_vec(len, value).ok_or(ExecError::HostMemory {
+/// `len` zeros in host memory, or [`ExecError::HostMemory`] (never an abort): how the band
+/// reduction allocates host memory whose size depends on the problem. The zeros come from the
+/// system (calloc), so pages a stage never touches cost nothing.
+pub(crate) fn host_zeros<T: crate::host::ZeroBits>(len: usize) -> Result<Vec<T>, ExecError> {
+    crate::host::try_zeroed(len).ok_or(ExecError::HostMemory {
         bytes: (len as u64).saturating_mul(std::mem::size_of::<T>() as u64),
     })
 }

@@ -3,7 +3,7 @@
 
 use crate::lapack::Dense;
 use crate::real::Real;
-use crate::sbr::executor::{host_vec, op, op_mut, ExecError, Executor, Op, OpMut};
+use crate::sbr::executor::{host_zeros, op, op_mut, ExecError, Executor, Op, OpMut};
 use crate::sbr::panel::{cholqr, upload_panels, PanelSet, SubPanels};
 use crate::sbr::plan::SUB_PANEL;
 use crate::sbr::update::apply_qt;
@@ -37,7 +37,7 @@ pub(in crate::sbr) fn panel_on_executor<T: Real + Dense, E: Executor<T>>(
     exec.geqrf(pn, kd, op_mut(panel.buf, at, ld), op_mut(taubuf, tau_at, 1))?;
     exec.copy(pn, pk, op(panel.buf, at, ld), op_mut(&mut bufs.v, 0, pn))?;
     exec.copy(pk, pk, op(&bufs.v, 0, pn), op_mut(&mut bufs.t, 0, pk))?;
-    let mut gram = host_vec(pk * pk, T::ZERO)?;
+    let mut gram = host_zeros(pk * pk)?;
     if pn > pk {
         gram_matrix(
             exec,
@@ -50,11 +50,11 @@ pub(in crate::sbr) fn panel_on_executor<T: Real + Dense, E: Executor<T>>(
             gram[start..start + piece.len()].copy_from_slice(piece)
         })?;
     }
-    let mut top = host_vec(pk * pk, T::ZERO)?;
+    let mut top = host_zeros(pk * pk)?;
     exec.download(&bufs.t, 0, pk * pk, &mut |start, piece| {
         top[start..start + piece.len()].copy_from_slice(piece)
     })?;
-    let mut tau = host_vec(pk, T::ZERO)?;
+    let mut tau = host_zeros(pk)?;
     exec.download(taubuf, tau_at, pk, &mut |start, piece| {
         tau[start..start + piece.len()].copy_from_slice(piece)
     })?;
@@ -181,8 +181,8 @@ pub(in crate::sbr) fn t_from_gram<T: Real>(
     g: &[T],
     tau: &[T],
 ) -> Result<Vec<T>, ExecError> {
-    let mut t = host_vec(k * k, T::ZERO)?;
-    let mut w = host_vec(k, T::ZERO)?;
+    let mut t = host_zeros(k * k)?;
+    let mut w = host_zeros(k)?;
     for j in 0..k {
         t[j + j * k] = tau[j];
         if tau[j] == T::ZERO {

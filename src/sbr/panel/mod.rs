@@ -10,7 +10,7 @@ use crate::device::memory::copy_threads;
 use crate::lapack::Dense;
 use crate::real::Real;
 use crate::sbr::driver::Job;
-use crate::sbr::executor::{host_vec, op, op_mut, ExecError, Executor};
+use crate::sbr::executor::{host_zeros, op, op_mut, ExecError, Executor};
 use crate::sbr::host::put_band;
 use crate::sbr::panel::device::blocked_panel;
 use crate::sbr::plan::SUB_PANEL;
@@ -68,8 +68,8 @@ pub(in crate::sbr) fn factor_panel<T: Real + Dense>(
     let pk = pn.min(kd);
     // The recursive xGEQRT3 gives T with the reflectors and runs at BLAS 3 speed; it needs a
     // panel at least as tall as wide, which only the last one may not be.
-    let mut t = host_vec(pk * pk, T::ZERO)?;
-    let mut v = host_vec(pn * pk, T::ZERO)?;
+    let mut t = host_zeros(pk * pk)?;
+    let mut v = host_zeros(pn * pk)?;
     if pn >= kd {
         let info = T::geqrt3(pn, kd, &mut p[kd..], h, &mut t, pk);
         assert_eq!(info, 0, "xGEQRT3 rejected its arguments");
@@ -112,7 +112,7 @@ pub(in crate::sbr) fn panel_v<T: Real>(
     pn: usize,
     pk: usize,
 ) -> Result<Vec<T>, ExecError> {
-    let mut v = host_vec(pn * pk, T::ZERO)?;
+    let mut v = host_zeros(pn * pk)?;
     copy_v(p, h, kd, pn, &mut v);
     Ok(v)
 }

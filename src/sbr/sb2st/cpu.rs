@@ -18,6 +18,8 @@ struct Band<T> {
     ptr: *mut T,
     ld: usize,
     n: usize,
+    /// The compact reflectors ([`super::Reflectors`]) when they are kept, else null.
+    q: *mut T,
 }
 
 // SAFETY: the threads touch disjoint entries (module notes); the pointer outlives the scope.
@@ -42,6 +44,19 @@ impl<T: Real> Band<T> {
     #[inline(always)]
     unsafe fn set(&self, r: usize, c: usize, x: T) {
         *self.at(r, c) = x;
+    }
+
+    /// Records sweep `i`'s reflector `h` in its slot of the compact layout
+    /// ([`super::Reflectors`]): τ in place of the implicit unit entry, then v's others.
+    ///
+    /// # Safety
+    /// `q` holds the layout of order `n`; only this step writes the slot.
+    #[inline(always)]
+    unsafe fn keep(&self, i: usize, h: &Reflector<T>) {
+        let at = super::sweep_offset(self.n, i) + (h.first - i - 1);
+        let slot = std::slice::from_raw_parts_mut(self.q.add(at), h.v.len());
+        slot[0] = h.tau;
+        slot[1..].copy_from_slice(&h.v[1..]);
     }
 }
 
@@ -97,7 +112,7 @@ fn householder<T: Real>(h: &mut Reflector<T>, first: usize) -> T {
 /// `xᵀy` (over the shorter length) with eight partial sums, so that the compiler can keep
 /// them in vector registers (a single running sum is one long chain of dependent additions).
 #[inline(always)]
-fn dot<T: Real>(x: &[T], y: &[T]) -> T {
+pub(super) fn dot<T: Real>(x: &[T], y: &[T]) -> T {
     let len = x.len().min(y.len());
     let (x, y) = (&x[..len], &y[..len]);
     let mut acc = [T::ZERO; 8];
@@ -160,7 +175,7 @@ type StepFn<T> =
 /// `step` compiled for AVX2 (the same operations in the same order, in wider vectors).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn step_avx2<T: Real>(
+unsafe fn step_avx2<T: Real, const KEEP: bool>(
     a: &Band<T>,
     b: usize,
     i: usize,
@@ -168,22 +183,24 @@ unsafe fn step_avx2<T: Real>(
     h: &mut Reflector<T>,
     scratch: &mut Scratch<T>,
 ) -> bool {
-    step(a, b, i, k, h, scratch)
+    step::<T, KEEP>(a, b, i, k, h, scratch)
 }
 
-/// The fastest variant of `step` this CPU runs.
-fn step_fn<T: Real>() -> StepFn<T> {
+/// The fastest variant of `step` this CPU runs, keeping the reflectors if `KEEP`.
+fn step_fn<T: Real, const KEEP: bool>() -> StepFn<T> {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
-        return step_avx2::<T>;
+        return step_avx2::<T, KEEP>;
     }
-    step::<T>
+    step::<T, KEEP>
 }
 
 /// Runs step `k` of sweep `i` with the sweep's reflector `h` (set by step k − 1; step 0 sets
-/// it); returns false when the sweep is over.
+/// it); returns false when the sweep is over. With `KEEP`, records each new reflector in the
+/// band's compact layout (the only difference: the eigenvalue-only chase is compiled without
+/// it).
 #[inline(always)]
-unsafe fn step<T: Real>(
+unsafe fn step<T: Real, const KEEP: bool>(
     a: &Band<T>,
     b: usize,
     i: usize,
@@ -197,6 +214,9 @@ unsafe fn step<T: Real>(
         h.v.clear();
         h.v.extend((st..=ed).map(|r| a.get(r, i)));
         let beta = householder(h, st);
+        if KEEP {
+            a.keep(i, h);
+        }
         a.set(st, i, beta);
         for r in st + 1..=ed {
             a.set(r, i, T::ZERO);
@@ -237,6 +257,9 @@ unsafe fn step<T: Real>(
     h.v.clear();
     h.v.extend_from_slice(std::slice::from_raw_parts(a.at(j1, st), lm));
     let beta = householder(h, j1);
+    if KEEP {
+        a.keep(i, h);
+    }
     a.set(j1, st, beta);
     for r in j1 + 1..=j2 {
         a.set(r, st, T::ZERO);
@@ -277,7 +300,9 @@ pub fn sweep_group(n: usize, kd: usize, threads: usize) -> usize {
 /// steps apart, so the entries stay in that core's cache instead of moving to another core
 /// after every step, which is what limited the one-sweep-per-thread pipeline. The first sweep
 /// of a group waits on the last sweep of the previous group (another thread).
-/// None if the progress counters (one per sweep) cannot be allocated.
+/// With `q` (the compact layout of [`super::Reflectors`], zeros, n(n − 1)/2 entries), every
+/// reflector is recorded there. None if the progress counters (one per sweep) cannot be
+/// allocated.
 pub(super) fn chase<T: Real>(
     w: &mut [T],
     ld: usize,
@@ -285,19 +310,30 @@ pub(super) fn chase<T: Real>(
     b: usize,
     threads: usize,
     group: usize,
+    q: Option<&mut [T]>,
 ) -> Option<()> {
     let sweeps = n - 2;
     let group = group.max(1);
+    let stepper = match &q {
+        Some(q) => {
+            assert!(
+                q.len() >= super::sweep_offset(n, n - 1),
+                "Q2's layout too short"
+            );
+            step_fn::<T, true>()
+        }
+        None => step_fn::<T, false>(),
+    };
     let band = Band {
         ptr: w.as_mut_ptr(),
         ld,
         n,
+        q: q.map_or(std::ptr::null_mut(), |q| q.as_mut_ptr()),
     };
     // Steps finished per sweep; usize::MAX once the sweep is over.
     let mut done: Vec<AtomicUsize> = Vec::new();
     done.try_reserve_exact(sweeps).ok()?;
     done.extend((0..sweeps).map(|_| AtomicUsize::new(0)));
-    let stepper = step_fn::<T>();
     let ready = |i: usize, k: usize| i == 0 || done[i - 1].load(Ordering::Acquire) >= k + LAG;
     let run_group = |q: usize, hs: &mut Vec<Reflector<T>>, scratch: &mut Scratch<T>| {
         let lo = q * group;

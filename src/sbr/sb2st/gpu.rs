@@ -49,7 +49,8 @@ fn chase<T: Real>(
     let threads = groups * rows;
     let sweeps = n - 2;
     let int = |x: usize| {
-        i32::try_from(x).map_err(|_| DeviceError::Unsupported(format!("n = {n} exceeds 32-bit rows")))
+        i32::try_from(x)
+            .map_err(|_| DeviceError::Unsupported(format!("n = {n} exceeds 32-bit rows")))
     };
     let (n_arg, b_arg, ld_arg) = (int(n)?, int(b)?, int(ld)?);
     let elem = std::mem::size_of::<T>();

@@ -19,9 +19,22 @@
 //!
 //! The band is held in lower band storage with `2b + 1` rows: entry (r, c), `r ≥ c`, at
 //! `(r − c) + c · ld`, the extra rows holding the bulge.
+//!
+//! For eigenvectors the CPU chase can keep its reflectors ([`tridiagonalize_keeping`]):
+//! T = Q2ᵀ B Q2 with Q2 = H(0, 0) H(0, 1) ⋯ H(1, 0) ⋯ in the order of the sweeps run one after
+//! another (the pipeline's order gives the same matrix), H(i, k) = I − τ v vᵀ the reflector
+//! of step k of sweep i over rows `i + 1 + k b ..` (at most b of them, v's first entry 1).
+//! The steps of sweep i cover rows `i + 1 .. n` once, so its vectors tile a column of n − 1 − i
+//! entries; [`Reflectors`] stores those columns one after another (n(n − 1)/2 entries in all),
+//! τ in place of each vector's unit entry. An eigenvector y of T gives B's as Q2 y
+//! ([`Reflectors::apply_left`], the reflectors in the reverse order). B is the same symmetric
+//! matrix whichever triangle held it, so Q2 needs no UPLO.
 
+mod apply;
 pub mod cpu;
 pub mod gpu;
+
+pub use apply::Reflectors;
 
 pub use cpu::sweep_group;
 
@@ -43,7 +56,7 @@ fn workspace<T: Real>(
 ) -> Option<(Vec<T>, usize, usize)> {
     let b = kd.max(1);
     let ld = 2 * b + 1;
-    let mut w = crate::host::try_vec(ld * n, T::ZERO)?;
+    let mut w = crate::host::try_zeroed(ld * n)?;
     let upper = uplo.eq_ignore_ascii_case(&b'U');
     for j in 0..n {
         for d in 0..=kd.min(n - 1 - j) {
@@ -61,8 +74,8 @@ fn workspace<T: Real>(
 /// The diagonal and subdiagonal of the working band once it is tridiagonal, or None if they
 /// cannot be allocated.
 fn diagonals<T: Real>(w: &[T], ld: usize, n: usize) -> Option<(Vec<T>, Vec<T>)> {
-    let mut d = crate::host::try_vec(n, T::ZERO)?;
-    let mut e = crate::host::try_vec(n.saturating_sub(1), T::ZERO)?;
+    let mut d = crate::host::try_zeroed(n)?;
+    let mut e = crate::host::try_zeroed(n.saturating_sub(1))?;
     for (j, x) in d.iter_mut().enumerate() {
         *x = w[j * ld];
     }
@@ -75,6 +88,43 @@ fn diagonals<T: Real>(w: &[T], ld: usize, n: usize) -> Option<(Vec<T>, Vec<T>)> 
 /// Whether there is anything to chase: a band wider than tridiagonal, more than two rows.
 fn needs_chase(n: usize, kd: usize) -> bool {
     n > 2 && kd > 1
+}
+
+/// Where sweep `i`'s vectors start in [`Reflectors`]' layout of order `n`: after the n − 1,
+/// n − 2, … entries of the sweeps before.
+pub(crate) fn sweep_offset(n: usize, i: usize) -> usize {
+    i * (n - 1) - i * i.saturating_sub(1) / 2
+}
+
+/// [`tridiagonalize`] keeping the reflectors: (d, e), and Q2 with T = Q2ᵀ B Q2 (module notes)
+/// into `q` (from [`Reflectors::new`] for this n and kd). None when its host memory (about
+/// (2 kd + 4) n entries) cannot be allocated.
+pub fn tridiagonalize_keeping<T: Real>(
+    uplo: u8,
+    n: usize,
+    kd: usize,
+    ab: &[T],
+    ldab: usize,
+    threads: usize,
+    q: &mut Reflectors<T>,
+) -> Option<(Vec<T>, Vec<T>)> {
+    let (mut w, ld, b) = workspace(uplo, n, kd, ab, ldab)?;
+    assert!(
+        q.fits(n, b),
+        "Q2's layout is for another order or bandwidth"
+    );
+    q.clear();
+    if needs_chase(n, kd) {
+        let threads = if threads == 0 {
+            crate::host::threads()
+        } else {
+            threads
+        };
+        let threads = threads.clamp(1, n - 2);
+        let group = sweep_group(n, b, threads);
+        cpu::chase(&mut w, ld, n, b, threads, group, Some(&mut q.v))?;
+    }
+    diagonals(&w, ld, n)
 }
 
 /// The symmetric tridiagonal matrix (d, e) orthogonally similar to the band matrix `ab`
@@ -116,7 +166,7 @@ pub fn tridiagonalize_grouped<T: Real>(
         } else {
             group
         };
-        cpu::chase(&mut w, ld, n, b, threads, group)?;
+        cpu::chase(&mut w, ld, n, b, threads, group, None)?;
     }
     diagonals(&w, ld, n)
 }

@@ -1,7 +1,8 @@
 //! SYMM and SYR2K of large orders by halves: cuBLAS's own are slower there (see the
 //! constants).
 
-use super::{dim, trans, CublasReal};
+use super::{dim, CublasReal};
+use crate::device::blas::trans;
 use cudarc::cublas::result::CublasError;
 use cudarc::cublas::sys::cublasHandle_t;
 

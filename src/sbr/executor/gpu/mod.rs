@@ -9,19 +9,17 @@
 //! read/write events, which keep one read per buffer: a buffer read on two streams must have
 //! the read that its next writer has to wait for queued last.
 
-mod cublas;
 mod halves;
 mod ops;
 
-pub use cublas::CublasReal;
+pub use crate::device::blas::CublasReal;
 
 use crate::device::linalg::{Linalg, PooledLinalg};
 use crate::device::memory::{Pinned, Registered, Reservation};
 use crate::device::{self, DeviceError, Gpu, PooledStream};
 use crate::sbr::executor::{ExecError, Op, OpMut};
-use cudarc::cublas::sys::{self as cb, cublasHandle_t, cublasOperation_t};
+use cudarc::cublas::sys::cublasHandle_t;
 use cudarc::cublas::CudaBlas;
-use cudarc::cusolver::sys as cs;
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use std::sync::Arc;
@@ -150,19 +148,11 @@ fn geam_on<T: CublasReal>(
 }
 
 fn blas_err(e: cudarc::cublas::result::CublasError) -> ExecError {
-    ExecError::Device(DeviceError::Driver(format!("cuBLAS: {e:?}")))
+    ExecError::Device(e.into())
 }
 
 fn driver_err(e: cudarc::driver::DriverError) -> ExecError {
     ExecError::Device(e.into())
-}
-
-fn trans(t: bool) -> cublasOperation_t {
-    if t {
-        cublasOperation_t::CUBLAS_OP_T
-    } else {
-        cublasOperation_t::CUBLAS_OP_N
-    }
 }
 
 /// The device address of entry `off` of a buffer at `base`.
@@ -270,7 +260,7 @@ impl<T: CublasReal> GpuExecutor<T> {
         let st = unsafe {
             T::geqrf_buffer_size(solver, dim(m), dim(k), a as *mut T, dim(lda), &mut lwork)
         };
-        solver_ok(st, "geqrf_bufferSize")?;
+        DeviceError::check_cusolver("geqrf_bufferSize", st)?;
         self.solver_workspace(lwork)
     }
 
@@ -309,14 +299,10 @@ impl<T: CublasReal> GpuExecutor<T> {
     fn copy_lane(&mut self, up: bool) -> Result<(cublasHandle_t, &CudaStream), ExecError> {
         if self.copy_blas.is_none() {
             let make = |s: &PooledStream| {
-                let blas = CudaBlas::new(Arc::clone(s)).map_err(|e| {
-                    ExecError::Device(DeviceError::Driver(format!("cublasCreate: {e:?}")))
-                })?;
+                let blas = CudaBlas::new(Arc::clone(s)).map_err(DeviceError::from)?;
                 // GEAM needs no workspace, and CUBLAS_MARGIN counts the lanes' handles only.
-                // SAFETY: a handle of ours; no workspace is a documented setting.
-                unsafe { cb::cublasSetWorkspace_v2(*blas.handle(), std::ptr::null_mut(), 0) }
-                    .result()
-                    .map_err(blas_err)?;
+                // SAFETY: a new handle, nothing queued through it yet.
+                unsafe { device::blas::set_no_workspace(&blas) }?;
                 Ok::<_, ExecError>(blas)
             };
             self.copy_blas = Some([make(&self.h2d)?, make(&self.d2h)?]);
@@ -434,8 +420,8 @@ impl<T: CublasReal> GpuExecutor<T> {
             unsafe {
                 T::gemm(
                     handle,
-                    trans(false),
-                    trans(false),
+                    crate::device::blas::trans(false),
+                    crate::device::blas::trans(false),
                     dim(n),
                     dim(n),
                     dim(n),
@@ -453,15 +439,5 @@ impl<T: CublasReal> GpuExecutor<T> {
             .map_err(blas_err)?;
         }
         Ok(())
-    }
-}
-
-fn solver_ok(s: cs::cusolverStatus_t, what: &str) -> Result<(), ExecError> {
-    if s == cs::cusolverStatus_t::CUSOLVER_STATUS_SUCCESS {
-        Ok(())
-    } else {
-        Err(ExecError::Device(DeviceError::Driver(format!(
-            "cuSOLVER {what}: {s:?}"
-        ))))
     }
 }

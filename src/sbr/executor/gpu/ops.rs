@@ -2,12 +2,10 @@
 //! the lanes' streams.
 
 use super::halves::{symm_by_halves, syr2k_by_halves, Pairs2k, HALVES_LEAF};
-use super::{
-    at, blas_err, dim, driver_err, geam_on, solver_ok, trans, CublasReal, GpuBuf, GpuExecutor,
-    CHUNK,
-};
+use super::{at, blas_err, dim, driver_err, geam_on, CublasReal, GpuBuf, GpuExecutor, CHUNK};
+use crate::device::blas::trans;
 use crate::device::memory::{copy_2d, Side};
-use crate::device::{self};
+use crate::device::{self, DeviceError};
 use crate::sbr::executor::{DirectBlock, ExecError, Executor, Op, OpMut};
 use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
 
@@ -419,7 +417,7 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
                 pi as *mut i32,
             )
         };
-        solver_ok(st, "geqrf")
+        Ok(DeviceError::check_cusolver("geqrf", st)?)
     }
 
     fn potrf_upper(&mut self, n: usize, a: OpMut<GpuBuf<T>>) -> Result<(), ExecError> {
@@ -435,7 +433,7 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
             let pa = at::<T>(pa, a.off) as *mut T;
             // SAFETY: the matrix lies inside its buffer; only lwork is written.
             let st = unsafe { T::potrf_buffer_size(solver, dim(n), pa, dim(a.ld), &mut lwork) };
-            solver_ok(st, "potrf_bufferSize")?;
+            DeviceError::check_cusolver("potrf_bufferSize", st)?;
         }
         self.solver_workspace(lwork)?;
         let qr = self.qr.as_mut().expect("reserved above");
@@ -454,7 +452,7 @@ impl<T: CublasReal> Executor<T> for GpuExecutor<T> {
                 pi as *mut i32,
             )
         };
-        solver_ok(st, "potrf")
+        Ok(DeviceError::check_cusolver("potrf", st)?)
     }
 
     fn trsm_right_upper(

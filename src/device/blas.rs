@@ -1,12 +1,26 @@
-//! The cuBLAS and cuSOLVER routines of one precision ([`CublasReal`]), stamped for f32 and f64.
+//! The raw cuBLAS, cuSOLVER and cuSPARSE calls: the routines of one precision ([`CublasReal`],
+//! stamped for f32 and f64) and checked wrappers of the double-precision ones that the
+//! interval solver and the benchmarks use.
 
-use super::trans;
+use super::DeviceError;
 use crate::real::Real;
 use cudarc::cublas::sys::{
     self as cb, cublasFillMode_t, cublasHandle_t, cublasOperation_t, cublasSideMode_t,
     cublasStatus_t,
 };
 use cudarc::cusolver::sys as cs;
+use cudarc::cusparse::sys as sp;
+use cudarc::driver::CudaStream;
+use std::sync::Arc;
+
+/// cuBLAS's operation for `t`: transposed or not.
+pub fn trans(t: bool) -> cublasOperation_t {
+    if t {
+        cublasOperation_t::CUBLAS_OP_T
+    } else {
+        cublasOperation_t::CUBLAS_OP_N
+    }
+}
 
 /// The cuBLAS routines of one precision.
 #[allow(clippy::too_many_arguments)]
@@ -357,3 +371,260 @@ impl_cublas!(
     cusolverDnSpotrf_bufferSize,
     cusolverDnSpotrf
 );
+
+/// Lets `blas`'s handle run without a workspace of its own (for handles whose calls need none,
+/// so that the memory budget's margin for cuBLAS's workspace covers the others).
+///
+/// # Safety
+/// No work queued through the handle is in flight.
+pub unsafe fn set_no_workspace(blas: &cudarc::cublas::CudaBlas) -> Result<(), DeviceError> {
+    // SAFETY: a live handle; no workspace is a documented setting.
+    unsafe { cb::cublasSetWorkspace_v2(*blas.handle(), std::ptr::null_mut(), 0) }.result()?;
+    Ok(())
+}
+
+/// cusolverDnDgetrf_bufferSize: the workspace (elements) of `dgetrf` on an n x n matrix.
+///
+/// # Safety
+/// `h` is a live handle; `a` is device memory holding n x n entries at leading dimension `lda`.
+pub unsafe fn dgetrf_buffer_size(
+    h: cs::cusolverDnHandle_t,
+    n: i32,
+    a: *mut f64,
+    lda: i32,
+) -> Result<i32, DeviceError> {
+    let mut lwork = 0i32;
+    // SAFETY: as the caller promises; lwork is host memory.
+    let st = unsafe { cs::cusolverDnDgetrf_bufferSize(h, n, n, a, lda, &mut lwork) };
+    DeviceError::check_cusolver("cusolverDnDgetrf_bufferSize", st)?;
+    Ok(lwork)
+}
+
+/// cusolverDnDgetrf: the LU factorization with partial pivoting of an n x n matrix.
+///
+/// # Safety
+/// As for [`dgetrf_buffer_size`], with a device workspace of the size it returned, `n` device
+/// pivots and one device `info`, all on the handle's stream.
+pub unsafe fn dgetrf(
+    h: cs::cusolverDnHandle_t,
+    n: i32,
+    a: *mut f64,
+    lda: i32,
+    work: *mut f64,
+    ipiv: *mut i32,
+    info: *mut i32,
+) -> Result<(), DeviceError> {
+    // SAFETY: as the caller promises.
+    let st = unsafe { cs::cusolverDnDgetrf(h, n, n, a, lda, work, ipiv, info) };
+    DeviceError::check_cusolver("cusolverDnDgetrf", st)
+}
+
+/// cusolverDnDgetrs with TRANS = N: B (n x nrhs) := A⁻¹ B from `dgetrf`'s factors.
+///
+/// # Safety
+/// `h` is a live handle; `a` and `ipiv` hold `dgetrf`'s output, `b` n x nrhs entries at `ldb`,
+/// `info` one entry, all device memory on the handle's stream.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn dgetrs(
+    h: cs::cusolverDnHandle_t,
+    n: i32,
+    nrhs: i32,
+    a: *const f64,
+    lda: i32,
+    ipiv: *const i32,
+    b: *mut f64,
+    ldb: i32,
+    info: *mut i32,
+) -> Result<(), DeviceError> {
+    let no = cs::cublasOperation_t::CUBLAS_OP_N;
+    // SAFETY: as the caller promises.
+    let st = unsafe { cs::cusolverDnDgetrs(h, no, n, nrhs, a, lda, ipiv, b, ldb, info) };
+    DeviceError::check_cusolver("cusolverDnDgetrs", st)
+}
+
+/// cusolverDnDsyevd_bufferSize with JOBZ = N (eigenvalues only), UPLO = lower.
+///
+/// # Safety
+/// `h` is a live handle; `a` holds n x n entries at `lda`, `w` n entries (device memory).
+pub unsafe fn dsyevd_novector_buffer_size(
+    h: cs::cusolverDnHandle_t,
+    n: i32,
+    a: *const f64,
+    lda: i32,
+    w: *const f64,
+) -> Result<i32, DeviceError> {
+    let mut lwork = 0i32;
+    let novector = cs::cusolverEigMode_t::CUSOLVER_EIG_MODE_NOVECTOR;
+    let lower = cs::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER;
+    // SAFETY: as the caller promises; lwork is host memory.
+    let st =
+        unsafe { cs::cusolverDnDsyevd_bufferSize(h, novector, lower, n, a, lda, w, &mut lwork) };
+    DeviceError::check_cusolver("cusolverDnDsyevd_bufferSize", st)?;
+    Ok(lwork)
+}
+
+/// cusolverDnDsyevd with JOBZ = N, UPLO = lower: the eigenvalues of `a` into `w`.
+///
+/// # Safety
+/// As for [`dsyevd_novector_buffer_size`], with a device workspace of `lwork` elements (at least
+/// what it returned) and one device `info`, all on the handle's stream.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn dsyevd_novector(
+    h: cs::cusolverDnHandle_t,
+    n: i32,
+    a: *mut f64,
+    lda: i32,
+    w: *mut f64,
+    work: *mut f64,
+    lwork: i32,
+    info: *mut i32,
+) -> Result<(), DeviceError> {
+    let novector = cs::cusolverEigMode_t::CUSOLVER_EIG_MODE_NOVECTOR;
+    let lower = cs::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER;
+    // SAFETY: as the caller promises.
+    let st = unsafe { cs::cusolverDnDsyevd(h, novector, lower, n, a, lda, w, work, lwork, info) };
+    DeviceError::check_cusolver("cusolverDnDsyevd", st)
+}
+
+/// cusolverDnDsytrd_bufferSize with UPLO = lower.
+///
+/// # Safety
+/// `h` is a live handle; `a` holds n x n entries at `lda`, `d`, `e` and `tau` n entries each
+/// (device memory).
+pub unsafe fn dsytrd_buffer_size(
+    h: cs::cusolverDnHandle_t,
+    n: i32,
+    a: *const f64,
+    lda: i32,
+    d: *const f64,
+    e: *const f64,
+    tau: *const f64,
+) -> Result<i32, DeviceError> {
+    let mut lwork = 0i32;
+    let lower = cs::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER;
+    // SAFETY: as the caller promises; lwork is host memory.
+    let st = unsafe { cs::cusolverDnDsytrd_bufferSize(h, lower, n, a, lda, d, e, tau, &mut lwork) };
+    DeviceError::check_cusolver("cusolverDnDsytrd_bufferSize", st)?;
+    Ok(lwork)
+}
+
+/// cusolverDnDsytrd with UPLO = lower: the reduction of `a` to tridiagonal form (d, e, tau).
+///
+/// # Safety
+/// As for [`dsytrd_buffer_size`], with a device workspace of `lwork` elements (at least what it
+/// returned) and one device `info`, all on the handle's stream.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn dsytrd(
+    h: cs::cusolverDnHandle_t,
+    n: i32,
+    a: *mut f64,
+    lda: i32,
+    d: *mut f64,
+    e: *mut f64,
+    tau: *mut f64,
+    work: *mut f64,
+    lwork: i32,
+    info: *mut i32,
+) -> Result<(), DeviceError> {
+    let lower = cs::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER;
+    // SAFETY: as the caller promises.
+    let st = unsafe { cs::cusolverDnDsytrd(h, lower, n, a, lda, d, e, tau, work, lwork, info) };
+    DeviceError::check_cusolver("cusolverDnDsytrd", st)
+}
+
+/// A cuSPARSE handle bound to a stream, destroyed when dropped.
+pub struct SparseHandle {
+    raw: sp::cusparseHandle_t,
+    _stream: Arc<CudaStream>,
+}
+
+impl SparseHandle {
+    /// A new handle whose calls queue on `stream`.
+    pub fn new(stream: Arc<CudaStream>) -> Result<Self, DeviceError> {
+        if !super::libraries().cusparse {
+            return Err(DeviceError::MissingLibrary("cuSPARSE"));
+        }
+        let mut raw: sp::cusparseHandle_t = std::ptr::null_mut();
+        // SAFETY: raw receives a new handle.
+        unsafe { sp::cusparseCreate(&mut raw) }.result()?;
+        let handle = SparseHandle {
+            raw,
+            _stream: stream,
+        };
+        // SAFETY: the handle and the stream are live (the handle keeps the stream); cudarc's
+        // and cuSPARSE's CUstream_st are the same driver type, declared twice.
+        unsafe {
+            sp::cusparseSetStream(handle.raw, handle._stream.cu_stream() as sp::cudaStream_t)
+        }
+        .result()?;
+        Ok(handle)
+    }
+}
+
+impl Drop for SparseHandle {
+    fn drop(&mut self) {
+        // SAFETY: the handle was created by cusparseCreate and is destroyed once.
+        unsafe { sp::cusparseDestroy(self.raw) };
+    }
+}
+
+/// cusparseDgtsv2_bufferSizeExt, or with `nopivot` cusparseDgtsv2_nopivot_bufferSizeExt: the
+/// workspace (bytes) of [`dgtsv2`] on an m x m tridiagonal system with `nrhs` right-hand sides.
+///
+/// # Safety
+/// `dl`, `d`, `du` are device arrays of m entries (cuSPARSE's layout: dl[0] = du[m-1] = 0), `b`
+/// holds m x nrhs entries at `ldb`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn dgtsv2_buffer_size(
+    h: &SparseHandle,
+    nopivot: bool,
+    m: i32,
+    nrhs: i32,
+    dl: *const f64,
+    d: *const f64,
+    du: *const f64,
+    b: *const f64,
+    ldb: i32,
+) -> Result<usize, DeviceError> {
+    let mut size = 0usize;
+    // SAFETY: as the caller promises; size is host memory.
+    unsafe {
+        if nopivot {
+            sp::cusparseDgtsv2_nopivot_bufferSizeExt(h.raw, m, nrhs, dl, d, du, b, ldb, &mut size)
+        } else {
+            sp::cusparseDgtsv2_bufferSizeExt(h.raw, m, nrhs, dl, d, du, b, ldb, &mut size)
+        }
+    }
+    .result()?;
+    Ok(size)
+}
+
+/// cusparseDgtsv2 (partial pivoting), or with `nopivot` cusparseDgtsv2_nopivot: B := A⁻¹ B.
+///
+/// # Safety
+/// As for [`dgtsv2_buffer_size`], with `b` writable and a device workspace `buffer` of the size
+/// it returned, all on the handle's stream.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn dgtsv2(
+    h: &SparseHandle,
+    nopivot: bool,
+    m: i32,
+    nrhs: i32,
+    dl: *const f64,
+    d: *const f64,
+    du: *const f64,
+    b: *mut f64,
+    ldb: i32,
+    buffer: *mut std::ffi::c_void,
+) -> Result<(), DeviceError> {
+    // SAFETY: as the caller promises.
+    unsafe {
+        if nopivot {
+            sp::cusparseDgtsv2_nopivot(h.raw, m, nrhs, dl, d, du, b, ldb, buffer)
+        } else {
+            sp::cusparseDgtsv2(h.raw, m, nrhs, dl, d, du, b, ldb, buffer)
+        }
+    }
+    .result()?;
+    Ok(())
+}
