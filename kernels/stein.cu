@@ -11,11 +11,13 @@
 //     xLAGTF's factorization of T_b - lambda I, then xSTEIN's iteration (scale, xLAGTS solve,
 //     growth test, MAXITS = 5, EXTRA = 2) without reorthogonalization; the last iterate is left
 //     divided by its largest magnitude, with its 2-norm in nu and its status.
-//   stein_refine: one more scaled solve from the vector stored in Z (the orthonormalized one),
-//     written back divided by its largest magnitude.
+//   stein_refine: one more scaled solve from the vector stored in Z (the orthonormalized one;
+//     the starting vector where that is zero or not finite), written back divided by its
+//     largest magnitude.
 //   stein_scatter: the interleaved iterates into their columns of Z (a tiled transpose).
 //   stein_chol: Cholesky factor R (upper) of a Gram matrix of at most 64 columns, in place,
-//     with its diagonal before and after (the host's measure of what orthogonalization left).
+//     with its diagonal before and what each pivot leaves (the host's measure of what
+//     orthogonalization left); numerically dependent columns are decoupled (see chol).
 //   stein_finish: each column scaled to unit 2-norm, its largest-magnitude component positive.
 //
 // The arithmetic of factor and solve is xLAGTF's and xLAGTS's, operation for operation, as
@@ -254,27 +256,34 @@ __device__ void iterate(const T* d, const T* e, int ncols, int S, const int* row
     nu[j] = norm;
 }
 
+// status: 0, or 2 where the solve's result is not finite. A column of Z that is zero or not
+// finite (nothing the orthogonalization should leave, but a scaled solve from it would be NaN)
+// is replaced by the vector's starting vector.
 template <typename T>
 __device__ void refine(const T* d, const T* e, int ncols, int S, const int* row0s,
-                       const int* sizes, const T* shifts, const T* scale_bases, const int* cols,
-                       T* u0, T* u1, T* u2, T* l, unsigned char* sw, T* x, T* z, long long ldz,
-                       int* status, double* nu) {
+                       const int* sizes, const T* shifts, const u64* seeds,
+                       const T* scale_bases, const int* cols, T* u0, T* u1, T* u2, T* l,
+                       unsigned char* sw, T* x, T* z, long long ldz, int* status, double* nu) {
     int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= ncols) return;
     int row0 = row0s[j], size = sizes[j];
     T* xj = x + j;
     T* zj = z + (size_t)cols[j] * ldz + row0;
     T top = T(0);
+    bool finite = true;
     for (int i = 0; i < size; ++i) {
         T v = zj[i];
         xj[(size_t)i * S] = v;
+        finite = finite && isfinite((double)v);
         T a = absval(v);
-        if (i == 0) top = a; else if (a > top) top = a;
+        if (a > top) top = a;
     }
+    if (!finite || !(top > T(0))) top = larnv_fill<T>(seeds[j], size, xj, S);
     T* u0j = u0 + j;
     T tol = factor<T>(d, e, row0, size, shifts[j], u0j, u1 + j, u2 + j, l + j, sw + j, S);
     T unn = absval(u0j[(size_t)(size - 1) * S]);
     T base = scale_bases[j] * (Limits<T>::ulp() > unn ? Limits<T>::ulp() : unn);
+    if (unn != unn) base = scale_bases[j] * Limits<T>::ulp();
     top = solve<T>(u0j, u1 + j, u2 + j, l + j, sw + j, tol, size, base / top, xj, S);
     if (!(top > T(0)) || !isfinite((double)top)) {
         status[j] = 2;
@@ -306,11 +315,21 @@ __device__ void scatter(const T* x, int S, int ncols, const int* row0s, const in
 }
 
 // One block of 256 threads. g: bp x bp (bp <= 64), leading dimension ldg; overwritten by R
-// (upper, zero below). diag[j] = g_jj before, diag[64 + j] = r_jj. A pivot that is not above
-// (eps g_jj)^2-sized is raised to it: the column is then numerically dependent on the earlier
-// ones, which the host sees in diag and treats.
+// (upper, zero below). diag[j] = g_jj before, diag[64 + j] = what the pivot says is left of
+// column j (sqrt of the pivot, 0 where it is not positive).
+//
+// A pivot not above STEIN_DEPENDENT eps g_jj carries no information (the Gram matrix's
+// rounding is about eps g_jj): column j is numerically dependent on the earlier ones. Its
+// r_jj is then sqrt(STEIN_DEPENDENT eps g_jj) (so X R^-1 stays bounded) and the rest of its
+// row of R is zero: the later columns are not orthogonalized against its noise. Dividing by
+// such a pivot instead sent r_jk = g_jk / r_jj to ~1/eps, every later pivot negative, and the
+// columns of X R^-1 past 1/eps each: the second pass's Gram matrix overflowed (single
+// precision), and the panel came out NaN or zero. A dependent column has less than
+// sqrt(STEIN_DEPENDENT eps) of its norm left, so the host always flags it for refinement.
+#define STEIN_DEPENDENT 64
 template <typename T> __device__ void chol(T* g, int ldg, int bp, T* diag) {
     __shared__ T a[64][65];
+    __shared__ int dependent;
     int tid = threadIdx.x;
     for (int t = tid; t < bp * bp; t += blockDim.x) {
         int i = t % bp, j = t / bp;
@@ -322,22 +341,29 @@ template <typename T> __device__ void chol(T* g, int ldg, int bp, T* diag) {
     for (int j = 0; j < bp; ++j) {
         if (tid == 0) {
             T g0 = diag[j];
-            T floor = g0 * Limits<T>::eps() * Limits<T>::eps();
-            if (!(floor > Limits<T>::sfmin())) floor = Limits<T>::sfmin();
+            T floor = T(STEIN_DEPENDENT) * Limits<T>::eps() * g0;
             T piv = a[j][j];
-            if (!(piv > floor)) piv = floor;
-            T r = sqrt(piv);
-            a[j][j] = r;
-            diag[64 + j] = r;
+            bool dep = !(piv > floor) || !(piv > Limits<T>::sfmin());
+            if (dep) {
+                if (!(floor > Limits<T>::sfmin())) floor = Limits<T>::sfmin();
+                a[j][j] = sqrt(floor);
+            } else {
+                a[j][j] = sqrt(piv);
+            }
+            diag[64 + j] = piv > T(0) ? sqrt(piv) : T(0);
+            dependent = dep ? 1 : 0;
         }
         __syncthreads();
         T r = a[j][j];
-        for (int k = j + 1 + tid; k < bp; k += blockDim.x) a[j][k] = a[j][k] / r;
+        bool dep = dependent != 0;
+        for (int k = j + 1 + tid; k < bp; k += blockDim.x) a[j][k] = dep ? T(0) : a[j][k] / r;
         __syncthreads();
         int w = bp - j - 1;
-        for (int t = tid; t < w * w; t += blockDim.x) {
-            int k = j + 1 + t % w, m = j + 1 + t / w;
-            if (k <= m) a[k][m] = a[k][m] - a[j][k] * a[j][m];
+        if (!dep) {
+            for (int t = tid; t < w * w; t += blockDim.x) {
+                int k = j + 1 + t % w, m = j + 1 + t / w;
+                if (k <= m) a[k][m] = a[k][m] - a[j][k] * a[j][m];
+            }
         }
         __syncthreads();
     }
@@ -428,10 +454,11 @@ __device__ void finish(T* z, long long ldz, const int* cols, const int* row0s, c
     }                                                                                          \
     extern "C" __global__ void stein_refine_##P(                                               \
         const T* d, const T* e, int ncols, int S, const int* row0s, const int* sizes,          \
-        const T* shifts, const T* scale_bases, const int* cols, T* u0, T* u1, T* u2, T* l,     \
-        unsigned char* sw, T* x, T* z, long long ldz, int* status, double* nu) {               \
-        refine<T>(d, e, ncols, S, row0s, sizes, shifts, scale_bases, cols, u0, u1, u2, l, sw,  \
-                  x, z, ldz, status, nu);                                                      \
+        const T* shifts, const u64* seeds, const T* scale_bases, const int* cols, T* u0,       \
+        T* u1, T* u2, T* l, unsigned char* sw, T* x, T* z, long long ldz, int* status,         \
+        double* nu) {                                                                          \
+        refine<T>(d, e, ncols, S, row0s, sizes, shifts, seeds, scale_bases, cols, u0, u1, u2,  \
+                  l, sw, x, z, ldz, status, nu);                                               \
     }                                                                                          \
     extern "C" __global__ void stein_scatter_##P(const T* x, int S, int ncols,                 \
                                                  const int* row0s, const int* sizes,           \

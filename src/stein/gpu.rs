@@ -14,7 +14,15 @@
 //!    first removed more than a quarter of a column's norm, "twice is enough"), then a
 //!    Cholesky QR of the panel, twice. Column j ends orthogonal to every earlier column of its
 //!    cluster, as with LAPACK's Gram–Schmidt; the vectors differ from LAPACK's by rounding
-//!    for well separated eigenvalues, and span the same invariant subspace otherwise.
+//!    for well separated eigenvalues, and span the same invariant subspace otherwise. A
+//!    column that the Cholesky factorization finds numerically dependent on the panel's
+//!    earlier ones (a pivot below 64 eps of its squared norm, where the Gram matrix's
+//!    rounding leaves no information) is decoupled: scaled by that bound instead of the
+//!    pivot, and left out of the later columns' orthogonalization. Dividing by such a pivot
+//!    sent every later pivot of the panel negative and its columns past 1/eps each, until
+//!    the second pass's Gram matrix overflowed (single precision, eigenvalues that agree to
+//!    working precision): the panel came out NaN or zero. A decoupled column always has less
+//!    than [`RHO_REFINE`] of its norm left, so step 3 refines it.
 //! 3. **Refine** what orthogonalization cancelled: where less than [`RHO_REFINE`] of an
 //!    iterate's norm survives step 2 (eigenvalues that agree to working precision, whose
 //!    iterates all point into the same nearly degenerate subspace), the surviving direction
@@ -471,7 +479,7 @@ impl<T: Real> Run<'_, T> {
         let mut refine: Vec<usize> = host_room(cols.len())?;
         for c in group.iter().filter(|c| c.k >= 2) {
             let at = pos(c.col);
-            for j in self.orthogonalize(c, 0, &nu[at..at + c.k])? {
+            for j in self.orthogonalize(c, 0, &nu[at..at + c.k], RHO_REFINE)? {
                 refine.push(c.col + j);
             }
         }
@@ -504,7 +512,7 @@ impl<T: Real> Run<'_, T> {
                 for &j in refine.iter().filter(inside) {
                     nu_c[j - c.col] = nu[pos(j)];
                 }
-                for j in self.orthogonalize(c, from, &nu_c)? {
+                for j in self.orthogonalize(c, from, &nu_c, RHO_REFINE)? {
                     next.push(c.col + j);
                 }
             }
@@ -609,6 +617,7 @@ impl<T: Real> Run<'_, T> {
     fn refine(&mut self, chunk: &[Col<T>]) -> Result<Vec<f64>, DeviceError> {
         let m = chunk.len();
         let (row0, size, shift, base, col) = self.params(chunk)?;
+        let seeds = self.upload(&host_map(chunk, |c| c.seed)?)?;
         let mut status = self.stream.alloc_zeros::<i32>(m)?;
         let mut nu = self.stream.alloc_zeros::<f64>(m)?;
         let (ncols, stride, ldz) = (m as i32, self.batch as i32, self.n as i64);
@@ -622,6 +631,7 @@ impl<T: Real> Run<'_, T> {
             .arg(&row0)
             .arg(&size)
             .arg(&shift)
+            .arg(&seeds)
             .arg(&base)
             .arg(&col)
             .arg(&mut *u0)
@@ -646,12 +656,13 @@ impl<T: Real> Run<'_, T> {
 
     /// Stage 2 for one cluster from its panel starting at column `from` (cluster-relative);
     /// `nu` holds each column's 2-norm before. Returns the columns (cluster-relative) with
-    /// less than RHO_REFINE of their norm left.
+    /// less than `keep` of their norm left.
     fn orthogonalize(
         &mut self,
         c: &Cluster,
         from: usize,
         nu: &[f64],
+        keep: f64,
     ) -> Result<Vec<usize>, DeviceError> {
         let (n, s) = (self.n, c.size);
         let q = self.zp(c.row0, c.col);
@@ -681,7 +692,7 @@ impl<T: Real> Run<'_, T> {
             }
             for j in 0..bp {
                 let rho = diag[PANEL + j].to_f64() / nu[p + j];
-                if rho.is_nan() || rho < RHO_REFINE {
+                if rho.is_nan() || rho < keep {
                     flagged.push(p + j);
                 }
             }
