@@ -23,14 +23,20 @@
 //!    the second pass's Gram matrix overflowed (single precision, eigenvalues that agree to
 //!    working precision): the panel came out NaN or zero. A decoupled column always has less
 //!    than [`RHO_REFINE`] of its norm left, so step 3 refines it.
-//! 3. **Refine** what orthogonalization cancelled: where less than [`RHO_REFINE`] of an
-//!    iterate's norm survives step 2 (eigenvalues that agree to working precision, whose
-//!    iterates all point into the same nearly degenerate subspace), the surviving direction
-//!    carries the iterate's rounding errors magnified. Such vectors get one more scaled solve
-//!    from their orthonormalized direction — the step LAPACK's per-iteration Gram–Schmidt
-//!    amounts to — and their cluster is orthogonalized again from their panel on. A vector
-//!    still cancelled after [`REFINE_ROUNDS`] rounds makes the call fail here (the caller then
-//!    runs the host path on the untouched inputs).
+//! 3. **Refine** what orthogonalization cancelled. Where a column is q = (x − Σ c_i q_i) / r,
+//!    the errors of the iterate x outside the cluster's invariant subspace, and those of the
+//!    earlier q_i, come out multiplied by up to (1 + Σ |c_i|) / r, compounding along the
+//!    cluster; LAPACK's next solve after each Gram–Schmidt damps them again. So every vector
+//!    with less than [`RHO_POLISH`] of its iterate's 2-norm left after step 2 gets one more
+//!    scaled solve from its orthonormalized direction — the step LAPACK's per-iteration
+//!    Gram–Schmidt amounts to — and its cluster is orthogonalized again from its panel on.
+//!    (Without it, the glued copies of (−1, 2, −1), whose vectors kept 8–90 % of their
+//!    norms, had residuals and orthogonality up to 30–100 times LAPACK's.) After that round
+//!    only vectors with less than [`RHO_REFINE`] left are refined again: eigenvalues that
+//!    agree to working precision, whose iterates all point into the same nearly degenerate
+//!    subspace, so that the surviving direction is mostly rounding. A vector still cancelled
+//!    after [`REFINE_ROUNDS`] rounds makes the call fail here (the caller then runs the host
+//!    path on the untouched inputs).
 //! 4. **Finish**: unit 2-norm, largest-magnitude component positive; Z is downloaded through
 //!    pinned buffers into the caller's columns.
 //!
@@ -56,11 +62,14 @@ use std::sync::Arc;
 /// Columns orthogonalized together (the Cholesky QR kernel holds a PANEL² Gram matrix in
 /// shared memory).
 pub const PANEL: usize = 64;
-/// A vector with less than this share of its iterate's 2-norm left after orthogonalization is
-/// refined.
+/// A vector with less than this share of its iterate's 2-norm left after the first
+/// orthogonalization gets one more solve (its errors would come out magnified).
+pub const RHO_POLISH: f64 = 0.9;
+/// A vector with less than this share of its 2-norm left after an orthogonalization is
+/// (numerically) dependent on its cluster's earlier vectors and is refined again.
 pub const RHO_REFINE: f64 = 1.0 / 16.0;
 /// Refinement rounds before the GPU path gives up on a cluster.
-pub const REFINE_ROUNDS: usize = 2;
+pub const REFINE_ROUNDS: usize = 3;
 /// Most vectors iterated at once (their interleaved work is (5 words + 1 byte) per row).
 const MAX_BATCH: usize = 16384;
 
@@ -479,7 +488,7 @@ impl<T: Real> Run<'_, T> {
         let mut refine: Vec<usize> = host_room(cols.len())?;
         for c in group.iter().filter(|c| c.k >= 2) {
             let at = pos(c.col);
-            for j in self.orthogonalize(c, 0, &nu[at..at + c.k], RHO_REFINE)? {
+            for j in self.orthogonalize(c, 0, &nu[at..at + c.k], RHO_POLISH)? {
                 refine.push(c.col + j);
             }
         }
