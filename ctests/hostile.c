@@ -360,20 +360,34 @@ static Res gt_call(int v, Gt *g, int misalign)
 static Res gt_ref(int sp, Gt *g)
 {
     int info = 12345;
+    /* LAPACK's xGTSV back-substitutes into B(1:N, 1) even for NRHS = 0 (its loop over the
+     * columns tests J < NRHS only after the first column), so it gets a scratch B then: the
+     * zero-length B stays hylapack's to keep untouched. */
+    double *b = g->b, *scratch = NULL;
+    long blen = g->lb;
+    if (g->nrhs == 0 && g->n > 0) {
+        blen = g->n;
+        scratch = dnew(blen);
+        memset(scratch, 0, (size_t)blen * sizeof *scratch);
+        b = scratch;
+    }
+    Res r;
     xreset();
     if (!sp) {
-        dgtsv_(&g->n, &g->nrhs, g->dl, g->d, g->du, g->b, &g->ldb, &info);
-        return res_of(info);
+        dgtsv_(&g->n, &g->nrhs, g->dl, g->d, g->du, b, &g->ldb, &info);
+        r = res_of(info);
+    } else {
+        float *dl = fdup(g->dl, g->ldl), *d = fdup(g->d, g->ld), *du = fdup(g->du, g->ldl),
+              *fb = fdup(b, blen);
+        xreset();
+        sgtsv_(&g->n, &g->nrhs, dl, d, du, fb, &g->ldb, &info);
+        r = res_of(info);
+        fback(g->dl, dl, g->ldl);
+        fback(g->d, d, g->ld);
+        fback(g->du, du, g->ldl);
+        fback(b, fb, blen);
     }
-    float *dl = fdup(g->dl, g->ldl), *d = fdup(g->d, g->ld), *du = fdup(g->du, g->ldl),
-          *b = fdup(g->b, g->lb);
-    xreset();
-    sgtsv_(&g->n, &g->nrhs, dl, d, du, b, &g->ldb, &info);
-    Res r = res_of(info);
-    fback(g->dl, dl, g->ldl);
-    fback(g->d, d, g->ld);
-    fback(g->du, du, g->ldl);
-    fback(g->b, b, g->lb);
+    free(scratch);
     return r;
 }
 
@@ -1068,8 +1082,45 @@ static Res sy_call(int v, Sy *s)
 static const char *sy_fn[] = {"dsyev_ooc", "dsyev_ooc_", "dsyev_",
                               "dsyevx_ooc", "dsyevx_ooc_", "dsyevx_"};
 
+/* The largest |a(i, j)| of the stored n x n matrix (0 when it is not all there). */
+static double sy_norm(const Sy *s)
+{
+    double m = 0.0;
+    if (!s->a || s->n <= 0 || s->lda < s->n || s->la < (long)s->lda * (s->n - 1) + s->n) {
+        return 0.0;
+    }
+    for (long j = 0; j < s->n; j++) {
+        for (long i = 0; i < s->n; i++) {
+            double x = fabs(s->a[i + j * s->lda]);
+            m = isfinite(x) && x > m ? x : m;
+        }
+    }
+    return m;
+}
+
+/* Whether an eigenvalue of A (LAPACK's DSYEV, on a copy) lies within `tol` of VL or VU: then
+ * which side of the bound it is on depends on rounding below the reduction's backward error,
+ * and an M different from LAPACK's is no error. */
+static int sy_count_ambiguous(const Sy *s, double tol)
+{
+    Sy c = sy_clone(s);
+    c.jobz = 'N';
+    c.lwork = c.n > 0 && c.n < 1000 ? 8 * c.n : 1;
+    c.null_arg = 0;
+    Res r = sy_call(2, &c);
+    int near = r.info != 0;
+    for (int i = 0; i < c.n && !near; i++) {
+        near = fabs(c.w[i] - s->vl) <= tol || fabs(c.w[i] - s->vu) <= tol;
+    }
+    sy_free(&c);
+    return near;
+}
+
 /* hylapack (v = 0, 1, 3, 4) against LAPACK on copies: INFO, M, W (LAPACK's W exactly when A
- * has a NaN or Inf, as documented; else to a tolerance), WORK(1) for queries. */
+ * has a NaN or Inf, as documented; else to a tolerance relative to the larger of |A| and the
+ * compared eigenvalues: a backward stable answer is that close whatever path computed it, so
+ * for A with entries near overflow the small eigenvalues are only known to within it),
+ * WORK(1) for queries. */
 static void sy_vs_ref(int v, const Sy *s, int nonfinite)
 {
     Sy h = sy_clone(s), l = sy_clone(s);
@@ -1079,15 +1130,19 @@ static void sy_vs_ref(int v, const Sy *s, int nonfinite)
     Res ref = sy_call(ref_v, &l);
     expect_as_ref(r, ref, name, NULL);
     if (r.info >= 0 && ref.info >= 0) {
-        if (v >= 3) {
-            check(h.m == l.m, "M = %d, LAPACK gives %d", h.m, l.m);
+        double anorm = sy_norm(s);
+        if (v >= 3 && h.m != l.m) {
+            int ambiguous = !nonfinite && (s->range == 'V' || s->range == 'v') &&
+                            s->lwork != -1 &&
+                            sy_count_ambiguous(s, 1e-12 * anorm);
+            check(ambiguous, "M = %d, LAPACK gives %d", h.m, l.m);
         }
         if ((v == 1 || v == 4) && s->lwork == -1) {
             check(h.work1 >= l.work1 || (v == 1 && h.work1 == l.work1),
                   "WORK(1) = %g after a query, LAPACK gives %g", h.work1, l.work1);
         }
         int nw = v >= 3 ? (h.m == l.m ? h.m : 0) : s->n;
-        double scale = 0.0;
+        double scale = anorm;
         for (int i = 0; i < nw && s->lwork != -1; i++) {
             if (isfinite(l.w[i]) && fabs(l.w[i]) > scale) {
                 scale = fabs(l.w[i]);

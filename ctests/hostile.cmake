@@ -22,3 +22,20 @@ set_tests_properties(hostile PROPERTIES
   PASS_REGULAR_EXPRESSION "hostile: [0-9]+ passed, 0 failed"
   FAIL_REGULAR_EXPRESSION "FAIL|ERROR: AddressSanitizer|runtime error:"
   TIMEOUT 120)
+
+# The same harness without sanitizers. ASan checks only instrumented code: a write past an
+# array by the Rust library or by the system LAPACK lands in ASan's redzones unseen, while in a
+# plain build it breaks glibc's heap, whose checks then abort (perturb: freed memory is filled,
+# so a read of it shows too).
+add_executable(test_hostile_plain hostile.c)
+set_target_properties(test_hostile_plain PROPERTIES C_STANDARD 99 C_STANDARD_REQUIRED ON
+                                                    C_EXTENSIONS OFF)
+target_compile_definitions(test_hostile_plain PRIVATE _POSIX_C_SOURCE=200809L)
+target_compile_options(test_hostile_plain PRIVATE ${HYLAPACK_C_WARNINGS})
+target_link_libraries(test_hostile_plain PRIVATE hylapack::hylapack LAPACK::LAPACK m)
+add_test(NAME hostile_plain COMMAND test_hostile_plain)
+set_tests_properties(hostile_plain PROPERTIES
+  ENVIRONMENT "HYLAPACK_DEVICE=cpu;GLIBC_TUNABLES=glibc.malloc.perturb=165"
+  PASS_REGULAR_EXPRESSION "hostile: [0-9]+ passed, 0 failed"
+  FAIL_REGULAR_EXPRESSION "FAIL"
+  TIMEOUT 120)

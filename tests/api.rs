@@ -54,6 +54,46 @@ fn fortran(
     (info, m)
 }
 
+/// A `fork()` child of a process that took the GPU (or looked for it) never touches it: the
+/// parent's CUDA context is not the child's, and a lock a parent thread held at the fork would
+/// hang it. The child's call runs on the CPU and gives LAPACK's answer.
+#[test]
+fn a_forked_child_leaves_the_gpu_to_its_parent() {
+    let parent_gpu = hylapack::device::gpu().is_ok();
+    assert_eq!(fortran(b"A", 40, None, None, Some(0.0), 1), (0, 40));
+    // SAFETY: the child only calls hylapack (no lock of this test harness) and leaves by _exit.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        // SAFETY: a hung child ends by SIGALRM instead of hanging the test.
+        unsafe { libc::alarm(20) };
+        let forked = matches!(
+            hylapack::device::gpu(),
+            Err(hylapack::device::DeviceError::Forked)
+        );
+        let answer = fortran(b"A", 40, None, None, Some(0.0), 1);
+        let code = if !forked {
+            1
+        } else if answer != (0, 40) {
+            2
+        } else {
+            0
+        };
+        // SAFETY: ends the child without running the parent's exit handlers.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child started above.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "child status {status:#x} (exit 1: the GPU was offered to it, 2: a wrong answer, \
+         signal 14: it hung); parent GPU: {parent_gpu}"
+    );
+    // The parent keeps its GPU (or its reason for having none).
+    assert_eq!(hylapack::device::gpu().is_ok(), parent_gpu);
+}
+
 #[test]
 fn fortran_entry_solves_and_ignores_hidden_lengths() {
     // Zero hidden lengths (a C caller that omitted them) must not matter.

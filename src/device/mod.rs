@@ -15,6 +15,7 @@ use crate::config;
 use crate::log;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Why the GPU (or one GPU operation) is unavailable.
@@ -44,6 +45,9 @@ pub enum DeviceError {
     /// The call is outside what the GPU path supports (sizes beyond its index types, options
     /// it was not built for).
     Unsupported(String),
+    /// This process is a `fork()` child of the one that took the GPU: a CUDA context does not
+    /// survive a fork.
+    Forked,
 }
 
 impl std::fmt::Display for DeviceError {
@@ -62,6 +66,9 @@ impl std::fmt::Display for DeviceError {
                 write!(f, "{bytes} bytes of host memory could not be allocated")
             }
             DeviceError::Unsupported(s) => write!(f, "not supported on the GPU path: {s}"),
+            DeviceError::Forked => {
+                f.write_str("the GPU belongs to the parent process (CUDA does not survive fork)")
+            }
             DeviceError::OutOfBudget { needed, available } => {
                 write!(
                     f,
@@ -201,8 +208,20 @@ pub struct LoadedModule {
 
 static GPU: OnceLock<Result<Gpu, DeviceError>> = OnceLock::new();
 
+/// The process that first asked for the GPU (0: none yet). A `fork()` child sees another
+/// process id and never touches the GPU: not the parent's context, which CUDA does not carry
+/// over, and not the locks (discovery's, the pools') that a parent thread may have held at
+/// the fork, which would hang it. Its calls run on the CPU.
+static OWNER: AtomicU32 = AtomicU32::new(0);
+
 /// The process's GPU, discovered on first use. Never panics.
 pub fn gpu() -> Result<&'static Gpu, DeviceError> {
+    let me = std::process::id();
+    if let Err(owner) = OWNER.compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire) {
+        if owner != me {
+            return Err(DeviceError::Forked);
+        }
+    }
     GPU.get_or_init(|| {
         let found = std::panic::catch_unwind(discover)
             .unwrap_or_else(|_| Err(DeviceError::Driver("panic during GPU discovery".into())));

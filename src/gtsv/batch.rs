@@ -133,6 +133,16 @@ pub fn gtsv_strided_batch<T: Lapack>(
     report
 }
 
+/// `len` entries of `s` from `start`; none (wherever `start` is) for `len = 0`: with N = 1 the
+/// caller's DL and DU may hold nothing at all.
+fn piece<T>(s: &[T], start: usize, len: usize) -> &[T] {
+    if len == 0 {
+        &[]
+    } else {
+        &s[start..start + len]
+    }
+}
+
 /// One system of a batch on the CPU: its arrays and where its INFO goes.
 struct Job<'a, T> {
     dl: &'a mut [T],
@@ -177,8 +187,8 @@ fn solve_stacked<T: Lapack>(
     for k in 0..count {
         let (r, a0, b0) = (k * n, k * sa, k * sb);
         sd[r..r + n].copy_from_slice(&d[a0..a0 + n]);
-        sdl[r..r + m1].copy_from_slice(&dl[a0..a0 + m1]);
-        sdu[r..r + m1].copy_from_slice(&du[a0..a0 + m1]);
+        sdl[r..r + m1].copy_from_slice(piece(dl, a0, m1));
+        sdu[r..r + m1].copy_from_slice(piece(du, a0, m1));
         for c in 0..nrhs {
             sbx[c * big + r..c * big + r + n].copy_from_slice(&b[b0 + c * ldb..b0 + c * ldb + n]);
         }
@@ -188,7 +198,7 @@ fn solve_stacked<T: Lapack>(
             let mut rejected = 0;
             for (k, done) in done.iter_mut().enumerate() {
                 let (r, a0, b0) = (k * n, k * sa, k * sb);
-                let (kdl, kd, kdu) = (&dl[a0..a0 + m1], &d[a0..a0 + n], &du[a0..a0 + m1]);
+                let (kdl, kd, kdu) = (piece(dl, a0, m1), &d[a0..a0 + n], piece(du, a0, m1));
                 let checks = (0..nrhs).map(|c| {
                     let x = &sbx[c * big + r..c * big + r + n];
                     residual_rows(kdl, kd, kdu, x, &b[b0 + c * ldb..], 0..n)
