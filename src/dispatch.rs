@@ -30,7 +30,13 @@ pub enum Family {
     Gtsv,
     Syrdb,
     Interval,
+    /// xSTEIN: its threshold is not configurable yet ([`STEIN_MIN_N`]).
+    Stein,
 }
+
+/// Below this order xSTEIN runs on the host in auto mode (setting up the GPU costs more than
+/// the host's inverse iteration).
+pub const STEIN_MIN_N: usize = 1000;
 
 impl Family {
     fn min_n(self) -> usize {
@@ -40,6 +46,7 @@ impl Family {
             Family::Gtsv => m.gtsv,
             Family::Syrdb => m.syrdb,
             Family::Interval => m.interval,
+            Family::Stein => STEIN_MIN_N,
         }
     }
 }

@@ -10,9 +10,14 @@
 //! printing). Run with `--nocapture` for the worst ratios per family.
 //!
 //! Seeds change from run to run and are printed; `HYLAPACK_TEST_SEED` replays one.
+//!
+//! The comparisons with LAPACK run the backend `HYLAPACK_DEVICE` names: `gpu` runs the GPU
+//! path at every size (with `HYLAPACK_REQUIRE_GPU=1` it must really run), anything else the
+//! host path. The other tests exercise the host path.
 
 mod common;
-use common::{reported, seed, xerbla_count};
+use common::{gpu_required, reported, seed, xerbla_count};
+use hylapack::dispatch::Backend;
 
 use hylapack::lapack::{Dense, Lapack, LapackStein};
 use hylapack::real::Real;
@@ -61,6 +66,38 @@ fn lapack_stein<T: LapackStein>(d: &[T], e: &[T], ev: &Eigenvalues<T>) -> (Vec<T
     );
     ifail.truncate(m);
     (z, SteinReport { info, ifail })
+}
+
+/// The backend the comparisons run: the GPU path when `HYLAPACK_DEVICE=gpu`.
+fn backend() -> Backend {
+    if std::env::var("HYLAPACK_DEVICE").as_deref() == Ok("gpu") {
+        Backend::Gpu
+    } else {
+        Backend::Cpu
+    }
+}
+
+/// `stein` on [`backend`]; with `HYLAPACK_REQUIRE_GPU=1` the GPU path must have run wherever
+/// there was a cluster for it (N ≥ 2 and an eigenvalue in a block of order ≥ 2).
+fn run_backend<T: Real>(
+    d: &[T],
+    e: &[T],
+    ev: &Eigenvalues<T>,
+    z: &mut [T],
+    ctx: &str,
+) -> SteinReport {
+    let n = d.len();
+    let run = stein::stein_with(backend(), d, e, &ev.w, &ev.iblock, &ev.isplit, z, n.max(1))
+        .expect("host memory");
+    if backend() == Backend::Gpu && gpu_required() && n >= 2 && !ev.w.is_empty() {
+        assert_eq!(
+            run.backend,
+            Backend::Gpu,
+            "{ctx}: HYLAPACK_REQUIRE_GPU=1 but the GPU path did not run: {:?}",
+            run.note
+        );
+    }
+    run.report
 }
 
 /// (orthogonality, residual) ratios of the N x M eigenvector matrix `z`, both in units of
@@ -150,8 +187,7 @@ fn compare<T: Lapack + LapackStein + Dense>(
     let m = ev.w.len();
     let (z_ref, rep_ref) = lapack_stein(d, e, &ev);
     let mut z = vec![T::ZERO; n.max(1) * m.max(1)];
-    let rep =
-        stein::stein(d, e, &ev.w, &ev.iblock, &ev.isplit, &mut z, n.max(1)).expect("host memory");
+    let rep = run_backend(d, e, &ev, &mut z, ctx);
     assert_eq!(rep, rep_ref, "{ctx}: INFO/IFAIL differ from LAPACK's");
     let (orth, resid) = quality(d, e, &ev.w, &z);
     let (orth_ref, resid_ref) = quality(d, e, &ev.w, &z_ref);
@@ -426,8 +462,19 @@ fn exported_names_check_as_lapack_and_agree_with_the_library() {
     let ev = stebz_by_block(b'A', 0, 0, &d, &e);
     let m = ev.w.len();
     let (mut z_lib, mut z_c, mut z_f) = (vec![0.0; n * m], vec![0.0; n * m], vec![0.0; n * m]);
-    let want =
-        stein::stein(&d, &e, &ev.w, &ev.iblock, &ev.isplit, &mut z_lib, n).expect("host memory");
+    // The library function on the backend the exported names choose (HYLAPACK_DEVICE).
+    let want = stein::stein_with(
+        backend(),
+        &d,
+        &e,
+        &ev.w,
+        &ev.iblock,
+        &ev.isplit,
+        &mut z_lib,
+        n,
+    )
+    .expect("host memory")
+    .report;
     let (mut ifail_c, mut ifail_f) = (vec![7; m], vec![7; m]);
     let (ni, mi) = (n as c_int, m as c_int);
     // SAFETY: every array has the extent DSTEIN reads or writes.

@@ -1,9 +1,10 @@
 //! `sstein_gpu` / `dstein_gpu`: eigenvectors of a symmetric tridiagonal matrix by inverse
-//! iteration, with LAPACK xSTEIN's contract. The GPU path is not built yet: these names run
-//! hylapack's inverse iteration on the host's threads (`crate::stein`).
+//! iteration, with LAPACK xSTEIN's contract: the GPU path (`crate::stein::gpu`) above
+//! `dispatch::STEIN_MIN_N` rows and a million entries of Z, hylapack's inverse iteration on the
+//! host's threads below (and where the GPU path fails).
 
 use super::{ffi_boundary, input, output, report_illegal_argument, HYLAPACK_INFO_INTERNAL_ERROR};
-use crate::dispatch::{self, Backend};
+use crate::dispatch::{self, Family};
 use crate::host::NoMemory;
 use crate::log;
 use crate::real::Real;
@@ -11,8 +12,8 @@ use crate::stein;
 use std::ffi::c_int;
 use std::time::Instant;
 
-/// Why the call ran on the host.
-const NO_GPU_PATH: &str = "xSTEIN has no GPU path yet: hylapack's inverse iteration on the host";
+/// Below this many entries of Z (N × M) xSTEIN runs on the host in auto mode.
+const STEIN_MIN_ENTRIES: usize = 1 << 20;
 
 /// Checks pointers and arguments in LAPACK's order (NULL arrays as illegal values of their
 /// LAPACK argument numbers), then runs the routine and logs the call. `Err(info)` for an
@@ -62,19 +63,31 @@ unsafe fn checked_run<T: Real>(
     let isplit = input(isplit, len).ok_or(-7)?;
     let z = output(z, crate::lapack::span(len, count, ldz as usize)).ok_or(-8)?;
     let started = Instant::now();
-    let report = match stein::stein(d, e, w, iblock, isplit, z, ldz as usize) {
-        Ok(report) => report,
+    let mut decision = dispatch::decide(Family::Stein, len);
+    let auto = crate::config::get().device == crate::config::DeviceMode::Auto;
+    if auto && decision.backend == dispatch::Backend::Gpu && len * count < STEIN_MIN_ENTRIES {
+        decision = dispatch::Decision {
+            backend: dispatch::Backend::Cpu,
+            why_not_gpu: Some(format!(
+                "N x M = {} is below the GPU threshold {STEIN_MIN_ENTRIES}",
+                len * count
+            )),
+        };
+    }
+    let run = match stein::stein_with(decision.backend, d, e, w, iblock, isplit, z, ldz as usize) {
+        Ok(run) => run,
         Err(no_memory) => return Ok(Err(no_memory)),
     };
-    ifail.copy_from_slice(&report.ifail);
+    ifail.copy_from_slice(&run.report.ifail);
+    let note = run.note.or(decision.why_not_gpu);
     dispatch::finish_call(
         routine,
         len,
-        Backend::Cpu,
+        run.backend,
         started.elapsed(),
-        Some(NO_GPU_PATH),
+        note.as_deref(),
     );
-    Ok(Ok(report.info))
+    Ok(Ok(run.report.info))
 }
 
 /// [`checked_run`] with illegal arguments reported through `xerbla_`.
@@ -114,8 +127,11 @@ unsafe fn run<T: Real>(
 /// largest components may come out with LAPACK's opposite sign). LAPACK DSTEIN's algorithm:
 /// inverse iteration from LAPACK's own starting vectors, at most 5 iterations, vectors of
 /// eigenvalues closer than 1e-3 ‖T‖₁ reorthogonalized; `ifail` (`m` entries) receives the
-/// indices of the vectors that did not converge, then zeros. The GPU path is not built yet:
-/// the call runs on the host's threads (results do not depend on their number).
+/// indices of the vectors that did not converge, then zeros. Large calls run on the GPU
+/// (LAPACK's iteration per vector, then the vectors of each cluster orthogonalized in order
+/// with GEMMs: the same contract, vectors equal to LAPACK's up to rounding where eigenvalues
+/// are separated, an orthonormal basis of the same subspace where they agree to working
+/// precision); small ones on the host's threads (results do not depend on their number).
 ///
 /// Returns INFO: 0 on success; −i if the i-th argument (LAPACK DSTEIN's numbering: 1 N, 4 M,
 /// 9 LDZ, 5 W not ascending within a block, 6 IBLOCK decreasing; a NULL array is an illegal

@@ -55,8 +55,15 @@ pub static SB2ST: KernelSource = KernelSource {
     options: EXACT,
 };
 
+/// Inverse iteration for tridiagonal eigenvectors.
+pub static STEIN: KernelSource = KernelSource {
+    name: "stein",
+    source: include_str!("../../kernels/stein.cu"),
+    options: EXACT,
+};
+
 /// Every kernel family (the compile test walks this list).
-pub static ALL: &[&KernelSource] = &[&STEBZ, &GTSV, &GTSV_SLICE, &INTERVAL, &SB2ST];
+pub static ALL: &[&KernelSource] = &[&STEBZ, &GTSV, &GTSV_SLICE, &INTERVAL, &SB2ST, &STEIN];
 
 /// IEEE division and square root, no flush-to-zero and no contraction into FMA: for kernels
 /// whose correctness argument needs each operation rounded as written — Sturm counts that must

@@ -54,8 +54,10 @@
 //! - [`check_args`] does not take ISPLIT: LAPACK's checks do not read it.
 
 pub mod cpu;
+pub mod gpu;
 pub mod random;
 
+use crate::dispatch::Backend;
 use crate::host::workers::run_on_threads;
 use crate::host::{try_room, try_vec, NoMemory};
 use crate::real::Real;
@@ -364,20 +366,77 @@ pub fn stein_on<T: Real>(
     z: &mut [T],
     ldz: usize,
 ) -> Result<SteinReport, NoMemory> {
+    stein_run(Backend::Cpu, threads, d, e, w, iblock, isplit, z, ldz).map(|run| run.report)
+}
+
+/// What [`stein_with`] did: LAPACK's outputs, where it ran, and why not on the GPU.
+#[derive(Clone, Debug)]
+pub struct SteinRun {
+    pub report: SteinReport,
+    pub backend: Backend,
+    /// Why a call meant for the GPU ran on the host (the GPU path failed; the host path then
+    /// ran on the untouched inputs and overwrote what the GPU had written of Z).
+    pub note: Option<String>,
+}
+
+/// [`stein`] on `backend`: the GPU path ([`gpu`]) for the clusters of the plan, the host for
+/// the rest; if the GPU path fails, the whole call runs on the host (Z is an output only, the
+/// inputs are untouched). [`NoMemory`] as for [`stein`]: every host allocation that grows with
+/// N or M is made before Z is written, so then Z is untouched.
+#[allow(clippy::too_many_arguments)]
+pub fn stein_with<T: Real>(
+    backend: Backend,
+    d: &[T],
+    e: &[T],
+    w: &[T],
+    iblock: &[i32],
+    isplit: &[i32],
+    z: &mut [T],
+    ldz: usize,
+) -> Result<SteinRun, NoMemory> {
+    stein_run(
+        backend,
+        crate::host::threads(),
+        d,
+        e,
+        w,
+        iblock,
+        isplit,
+        z,
+        ldz,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn stein_run<T: Real>(
+    backend: Backend,
+    threads: usize,
+    d: &[T],
+    e: &[T],
+    w: &[T],
+    iblock: &[i32],
+    isplit: &[i32],
+    z: &mut [T],
+    ldz: usize,
+) -> Result<SteinRun, NoMemory> {
     let (n, m) = (d.len(), w.len());
     let int = |x: usize| i32::try_from(x).unwrap_or(i32::MAX);
-    let mut report = SteinReport {
-        info: 0,
-        ifail: try_vec(m, 0).ok_or(NoMemory::of::<i32>(m))?,
+    let mut run = SteinRun {
+        report: SteinReport {
+            info: 0,
+            ifail: try_vec(m, 0).ok_or(NoMemory::of::<i32>(m))?,
+        },
+        backend: Backend::Cpu,
+        note: None,
     };
     assert!(
         iblock.len() >= m,
         "IBLOCK has {} entries, M = {m}",
         iblock.len()
     );
-    report.info = check_args(int(n), int(m), w, iblock, int(ldz));
-    if report.info != 0 || n == 0 || m == 0 {
-        return Ok(report);
+    run.report.info = check_args(int(n), int(m), w, iblock, int(ldz));
+    if run.report.info != 0 || n == 0 || m == 0 {
+        return Ok(run);
     }
     assert!(
         e.len() + 1 >= n && z.len() >= (m - 1) * ldz + n,
@@ -385,19 +444,73 @@ pub fn stein_on<T: Real>(
     );
     if n == 1 {
         z[0] = T::ONE;
-        return Ok(report);
+        return Ok(run);
     }
 
     // All memory before the first write to Z: the plan, a flag per column, one thread's
-    // scratch (more threads only if theirs can be had).
+    // scratch (more threads only if theirs can be had), the host path's list of pieces. The
+    // GPU path comes after: if it fails (its own host memory included), the host path runs on
+    // what is already here.
     let plan = plan(d, e, w, iblock, isplit)?;
     let mut failed = try_vec(m, false).ok_or(NoMemory::of::<bool>(m))?;
     let largest = plan.tasks.iter().map(Task::rows).max().unwrap_or(0);
     let mut here = Workspace::try_new(largest).ok_or(Workspace::<T>::bytes(largest))?;
-    let mut pieces = try_room(plan.tasks.len()).ok_or(NoMemory::of::<Piece<T>>(m))?;
+    let pieces = try_room(plan.tasks.len()).ok_or(NoMemory::of::<Piece<T>>(m))?;
 
+    if backend == Backend::Gpu {
+        match gpu::clusters(&plan, z, ldz, &mut failed) {
+            Ok(()) => {
+                // The GPU wrote the clusters; blocks of order 1 and invalid blocks are the
+                // host's (no scratch needed).
+                for task in &plan.tasks {
+                    if matches!(task, Task::Cluster { .. }) {
+                        continue;
+                    }
+                    let (col, count) = task.columns();
+                    let (z, f) = (&mut z[col * ldz..], &mut failed[col..col + count]);
+                    run_task(&plan, task, z, ldz, f, &mut here);
+                }
+                run.backend = Backend::Gpu;
+                report_failures(&mut run.report, &failed);
+                return Ok(run);
+            }
+            Err(why) => {
+                crate::dispatch::debug(|| format!("stein: GPU path failed ({why})"));
+                run.note = Some(format!("the GPU path failed ({why}); ran on the host"));
+                failed.fill(false);
+            }
+        }
+    }
+    run_on_host(&plan, threads, z, ldz, &mut failed, here, pieces);
+    report_failures(&mut run.report, &failed);
+    Ok(run)
+}
+
+/// IFAIL and INFO from the failure flags (one per column of Z).
+fn report_failures(report: &mut SteinReport, failed: &[bool]) {
+    let int = |x: usize| i32::try_from(x).unwrap_or(i32::MAX);
+    let mut k = 0;
+    for (j, _) in failed.iter().enumerate().filter(|(_, &f)| f) {
+        report.ifail[k] = int(j + 1);
+        k += 1;
+    }
+    report.info = int(k);
+}
+
+/// The host path of [`stein_run`]: every task of the plan on up to `threads` threads, with the
+/// memory the caller allocated (`here`: one thread's scratch; `pieces`: room for one entry per
+/// task).
+fn run_on_host<'z, T: Real>(
+    plan: &Plan<'_, T>,
+    threads: usize,
+    z: &'z mut [T],
+    ldz: usize,
+    failed: &'z mut [bool],
+    mut here: Workspace<T>,
+    mut pieces: Vec<Piece<'z, T>>,
+) {
     // Each task owns the columns it writes (and reads back: a cluster's earlier vectors).
-    let (mut rest, mut flags) = (&mut *z, &mut failed[..]);
+    let (mut rest, mut flags) = (z, failed);
     let (mut at, mut flag_at) = (0, 0);
     for (i, task) in plan.tasks.iter().enumerate() {
         let (col, count) = task.columns();
@@ -413,11 +526,12 @@ pub fn stein_on<T: Real>(
         (at, flag_at) = (col * ldz + len, col + count);
     }
 
+    let largest = plan.tasks.iter().map(Task::rows).max().unwrap_or(0);
     let work: usize = plan.tasks.iter().map(Task::cost).sum();
     let threads = threads.min(plan.tasks.len());
     if threads <= 1 || work < PARALLEL_WORK {
         for (i, z, f) in pieces {
-            run_task(&plan, &plan.tasks[i], z, ldz, f, &mut here);
+            run_task(plan, &plan.tasks[i], z, ldz, f, &mut here);
         }
     } else {
         // Largest first, taken by whichever thread is free; each task's result depends only
@@ -433,16 +547,8 @@ pub fn stein_on<T: Real>(
                 return;
             };
             while let Some((i, z, f)) = next() {
-                run_task(&plan, &plan.tasks[i], z, ldz, f, &mut work);
+                run_task(plan, &plan.tasks[i], z, ldz, f, &mut work);
             }
         });
     }
-
-    let mut k = 0;
-    for (j, _) in failed.iter().enumerate().filter(|(_, &f)| f) {
-        report.ifail[k] = int(j + 1);
-        k += 1;
-    }
-    report.info = int(k);
-    Ok(report)
 }

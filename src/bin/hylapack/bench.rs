@@ -54,18 +54,19 @@ pub fn run(args: &[String]) -> i32 {
             }
         },
         Some("gtsv") => crate::bench_gtsv::bench_gtsv(&args[1..]),
+        Some("stein") => crate::bench_stein::bench_stein(&args[1..]),
         Some("syev") => crate::bench_syev::bench_syev(&args[1..]),
         Some("interval") => crate::bench_interval::bench_interval(&args[1..]),
         Some("overhead") => crate::bench_overhead::bench_overhead(&args[1..]),
         Some("processes") => crate::bench_processes::bench_processes(&args[1..]),
         Some(other) => {
             eprintln!(
-                "hylapack bench: no benchmark '{other}' (available: stebz, gtsv, syev, interval, overhead, processes)"
+                "hylapack bench: no benchmark '{other}' (available: stebz, stein, gtsv, syev, interval, overhead, processes)"
             );
             2
         }
         None => {
-            eprintln!("usage: hylapack bench stebz|gtsv|syev|interval|overhead|processes [--sizes ...] [--csv FILE] [--quick]");
+            eprintln!("usage: hylapack bench stebz|stein|gtsv|syev|interval|overhead|processes [--sizes ...] [--csv FILE] [--quick]");
             2
         }
     }

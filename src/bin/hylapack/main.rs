@@ -6,6 +6,7 @@ mod bench_gtsv;
 mod bench_interval;
 mod bench_overhead;
 mod bench_processes;
+mod bench_stein;
 mod bench_syev;
 mod demo;
 mod info;
