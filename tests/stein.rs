@@ -21,7 +21,7 @@ use hylapack::dispatch::Backend;
 
 use hylapack::lapack::{Dense, Lapack, LapackStein};
 use hylapack::real::Real;
-use hylapack::stein::{self, check_args, SteinReport};
+use hylapack::stein::{self, check_args, SteinReal, SteinReport};
 use hylapack::testmat::{self, Rng, TridiagFamily};
 use std::ffi::c_int;
 
@@ -79,7 +79,7 @@ fn backend() -> Backend {
 
 /// `stein` on [`backend`]; with `HYLAPACK_REQUIRE_GPU=1` the GPU path must have run wherever
 /// there was a cluster for it (N ≥ 2 and an eigenvalue in a block of order ≥ 2).
-fn run_backend<T: Real>(
+fn run_backend<T: SteinReal>(
     d: &[T],
     e: &[T],
     ev: &Eigenvalues<T>,
@@ -173,7 +173,7 @@ struct Worst {
 }
 
 /// One comparison; panics with the context on a failure.
-fn compare<T: Lapack + LapackStein + Dense>(
+fn compare<T: Lapack + LapackStein + Dense + SteinReal>(
     ctx: &str,
     d: &[T],
     e: &[T],
@@ -210,7 +210,7 @@ fn compare<T: Lapack + LapackStein + Dense>(
 
 const SIZES: [usize; 6] = [1, 2, 3, 10, 200, 1000];
 
-fn families_against_lapack<T: Lapack + LapackStein + Dense>() {
+fn families_against_lapack<T: Lapack + LapackStein + Dense + SteinReal>() {
     let seed = seed();
     println!("{}stein families, seed {seed}", T::PREFIX);
     let mut rng = Rng::new(seed);
@@ -403,7 +403,7 @@ fn bad_arguments_in_lapack_order() {
 /// rounding decides which one is made positive.
 #[test]
 fn starting_vectors_are_lapacks() {
-    fn run<T: Lapack + LapackStein>(tol: f64) {
+    fn run<T: Lapack + LapackStein + SteinReal>(tol: f64) {
         let n = 100;
         let (d, e) = testmat::tridiag::<T>(TridiagFamily::GluedOneTwoOne, n, &mut Rng::new(0));
         let ev = stebz_by_block(b'A', 0, 0, &d, &e);

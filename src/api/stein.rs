@@ -7,8 +7,7 @@ use super::{ffi_boundary, input, output, report_illegal_argument, HYLAPACK_INFO_
 use crate::dispatch::{self, Family};
 use crate::host::NoMemory;
 use crate::log;
-use crate::real::Real;
-use crate::stein;
+use crate::stein::{self, SteinReal};
 use std::ffi::c_int;
 use std::time::Instant;
 
@@ -20,7 +19,7 @@ const STEIN_MIN_ENTRIES: usize = 1 << 20;
 /// illegal argument, not yet reported; `Ok(Err(_))` when the host memory of the call could
 /// not be had (Z untouched, IFAIL zeroed).
 #[allow(clippy::too_many_arguments)]
-unsafe fn checked_run<T: Real>(
+unsafe fn checked_run<T: SteinReal>(
     routine: &str,
     n: c_int,
     d: *const T,
@@ -92,7 +91,7 @@ unsafe fn checked_run<T: Real>(
 
 /// [`checked_run`] with illegal arguments reported through `xerbla_`.
 #[allow(clippy::too_many_arguments)]
-unsafe fn run<T: Real>(
+unsafe fn run<T: SteinReal>(
     routine: &str,
     n: c_int,
     d: *const T,
@@ -188,7 +187,7 @@ pub unsafe extern "C" fn sstein_gpu(
 /// The Fortran convention's body: LAPACK xSTEIN's argument list by reference. WORK (5N) and
 /// IWORK (N) are accepted and not used (the host threads take their own scratch).
 #[allow(clippy::too_many_arguments)]
-unsafe fn fortran<T: Real>(
+unsafe fn fortran<T: SteinReal>(
     routine: &str,
     n: *const c_int,
     d: *const T,
@@ -313,7 +312,7 @@ pub unsafe extern "C" fn sstein_gpu_(
 /// # Safety
 /// The pointers are the caller's xSTEIN arguments (each valid for LAPACK's extent or NULL).
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn interposed<T: Real>(
+pub unsafe fn interposed<T: SteinReal>(
     routine: &str,
     n: *const c_int,
     d: *const T,

@@ -48,15 +48,17 @@
 //! [`DeviceError::HostMemory`], and the caller then runs the host path with the memory it
 //! allocated before Z was first written.
 
-use super::{Plan, Task};
+use super::{Plan, SteinReal, Task};
+use crate::device::blas::{trans, CublasReal};
 use crate::device::memory::Pinned;
 use crate::device::{self, kernels, DeviceError, Gpu};
 use crate::host::{try_room, try_vec, NoMemory};
 use crate::real::Real;
-use cudarc::cublas::sys as cb;
+use cudarc::cublas::sys::cublasHandle_t;
 use cudarc::driver::{
     CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg,
 };
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 /// Columns orthogonalized together (the Cholesky QR kernel holds a PANEL² Gram matrix in
@@ -138,12 +140,12 @@ fn download_all<U: DeviceRepr + Clone>(
 }
 
 /// cuBLAS in precision `T` on raw device pointers (column-major).
-struct Blas {
-    handle: cb::cublasHandle_t,
-    double: bool,
+struct Blas<T> {
+    handle: cublasHandle_t,
+    precision: PhantomData<T>,
 }
 
-impl Blas {
+impl<T: CublasReal> Blas<T> {
     /// C := alpha op(A) op(B) + beta C.
     #[allow(clippy::too_many_arguments)]
     unsafe fn gemm(
@@ -157,51 +159,23 @@ impl Blas {
         beta: f64,
         (c, ldc): (u64, usize),
     ) -> Result<(), DeviceError> {
-        let op = |t: bool| {
-            if t {
-                cb::cublasOperation_t::CUBLAS_OP_T
-            } else {
-                cb::cublasOperation_t::CUBLAS_OP_N
-            }
-        };
-        let (m, n, k) = (m as i32, n as i32, k as i32);
-        let (lda, ldb, ldc) = (lda as i32, ldb as i32, ldc as i32);
-        let s = if self.double {
-            cb::cublasDgemm_v2(
-                self.handle,
-                op(ta),
-                op(tb),
-                m,
-                n,
-                k,
-                &alpha,
-                a as *const f64,
-                lda,
-                b as *const f64,
-                ldb,
-                &beta,
-                c as *mut f64,
-                ldc,
-            )
-        } else {
-            let (alpha, beta) = (alpha as f32, beta as f32);
-            cb::cublasSgemm_v2(
-                self.handle,
-                op(ta),
-                op(tb),
-                m,
-                n,
-                k,
-                &alpha,
-                a as *const f32,
-                lda,
-                b as *const f32,
-                ldb,
-                &beta,
-                c as *mut f32,
-                ldc,
-            )
-        };
+        let (alpha, beta) = (T::from_f64(alpha), T::from_f64(beta));
+        let s = T::gemm(
+            self.handle,
+            trans(ta),
+            trans(tb),
+            m as i32,
+            n as i32,
+            k as i32,
+            &alpha,
+            a as *const T,
+            lda as i32,
+            b as *const T,
+            ldb as i32,
+            &beta,
+            c as *mut T,
+            ldc as i32,
+        );
         Ok(s.result()?)
     }
 
@@ -212,46 +186,15 @@ impl Blas {
         (r, ldr): (u64, usize),
         (b, ldb): (u64, usize),
     ) -> Result<(), DeviceError> {
-        let (side, uplo, op, diag) = (
-            cb::cublasSideMode_t::CUBLAS_SIDE_RIGHT,
-            cb::cublasFillMode_t::CUBLAS_FILL_MODE_UPPER,
-            cb::cublasOperation_t::CUBLAS_OP_N,
-            cb::cublasDiagType_t::CUBLAS_DIAG_NON_UNIT,
+        let s = T::trsm_right_upper(
+            self.handle,
+            m as i32,
+            n as i32,
+            r as *const T,
+            ldr as i32,
+            b as *mut T,
+            ldb as i32,
         );
-        let (m, n, ldr, ldb) = (m as i32, n as i32, ldr as i32, ldb as i32);
-        let s = if self.double {
-            let one = 1.0f64;
-            cb::cublasDtrsm_v2(
-                self.handle,
-                side,
-                uplo,
-                op,
-                diag,
-                m,
-                n,
-                &one,
-                r as *const f64,
-                ldr,
-                b as *mut f64,
-                ldb,
-            )
-        } else {
-            let one = 1.0f32;
-            cb::cublasStrsm_v2(
-                self.handle,
-                side,
-                uplo,
-                op,
-                diag,
-                m,
-                n,
-                &one,
-                r as *const f32,
-                ldr,
-                b as *mut f32,
-                ldb,
-            )
-        };
         Ok(s.result()?)
     }
 }
@@ -272,10 +215,10 @@ struct Kernels {
 }
 
 /// Device state of one call.
-struct Run<'a, T: Real> {
+struct Run<'a, T: SteinReal> {
     gpu: &'static Gpu,
     stream: Arc<CudaStream>,
-    blas: Blas,
+    blas: Blas<T>,
     k: Kernels,
     n: usize,
     d: CudaSlice<T>,
@@ -300,7 +243,7 @@ struct Run<'a, T: Real> {
 /// cluster's to the last cluster's (rows < N) is written. On `Err` those columns and flags may
 /// hold partial results (they are outputs only: the caller clears the flags and runs the host
 /// path).
-pub(super) fn clusters<T: Real>(
+pub(super) fn clusters<T: SteinReal>(
     plan: &Plan<'_, T>,
     z: &mut [T],
     ldz: usize,
@@ -346,7 +289,7 @@ pub(super) fn clusters<T: Real>(
     };
     let blas = Blas {
         handle: *linalg.blas.handle(),
-        double: T::PREFIX == 'd',
+        precision: PhantomData,
     };
     let words = batch * maxrows;
     let alloc = |len: usize| stream.alloc_zeros::<T>(len.max(1));
@@ -453,7 +396,7 @@ fn launch_1d(count: usize, threads: u32) -> LaunchConfig {
     }
 }
 
-impl<T: Real> Run<'_, T> {
+impl<T: SteinReal> Run<'_, T> {
     fn es(&self) -> usize {
         std::mem::size_of::<T>()
     }

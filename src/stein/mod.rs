@@ -330,6 +330,11 @@ type Piece<'z, T> = (usize, &'z mut [T], &'z mut [bool]);
 /// Below this many estimated operations a call runs on one thread.
 const PARALLEL_WORK: usize = 200_000;
 
+/// The precisions xSTEIN runs in, on the host and on the GPU (its GEMMs there).
+pub trait SteinReal: Real + crate::device::blas::CublasReal {}
+
+impl<T: Real + crate::device::blas::CublasReal> SteinReal for T {}
+
 /// Eigenvectors of the symmetric tridiagonal matrix with diagonal `d` (N = `d.len()`) and
 /// off-diagonal `e` (N − 1 entries) for the eigenvalues `w` (M = `w.len()`), with LAPACK
 /// xSTEIN's contract:
@@ -342,7 +347,7 @@ const PARALLEL_WORK: usize = 200_000;
 /// The arguments should pass [`check_args`]; if they do not, nothing is computed and the
 /// report carries its INFO (IFAIL is zeroed either way, as LAPACK zeroes it first).
 /// [`NoMemory`] if the host memory of the call cannot be allocated: then Z is untouched.
-pub fn stein<T: Real>(
+pub fn stein<T: SteinReal>(
     d: &[T],
     e: &[T],
     w: &[T],
@@ -356,7 +361,7 @@ pub fn stein<T: Real>(
 
 /// [`stein`] on at most `threads` threads (the answer does not depend on how many).
 #[allow(clippy::too_many_arguments)]
-pub fn stein_on<T: Real>(
+pub fn stein_on<T: SteinReal>(
     threads: usize,
     d: &[T],
     e: &[T],
@@ -384,7 +389,7 @@ pub struct SteinRun {
 /// inputs are untouched). [`NoMemory`] as for [`stein`]: every host allocation that grows with
 /// N or M is made before Z is written, so then Z is untouched.
 #[allow(clippy::too_many_arguments)]
-pub fn stein_with<T: Real>(
+pub fn stein_with<T: SteinReal>(
     backend: Backend,
     d: &[T],
     e: &[T],
@@ -408,7 +413,7 @@ pub fn stein_with<T: Real>(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn stein_run<T: Real>(
+fn stein_run<T: SteinReal>(
     backend: Backend,
     threads: usize,
     d: &[T],
