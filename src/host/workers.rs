@@ -1,6 +1,7 @@
 //! Work spread over scoped host threads without a panic when the OS refuses one:
 //! `std::thread::scope`'s `spawn` panics then, which would abort a host program that cannot
-//! unwind. A part whose thread is refused runs on the calling thread instead.
+//! unwind. A part whose thread is refused runs on the calling thread instead. The library
+//! starts its threads here only (`clippy.toml` disallows the spawns elsewhere).
 
 use std::io;
 use std::sync::Mutex;
@@ -22,6 +23,7 @@ pub(crate) trait Spawner: Sync {
 pub(crate) struct OsThreads;
 
 impl Spawner for OsThreads {
+    #[allow(clippy::disallowed_methods)] // The refusal goes back to the caller.
     fn spawn<'scope, 'env, F, R>(
         &self,
         scope: &'scope Scope<'scope, 'env>,
@@ -38,6 +40,7 @@ impl Spawner for OsThreads {
 /// Runs `work` on a thread of its own with a stack of `stack_bytes`, for work that needs more
 /// stack than the calling thread may have. `Err` when the OS refuses the thread (there is no
 /// falling back on the caller's stack); `Ok(Err(payload))` when `work` panicked.
+#[allow(clippy::disallowed_methods)] // The refusal goes back to the caller.
 pub(crate) fn run_with_stack<R: Send>(
     stack_bytes: usize,
     work: impl FnOnce() -> R + Send,
