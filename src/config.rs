@@ -447,6 +447,7 @@ mod tests {
     /// A FIFO with no writer used to block the first call forever, `/dev/zero` to be read until
     /// memory ran out: both are refused at once with one warning, and the defaults are used.
     #[test]
+    #[allow(clippy::disallowed_methods)] // a test's thread: a refusal may fail the test
     fn config_naming_a_fifo_dev_zero_or_a_huge_file_warns_and_uses_defaults() {
         let dir = std::env::temp_dir().join(format!("hylapack-config-fifo-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

@@ -1,6 +1,7 @@
 //! The GPU memory budget and pinned host staging buffers.
 
 use super::{lock, DeviceError, Gpu};
+use crate::host::workers::{or_resume, run_parts};
 use cudarc::driver::sys::{self, CUdeviceptr};
 use cudarc::driver::{
     result as cu, CudaEvent, CudaStream, DeviceRepr, PinnedHostSlice, ValidAsZeroBits,
@@ -168,11 +169,10 @@ pub fn par_copy<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
         return;
     }
     let piece = src.len().div_ceil(threads);
-    std::thread::scope(|s| {
-        for (d, from) in dst.chunks_mut(piece).zip(src.chunks(piece)) {
-            s.spawn(move || d.copy_from_slice(from));
-        }
-    });
+    let parts = dst.chunks_mut(piece).zip(src.chunks(piece)).collect();
+    or_resume(run_parts(parts, &|(d, from): (&mut [T], &[T])| {
+        d.copy_from_slice(from)
+    }));
 }
 
 /// A page-locked host buffer of `len` elements of `T`, from the pool; it goes back on drop.

@@ -1,6 +1,7 @@
 //! Work spread over scoped host threads without a panic when the OS refuses one:
 //! `std::thread::scope`'s `spawn` panics then, which would abort a host program that cannot
-//! unwind. A part whose thread is refused runs on the calling thread instead.
+//! unwind. A part whose thread is refused runs on the calling thread instead. The library
+//! starts its threads here only (`clippy.toml` disallows the spawns elsewhere).
 
 use std::io;
 use std::sync::Mutex;
@@ -22,6 +23,7 @@ pub(crate) trait Spawner: Sync {
 pub(crate) struct OsThreads;
 
 impl Spawner for OsThreads {
+    #[allow(clippy::disallowed_methods)] // The refusal goes back to the caller.
     fn spawn<'scope, 'env, F, R>(
         &self,
         scope: &'scope Scope<'scope, 'env>,
@@ -35,19 +37,41 @@ impl Spawner for OsThreads {
     }
 }
 
+/// Runs `work` on a thread of its own with a stack of `stack_bytes`, for work that needs more
+/// stack than the calling thread may have. `Err` when the OS refuses the thread (there is no
+/// falling back on the caller's stack); `Ok(Err(payload))` when `work` panicked.
+#[allow(clippy::disallowed_methods)] // The refusal goes back to the caller.
+pub(crate) fn run_with_stack<R: Send>(
+    stack_bytes: usize,
+    work: impl FnOnce() -> R + Send,
+) -> io::Result<std::thread::Result<R>> {
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .stack_size(stack_bytes)
+            .spawn_scoped(s, work)
+            .map(|h| h.join())
+    })
+}
+
 /// A part that waits for its thread, or for the calling thread.
 enum Runner<'scope, R> {
     Thread(ScopedJoinHandle<'scope, Option<R>>),
     Here,
 }
 
-/// Runs `work` on up to `threads` threads (the calling one included) until it returns `None`
-/// (each call takes one piece of a shared queue). A thread that cannot be started is not an
-/// error: the threads that did start, and the caller, do its share.
+/// Runs `work` once on each of up to `threads` threads (the calling one included), all at
+/// once; `work` takes its pieces from a queue that the threads share, until none is left. A
+/// thread that cannot be started is not an error: the threads that did start, and the caller,
+/// do its share. So `work` must finish on any number of threads from 1 (the caller alone).
 pub(crate) fn run_on_threads(threads: usize, work: impl Fn() + Sync) {
+    run_on_threads_with(&OsThreads, threads, work)
+}
+
+/// [`run_on_threads`] with threads from `spawner`.
+pub(crate) fn run_on_threads_with<S: Spawner>(spawner: &S, threads: usize, work: impl Fn() + Sync) {
     std::thread::scope(|s| {
         for _ in 1..threads {
-            if std::thread::Builder::new().spawn_scoped(s, &work).is_err() {
+            if spawner.spawn(s, &work).is_err() {
                 break;
             }
         }
@@ -131,42 +155,53 @@ pub(crate) fn or_resume<R>(results: Vec<std::thread::Result<R>>) -> Vec<R> {
         .collect()
 }
 
+/// A stand-in for an OS that starts only the first `allow` threads asked for, for the tests of
+/// code that must finish with fewer threads than it asks for.
+#[cfg(test)]
+pub(crate) struct Refusing {
+    pub(crate) allow: usize,
+    pub(crate) asked: std::sync::atomic::AtomicUsize,
+}
+
+#[cfg(test)]
+impl Refusing {
+    pub(crate) fn after(allow: usize) -> Self {
+        Refusing {
+            allow,
+            asked: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+}
+
+#[cfg(test)]
+impl Spawner for Refusing {
+    fn spawn<'scope, 'env, F, R>(
+        &self,
+        scope: &'scope Scope<'scope, 'env>,
+        f: F,
+    ) -> io::Result<ScopedJoinHandle<'scope, R>>
+    where
+        F: FnOnce() -> R + Send + 'scope,
+        R: Send + 'scope,
+    {
+        use std::sync::atomic::Ordering;
+        if self.asked.fetch_add(1, Ordering::SeqCst) < self.allow {
+            OsThreads.spawn(scope, f)
+        } else {
+            Err(io::Error::other("refused"))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    /// The OS's threads for the first `allow` parts, then refusals.
-    struct Refusing {
-        allow: usize,
-        asked: AtomicUsize,
-    }
-
-    impl Spawner for Refusing {
-        fn spawn<'scope, 'env, F, R>(
-            &self,
-            scope: &'scope Scope<'scope, 'env>,
-            f: F,
-        ) -> io::Result<ScopedJoinHandle<'scope, R>>
-        where
-            F: FnOnce() -> R + Send + 'scope,
-            R: Send + 'scope,
-        {
-            if self.asked.fetch_add(1, Ordering::SeqCst) < self.allow {
-                OsThreads.spawn(scope, f)
-            } else {
-                Err(io::Error::other("refused"))
-            }
-        }
-    }
-
     #[test]
     fn refused_threads_run_here() {
         for allow in 0..6 {
-            let spawner = Refusing {
-                allow,
-                asked: AtomicUsize::new(0),
-            };
+            let spawner = Refusing::after(allow);
             let mut data = vec![1u64; 40];
             let parts: Vec<&mut [u64]> = data.chunks_mut(8).collect();
             let sums = run_parts_with(&spawner, parts, &|p: &mut [u64]| {
@@ -192,10 +227,7 @@ mod tests {
         assert!(results[2].is_err());
         assert_eq!(results[3].as_ref().ok(), Some(&3));
         // Also when the part runs on this thread because its own was refused.
-        let refusing = Refusing {
-            allow: 1,
-            asked: AtomicUsize::new(0),
-        };
+        let refusing = Refusing::after(1);
         let results = run_parts_with(&refusing, (0..4).collect(), &|i: i32| {
             if i == 2 {
                 panic!("part 2 here");
@@ -204,5 +236,27 @@ mod tests {
         });
         assert!(results[2].is_err());
         assert_eq!(results[3].as_ref().ok(), Some(&3));
+    }
+
+    #[test]
+    fn refused_threads_leave_the_queue_to_those_started() {
+        for allow in 0..4 {
+            let spawner = Refusing::after(allow);
+            let (next, runs) = (AtomicUsize::new(0), AtomicUsize::new(0));
+            let done: Vec<AtomicUsize> = (0..100).map(|_| AtomicUsize::new(0)).collect();
+            run_on_threads_with(&spawner, 6, || {
+                runs.fetch_add(1, Ordering::SeqCst);
+                while let Some(d) = done.get(next.fetch_add(1, Ordering::SeqCst)) {
+                    d.fetch_add(1, Ordering::SeqCst);
+                }
+            });
+            assert!(
+                done.iter().all(|d| d.load(Ordering::SeqCst) == 1),
+                "allow {allow}"
+            );
+            // The threads started and the caller; none asked for after the first refusal.
+            assert_eq!(runs.load(Ordering::SeqCst), allow + 1);
+            assert_eq!(spawner.asked.load(Ordering::SeqCst), allow + 1);
+        }
     }
 }

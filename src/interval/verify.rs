@@ -543,17 +543,12 @@ impl Engine for CpuEngine<'_> {
         }
         // OpenBLAS's threaded DGETRF keeps large buffers on the stack and overflows the 2 MiB
         // of a typical secondary thread: run it on a thread with room.
-        let info = std::thread::scope(|s| {
-            std::thread::Builder::new()
-                .stack_size(LU_STACK)
-                .spawn_scoped(s, || {
-                    let info = crate::lapack::dgetrf(n, lu, n, ipiv);
-                    if info == 0 {
-                        crate::lapack::dgetrs(n, n, lu, n, ipiv, r, n);
-                    }
-                    info
-                })
-                .map(|h| h.join())
+        let info = crate::host::workers::run_with_stack(LU_STACK, || {
+            let info = crate::lapack::dgetrf(n, lu, n, ipiv);
+            if info == 0 {
+                crate::lapack::dgetrs(n, n, lu, n, ipiv, r, n);
+            }
+            info
         });
         match info {
             Ok(Ok(0)) => Ok(None),

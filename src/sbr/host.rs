@@ -4,6 +4,7 @@
 //! entries of the block.
 
 use crate::device::memory::copy_threads;
+use crate::host::workers::{or_resume, run_parts};
 use crate::real::Real;
 
 /// Columns of `L` copied together when `A` is read transposed (`UPLO = 'U'`).
@@ -51,11 +52,10 @@ impl<T: Real> HostMat<'_, T> {
             return self.gather_seq(r0, h, c0, start, out);
         }
         let piece = out.len().div_ceil(t);
-        std::thread::scope(|s| {
-            for (k, part) in out.chunks_mut(piece).enumerate() {
-                s.spawn(move || self.gather_seq(r0, h, c0, start + k * piece, part));
-            }
-        });
+        let parts = out.chunks_mut(piece).enumerate().collect();
+        or_resume(run_parts(parts, &|(k, part)| {
+            self.gather_seq(r0, h, c0, start + k * piece, part)
+        }));
     }
 
     fn gather_seq(&self, r0: usize, h: usize, c0: usize, start: usize, out: &mut [T]) {
@@ -107,14 +107,13 @@ impl<T: Real> HostMat<'_, T> {
             // SAFETY: `raw` comes from the exclusive borrow of `a`, alive for this call.
             return unsafe { raw.scatter(r0, h, c0, start, data) };
         }
-        std::thread::scope(|s| {
-            for (k, part) in data.chunks(piece).enumerate() {
-                // SAFETY: `raw` comes from the exclusive borrow of `a`, alive for this call.
-                // Distinct entries of the block are distinct entries of `A` (`index` is
-                // injective for rows and columns below `lda`), and the pieces are disjoint.
-                s.spawn(move || unsafe { raw.scatter(r0, h, c0, start + k * piece, part) });
-            }
-        });
+        let parts = data.chunks(piece).enumerate().collect();
+        // SAFETY: `raw` comes from the exclusive borrow of `a`, alive for this call. Distinct
+        // entries of the block are distinct entries of `A` (`index` is injective for rows and
+        // columns below `lda`), and the pieces are disjoint.
+        or_resume(run_parts(parts, &|(k, part)| unsafe {
+            raw.scatter(r0, h, c0, start + k * piece, part)
+        }));
     }
 }
 

@@ -9,6 +9,7 @@
 //! are bitwise those of the reference recurrence (IEEE arithmetic, no contraction).
 
 use super::count::{CountError, Counter, SturmProblem};
+use crate::host::workers::{or_resume, run_parts};
 use crate::real::Real;
 use std::ops::Range;
 
@@ -111,26 +112,19 @@ impl<'a, T: Real> CpuCounter<'a, T> {
             run_chunks(&self.problem, blocks, width, x, counts);
             return;
         }
+        let mut runs = Vec::with_capacity(bounds.len() - 1);
+        let mut rest = counts;
+        for w in bounds.windows(2) {
+            let points = w[0]..w[1];
+            let (out, tail) = rest.split_at_mut(points.len());
+            rest = tail;
+            // A run starts at a chunk boundary, so chunking it alone gives the same chunks.
+            runs.push((&blocks[points.clone()], &x[points], out));
+        }
         let problem = &self.problem;
-        std::thread::scope(|scope| {
-            let mut rest = counts;
-            let mut mine = None;
-            for w in bounds.windows(2) {
-                let points = w[0]..w[1];
-                let (out, tail) = rest.split_at_mut(points.len());
-                rest = tail;
-                // A run starts at a chunk boundary, so chunking it alone gives the same chunks.
-                let (blocks, x) = (&blocks[points.clone()], &x[points]);
-                if mine.is_none() {
-                    mine = Some((blocks, x, out));
-                } else {
-                    scope.spawn(move || run_chunks(problem, blocks, width, x, out));
-                }
-            }
-            if let Some((blocks, x, out)) = mine {
-                run_chunks(problem, blocks, width, x, out);
-            }
-        });
+        or_resume(run_parts(runs, &|(blocks, x, out)| {
+            run_chunks(problem, blocks, width, x, out)
+        }));
     }
 }
 

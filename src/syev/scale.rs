@@ -1,6 +1,7 @@
 //! LAPACK's scaling of a matrix whose largest entry lies near underflow or overflow
 //! (xLANSY('M'), xLASCL).
 
+use crate::host::workers::{or_resume, run_parts};
 use crate::real::Real;
 
 /// The largest |a(i, j)| over the rows `rows(j)` of each column j (xLANSY('M')): NaN if any
@@ -29,15 +30,9 @@ fn max_abs<T: Real>(
     if threads == 1 || n * n < 1 << 20 {
         return columns(0, 1);
     }
-    std::thread::scope(|scope| {
-        let parts: Vec<_> = (0..threads)
-            .map(|t| scope.spawn(move || columns(t, threads)))
-            .collect();
-        parts
-            .into_iter()
-            .map(|p| p.join().expect("max_abs worker panicked"))
-            .fold(T::ZERO, larger)
-    })
+    or_resume(run_parts((0..threads).collect(), &|t| columns(t, threads)))
+        .into_iter()
+        .fold(T::ZERO, larger)
 }
 
 /// The rows of column j in the `uplo` triangle of an n x n matrix.

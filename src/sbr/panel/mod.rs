@@ -7,6 +7,7 @@ pub(super) mod cholqr;
 pub(super) mod device;
 
 use crate::device::memory::copy_threads;
+use crate::host::workers::{or_resume, run_parts};
 use crate::lapack::Dense;
 use crate::real::Real;
 use crate::sbr::driver::Job;
@@ -260,9 +261,9 @@ pub(in crate::sbr) fn copy_columns<T: Real>(dst: &mut [T], ld: usize, src: &[T],
     if per == cols {
         return copy(dst, src);
     }
-    std::thread::scope(|t| {
-        for (d, from) in dst.chunks_mut(per * ld).zip(src.chunks(per * rows)) {
-            t.spawn(move || copy(d, from));
-        }
-    });
+    let parts = dst
+        .chunks_mut(per * ld)
+        .zip(src.chunks(per * rows))
+        .collect();
+    or_resume(run_parts(parts, &|(d, from)| copy(d, from)));
 }

@@ -3,6 +3,7 @@
 
 use super::cpu::dot;
 use super::sweep_offset;
+use crate::host::workers::{or_resume, run_parts};
 use crate::real::Real;
 
 /// Columns of Z that one pass over the reflectors updates: each reflector is read once per
@@ -62,15 +63,16 @@ impl<T: Real> Reflectors<T> {
             unsafe { run(self, z, m, ldz) };
             return;
         }
-        std::thread::scope(|scope| {
-            for (t, part) in z.chunks_mut(per * ldz).enumerate() {
-                let cols = per.min(m.saturating_sub(t * per));
-                if cols > 0 {
-                    // SAFETY: as above.
-                    scope.spawn(move || unsafe { run(self, part, cols, ldz) });
-                }
-            }
-        });
+        let parts: Vec<_> = z
+            .chunks_mut(per * ldz)
+            .enumerate()
+            .map(|(t, part)| (part, per.min(m.saturating_sub(t * per))))
+            .filter(|&(_, cols)| cols > 0)
+            .collect();
+        // SAFETY: as above.
+        or_resume(run_parts(parts, &|(part, cols)| unsafe {
+            run(self, part, cols, ldz)
+        }));
     }
 }
 

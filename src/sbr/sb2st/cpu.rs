@@ -2,13 +2,14 @@
 //! LAPACK's xSYTRD_SB2ST runs the sweeps one after another on one core here (it needs OpenMP,
 //! which the system OpenBLAS is built without), and it dominated the eigenvalue path.
 //!
-//! Groups of consecutive sweeps are dealt to the threads round-robin; a thread runs its
-//! group's sweeps interleaved, each [`LAG`] steps behind the previous one, so that the entries
+//! Groups of consecutive sweeps are taken by the threads in order; a thread runs its group's
+//! sweeps interleaved, each [`LAG`] steps behind the previous one, so that the entries
 //! they share stay in one core's cache (see `chase`), and the group's first sweep waits on the
 //! previous group's progress counter. The inner loops are also compiled for AVX2, chosen at run
 //! time.
 
 use super::LAG;
+use crate::host::workers::{run_on_threads_with, OsThreads, Spawner};
 use crate::real::Real;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -294,16 +295,31 @@ pub fn sweep_group(n: usize, kd: usize, threads: usize) -> usize {
 }
 
 /// Sweeps `0 .. n − 2` (the last sweeps have nothing to annihilate) in groups of `group`
-/// consecutive sweeps, the groups dealt round-robin to `threads` threads. A thread runs the
+/// consecutive sweeps, the groups taken in order by up to `threads` threads. A thread runs the
 /// sweeps of its group interleaved, sweep `j` of the group [`LAG`] steps behind sweep `j − 1`
 /// (exactly what the schedule allows): neighbouring sweeps touch nearly the same entries a few
 /// steps apart, so the entries stay in that core's cache instead of moving to another core
 /// after every step, which is what limited the one-sweep-per-thread pipeline. The first sweep
-/// of a group waits on the last sweep of the previous group (another thread).
+/// of a group waits on the last sweep of the previous group (another thread's, while it runs).
 /// With `q` (the compact layout of [`super::Reflectors`], zeros, n(n − 1)/2 entries), every
 /// reflector is recorded there. None if the progress counters (one per sweep) cannot be
 /// allocated.
 pub(super) fn chase<T: Real>(
+    w: &mut [T],
+    ld: usize,
+    n: usize,
+    b: usize,
+    threads: usize,
+    group: usize,
+    q: Option<&mut [T]>,
+) -> Option<()> {
+    chase_with(&OsThreads, w, ld, n, b, threads, group, q)
+}
+
+/// [`chase`] with threads from `spawner`.
+#[allow(clippy::too_many_arguments)]
+fn chase_with<T: Real, S: Spawner>(
+    spawner: &S,
     w: &mut [T],
     ld: usize,
     n: usize,
@@ -384,22 +400,64 @@ pub(super) fn chase<T: Real>(
             round += 1;
         }
     };
+    // The groups are taken in order from a shared counter, not dealt to the threads in advance:
+    // a group waits on the one before, and a group dealt to a thread that the OS then refused
+    // would be waited on forever. Taken in order, every earlier group is running or done, so
+    // the chase finishes on however many threads start (the caller alone included).
     let groups = sweeps.div_ceil(group);
-    let worker = |t: usize| {
+    let next_group = AtomicUsize::new(0);
+    let worker = || {
         let (mut hs, mut scratch) = (Vec::new(), Scratch { y: Vec::new() });
-        for q in (t..groups).step_by(threads) {
+        loop {
+            let q = next_group.fetch_add(1, Ordering::Relaxed);
+            if q >= groups {
+                break;
+            }
             run_group(q, &mut hs, &mut scratch);
         }
     };
-    if threads == 1 {
-        worker(0);
-        return Some(());
-    }
-    std::thread::scope(|scope| {
-        for t in 0..threads.min(groups) {
-            let worker = &worker;
-            scope.spawn(move || worker(t));
-        }
-    });
+    run_on_threads_with(spawner, threads.min(groups), worker);
     Some(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::workers::Refusing;
+
+    /// A pseudo-random band of order n with kd off-diagonals, lower storage.
+    fn band(n: usize, kd: usize) -> Vec<f64> {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        (0..(kd + 1) * n)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (x >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+            })
+            .collect()
+    }
+
+    /// The band and the reflectors after a chase with threads from `spawner`.
+    fn chased<S: Spawner>(spawner: &S, threads: usize, group: usize) -> (Vec<f64>, Vec<f64>) {
+        let (n, kd) = (60, 4);
+        let (mut w, ld, b) = super::super::workspace(b'L', n, kd, &band(n, kd), kd + 1).unwrap();
+        let mut q = vec![0.0; n * (n - 1) / 2];
+        chase_with(spawner, &mut w, ld, n, b, threads, group, Some(&mut q)).unwrap();
+        (w, q)
+    }
+
+    /// Threads refused by the OS leave their groups to those started (a group dealt to a
+    /// refused thread would stall the pipeline for good): the chase finishes, as the caller
+    /// alone would have done it.
+    #[test]
+    fn refused_threads_give_the_chase_of_the_threads_started() {
+        for group in [1, 4] {
+            let alone = chased(&Refusing::after(0), 1, group);
+            for allow in 0..4 {
+                let got = chased(&Refusing::after(allow), 4, group);
+                assert!(got == alone, "allow {allow} group {group}");
+            }
+        }
+    }
 }
