@@ -611,8 +611,15 @@ const DENSE_KD: usize = 64;
 
 /// The CPU path, with one malloc arena: the test thread's own arena (64 MiB of address space
 /// reserved when the thread started, so counted in VmSize already) would otherwise serve
-/// these workspaces, all well below 64 MiB, whatever the limit.
-const ONE_ARENA: [(&str, &str); 2] = [("HYLAPACK_DEVICE", "cpu"), ("MALLOC_ARENA_MAX", "1")];
+/// these workspaces, all well below 64 MiB, whatever the limit. And no cache of thread
+/// stacks: glibc keeps the stacks of joined threads mapped (up to 40 MiB), so on a many-core
+/// host the library's scan threads, started and joined under the limit, would keep the margin
+/// that the fallback's OpenBLAS then needs (it exits when its malloc fails).
+const ONE_ARENA: [(&str, &str); 3] = [
+    ("HYLAPACK_DEVICE", "cpu"),
+    ("MALLOC_ARENA_MAX", "1"),
+    ("GLIBC_TUNABLES", "glibc.pthread.stack_cache_size=0"),
+];
 
 /// A zero n x n matrix that is never written (its pages stay the shared zero page).
 fn untouched_zeros(n: usize) -> Vec<f64> {
