@@ -534,8 +534,11 @@ void sstebz_gpu_(const char *range,
 // largest components may come out with LAPACK's opposite sign). LAPACK DSTEIN's algorithm:
 // inverse iteration from LAPACK's own starting vectors, at most 5 iterations, vectors of
 // eigenvalues closer than 1e-3 ‖T‖₁ reorthogonalized; `ifail` (`m` entries) receives the
-// indices of the vectors that did not converge, then zeros. The GPU path is not built yet:
-// the call runs on the host's threads (results do not depend on their number).
+// indices of the vectors that did not converge, then zeros. Large calls run on the GPU
+// (LAPACK's iteration per vector, then the vectors of each cluster orthogonalized in order
+// with GEMMs: the same contract, vectors equal to LAPACK's up to rounding where eigenvalues
+// are separated, an orthonormal basis of the same subspace where they agree to working
+// precision); small ones on the host's threads (results do not depend on their number).
 //
 // Returns INFO: 0 on success; −i if the i-th argument (LAPACK DSTEIN's numbering: 1 N, 4 M,
 // 9 LDZ, 5 W not ascending within a block, 6 IBLOCK decreasing; a NULL array is an illegal
