@@ -698,8 +698,8 @@ void dsyev_ooc_(const char *jobz,
 // workspace that cannot be allocated: the system LAPACK's DSYEVX on the untouched A; as for
 // JOBZ = 'N', small problems or no GPU run the system LAPACK's DSYEVX too.
 //
-// A matrix with NaN or ±Inf runs the system LAPACK's DSYEVX, so that M, W and INFO are
-// LAPACK's.
+// A matrix with NaN or ±Inf, or RANGE = 'V' with a NaN bound, runs the system LAPACK's
+// DSYEVX, so that M, W and INFO are LAPACK's.
 //
 // Returns INFO: 0 on success; −i if the i-th argument (LAPACK numbering) had an illegal value
 // or was NULL; > 0 as above; −1000 for an internal error (printed on stderr).

@@ -687,6 +687,36 @@ fn ssyevx_matches_lapack() {
     syevx_suite::<f32>();
 }
 
+/// RANGE = 'V' with a NaN bound passes LAPACK's checks and makes its count meaningless (M may
+/// even be negative): every path gives the system LAPACK's M, INFO and W, bit for bit.
+#[test]
+fn dsyevx_with_a_nan_bound_is_lapacks() {
+    let seed = seed();
+    let n = 40;
+    let full = testmat::dense_symmetric::<f64>(DenseFamily::Random, n, &mut Rng::new(seed));
+    for uplo in [b'L', b'U'] {
+        for (vl, vu) in [(f64::NAN, 0.5), (-0.5, f64::NAN), (f64::NAN, f64::NAN)] {
+            let mut a = one_triangle(&full, n, uplo == b'U');
+            let mut w_ref = vec![0.0; n];
+            let (m_ref, info_ref) =
+                f64::syevx_values(b'V', uplo, n, &mut a, n, vl, vu, 0, 0, 0.0, &mut w_ref);
+            let shown = m_ref.clamp(0, n as i32) as usize;
+            for path in driver_paths::<f64>(n) {
+                let what = format!("uplo={} vl={vl} vu={vu} {path:?} seed={seed}", uplo as char);
+                let mut a = one_triangle(&full, n, uplo == b'U');
+                let mut w = vec![0.0; n];
+                let got = hylapack::syev::syevx(
+                    b'V', uplo, n, &mut a, n, vl, vu, 0, 0, 0.0, &mut w, path,
+                );
+                assert_eq!((got.m, got.info), (m_ref, info_ref), "{what}");
+                let same =
+                    |x: &[f64], y: &[f64]| x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits());
+                assert!(same(&w[..shown], &w_ref[..shown]), "{what}: W");
+            }
+        }
+    }
+}
+
 #[test]
 fn driver_argument_checks_in_lapack_order() {
     use hylapack::syev::{syev_check, syevx_check};

@@ -240,6 +240,14 @@ impl<T> Selection<T> {
     }
 }
 
+impl<T: Real> Selection<T> {
+    /// RANGE = 'V' with a NaN bound: LAPACK passes no check on it and counts eigenvalues at
+    /// the NaN (M may come out negative), so only the system LAPACK gives its answer.
+    fn nan_bound(&self) -> bool {
+        self.range == b'V' && (self.vl.is_nan() || self.vu.is_nan())
+    }
+}
+
 /// The system LAPACK's xSYEVX (JOBZ = 'N') on `a`, its workspace allocated here: M and INFO,
 /// or [`INFO_NO_HOST_MEMORY`] with A and W untouched.
 fn lapack_syevx<T: Real + Dense>(
@@ -572,7 +580,7 @@ pub fn syevx<T: SbrReal>(
     // scaling by σ = 0 makes VL = VU) and W depend on its own reduction: the system LAPACK
     // answers, from the untouched A.
     let anrm = (path != Path::Lapack && n > 1).then(|| triangle_max_abs(uplo, n, a, lda));
-    if path == Path::Lapack || anrm.is_some_and(|x| !x.is_finite()) {
+    if path == Path::Lapack || anrm.is_some_and(|x| !x.is_finite()) || sel.nan_bound() {
         lapack_syevx(&mut report, sel, uplo, n, a, lda, w);
         return report;
     }
@@ -762,7 +770,7 @@ pub fn syevx_vectors<T: SbrReal>(
     let range = sel.range;
     let mut report = EigReport::new();
     let anrm = (path != Path::Lapack && n > 1).then(|| triangle_max_abs(uplo, n, a, lda));
-    let Some(anrm) = anrm.filter(|x| x.is_finite()) else {
+    let Some(anrm) = anrm.filter(|x| x.is_finite() && !sel.nan_bound()) else {
         lapack_syevx_vectors(&mut report, sel, uplo, n, a, lda, w, z, ldz, ifail);
         return report;
     };
