@@ -655,7 +655,9 @@ int dsyev_ooc(char jobz, char uplo, int n, double *a, int lda, double *w);
 
 // `dsyev_ooc` in the Fortran convention: LAPACK DSYEV's argument list, all by reference, with
 // the hidden CHARACTER lengths of JOBZ and UPLO last. LWORK >= max(1, 3N−1); LWORK = −1 is a
-// query (WORK(1) returns DSYEV's optimal size). WORK is not used beyond WORK(1).
+// query (WORK(1) returns DSYEV's optimal size). WORK is not used beyond WORK(1), except when
+// host memory runs out before A is touched: the system DSYEV then runs in WORK (where the C
+// name returns −1000).
 //
 // # Safety
 // Each array pointer is NULL (reported as an illegal argument where the routine would read
@@ -728,7 +730,9 @@ int dsyevx_ooc(char jobz,
 // `dsyevx_ooc` in the Fortran convention: LAPACK DSYEVX's argument list, all by reference,
 // with the hidden CHARACTER lengths of JOBZ, RANGE and UPLO last. LWORK >= 8N (1 if N <= 1);
 // LWORK = −1 is a query (WORK(1) returns DSYEVX's optimal size); the same rules for JOBZ =
-// 'V'. WORK and IWORK are not used beyond WORK(1); Z and IFAIL only for JOBZ = 'V'.
+// 'V'. WORK and IWORK are not used beyond WORK(1), except when host memory runs out before A
+// is touched: the system DSYEVX then runs in WORK and IWORK (where the C name returns −1000);
+// Z and IFAIL only for JOBZ = 'V'.
 //
 // # Safety
 // Each array pointer is NULL (reported as an illegal argument where the routine would read

@@ -664,6 +664,126 @@ fn dsyev_ooc_without_memory_returns_minus_1000() {
     );
 }
 
+/// The Fortran names under a 64 KiB margin, where neither the drivers' workspace nor the
+/// system LAPACK's own can be allocated (the C names return -1000 there): the caller's WORK
+/// (and IWORK) has LAPACK's size, so LAPACK answers in it, as a program calling DSYEV would
+/// get: eigenvalues (and vectors) as LAPACK's, INFO = 0.
+#[test]
+fn fortran_syev_names_answer_in_the_callers_work() {
+    use hylapack::api::syev::{dsyev_ooc_, dsyevx_ooc_};
+    if in_child_process() {
+        let n = 400;
+        let full = dense_random(n, 400);
+        let mut w_ref = vec![0.0; n];
+        assert_eq!(
+            f64::syev_values(b'L', n, &mut full.clone(), n, &mut w_ref),
+            0
+        );
+        let (mut a_n, mut a_v, mut a_x) = (full.clone(), full.clone(), full);
+        let (mut w_n, mut w_v, mut w_x) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+        let mut work = vec![0.0; 8 * n];
+        let mut iwork = vec![0 as c_int; 5 * n];
+        let mut ifail = vec![0 as c_int; n];
+        let mut z = [0.0];
+        let (nn, lwork_syev, lwork_syevx) = (n as c_int, (3 * n - 1) as c_int, (8 * n) as c_int);
+        let (il, iu, zero, one) = (3 as c_int, 40 as c_int, 0.0f64, 1 as c_int);
+        let (mut m, mut info) = ([-1 as c_int; 3], [-1 as c_int; 3]);
+        limit_address_space(64 << 10);
+        // SAFETY: A is n x n (lda n), W n entries, WORK 8n, IWORK 5n, IFAIL n; Z is not
+        // referenced for JOBZ = 'N'.
+        unsafe {
+            dsyev_ooc_(
+                c"N".as_ptr(),
+                c"L".as_ptr(),
+                &nn,
+                a_n.as_mut_ptr(),
+                &nn,
+                w_n.as_mut_ptr(),
+                work.as_mut_ptr(),
+                &lwork_syev,
+                &mut info[0],
+                1,
+                1,
+            );
+            dsyev_ooc_(
+                c"V".as_ptr(),
+                c"L".as_ptr(),
+                &nn,
+                a_v.as_mut_ptr(),
+                &nn,
+                w_v.as_mut_ptr(),
+                work.as_mut_ptr(),
+                &lwork_syev,
+                &mut info[1],
+                1,
+                1,
+            );
+            dsyevx_ooc_(
+                c"N".as_ptr(),
+                c"I".as_ptr(),
+                c"L".as_ptr(),
+                &nn,
+                a_x.as_mut_ptr(),
+                &nn,
+                &zero,
+                &zero,
+                &il,
+                &iu,
+                &zero,
+                &mut m[2],
+                w_x.as_mut_ptr(),
+                z.as_mut_ptr(),
+                &one,
+                work.as_mut_ptr(),
+                &lwork_syevx,
+                iwork.as_mut_ptr(),
+                ifail.as_mut_ptr(),
+                &mut info[2],
+                1,
+                1,
+                1,
+            );
+        }
+        m[0] = n as c_int;
+        m[1] = n as c_int;
+        let scale = w_ref.iter().fold(0.0f64, |s, x| s.max(x.abs()));
+        let close = |w: &[f64], first: usize| {
+            w.iter()
+                .zip(&w_ref[first..])
+                .all(|(x, y)| (x - y).abs() <= 1e-12 * scale)
+        };
+        let ok = close(&w_n, 0)
+            && close(&w_v, 0)
+            && m[2] == iu - il + 1
+            && close(&w_x[..m[2] as usize], il as usize - 1);
+        println!("RESULT info={info:?} m={} close_to_lapack={ok}", m[2]);
+        return;
+    }
+    // OpenBLAS's threaded GEMM driver mallocs per call, which this margin does not leave it;
+    // a fixed mmap threshold makes every workspace of 64 KiB or more new address space (else
+    // the heap could serve it from what the reference computation freed).
+    let env = [
+        ONE_ARENA.as_slice(),
+        &[
+            ("OPENBLAS_NUM_THREADS", "1"),
+            ("MALLOC_MMAP_THRESHOLD_", "65536"),
+        ],
+    ]
+    .concat();
+    let (out, err) = in_child_env("fortran_syev_names_answer_in_the_callers_work", &env);
+    assert_eq!(
+        result_line(&out),
+        "RESULT info=[0, 0, 0] m=38 close_to_lapack=true",
+        "{out}"
+    );
+    // Each call found no room for LAPACK's own workspace first: the path under test ran.
+    assert_eq!(
+        lines_with(&err, "cannot allocate host memory (xSYEV"),
+        3,
+        "{err}"
+    );
+}
+
 /// DSYEVX_OOC (C name, CPU path, RANGE = 'I') under a 512 KiB margin: INFO = -1000, M = 0,
 /// A and W untouched, one line on stderr.
 #[test]

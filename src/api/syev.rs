@@ -7,7 +7,8 @@ use super::{
     HYLAPACK_INFO_INTERNAL_ERROR,
 };
 use crate::dispatch;
-use crate::lapack::span;
+
+use crate::lapack::{span, Dense, Orthogonal};
 use crate::syev::{self as drivers, EigReport};
 use std::ffi::{c_char, c_int};
 use std::time::Instant;
@@ -72,11 +73,23 @@ unsafe fn syev_run(
             let w = output(w, len).unwrap_or_default();
             let started = Instant::now();
             let (path, why_not_gpu) = choose_path(len);
-            let report = if jobz.eq_ignore_ascii_case(&b'V') {
+            let wantz = jobz.eq_ignore_ascii_case(&b'V');
+            let mut report = if wantz {
                 drivers::syev_vectors(uplo, len, a, lda as usize, w, path)
             } else {
                 drivers::syev(uplo, len, a, lda as usize, w, path)
             };
+            if let (Some((work, lwork)), true) = (work, report.lapack_without_workspace) {
+                // The caller's WORK has LAPACK's size: the system DSYEV answers there, on the
+                // A nothing has touched, instead of INFO = -1000.
+                let work = output(work, lwork.max(1) as usize).unwrap_or_default();
+                let lda = lda as usize;
+                report.info = if wantz {
+                    f64::syev_vectors_in(uplo, len, a, lda, w, work)
+                } else {
+                    f64::syev_values_in(uplo, len, a, lda, w, work)
+                };
+            }
             log_call(routine, len, &report, why_not_gpu, started);
             return report.info;
         }
@@ -104,15 +117,16 @@ unsafe fn syevx_run(
     w: *mut f64,
     z: *mut f64,
     ldz: c_int,
-    work: Option<(*mut f64, c_int)>,
+    work: Option<(*mut f64, c_int, *mut c_int)>,
     ifail: *mut c_int,
 ) -> c_int {
-    // As in `syev_run`: no workspace argument, no LWORK check.
-    let lwork = work.map_or(-1, |(_, l)| l);
+    // As in `syev_run`: no workspace argument, no LWORK check. `work` is (WORK, LWORK, IWORK)
+    // in the Fortran convention.
+    let lwork = work.map_or(-1, |(_, l, _)| l);
     let mut info = drivers::syevx_check(jobz, range, uplo, n, lda, vl, vu, il, iu, ldz, lwork);
     let len = n.max(0) as usize;
     if info == 0 {
-        let query = work.is_some_and(|(_, l)| l == -1);
+        let query = work.is_some_and(|(_, l, _)| l == -1);
         let a_len = span(len, len, lda as usize);
         let wantz = jobz.eq_ignore_ascii_case(&b'V');
         // Z's columns: as many as RANGE may select (LAPACK writes Z(1, 1) for N = 1 even when
@@ -132,13 +146,13 @@ unsafe fn syevx_run(
             (!query && m.is_null(), -12),
             (!query && len > 0 && w.is_null(), -13),
             (!query && z_len > 0 && z.is_null(), -14),
-            (work.is_some_and(|(p, _)| p.is_null()), -16),
+            (work.is_some_and(|(p, _, _)| p.is_null()), -16),
             (!query && ifail_len > 0 && ifail.is_null(), -19),
         ];
         if let Some(&(_, i)) = missing.iter().find(|(m, _)| *m) {
             info = i;
         } else {
-            if let Some((work, _)) = work {
+            if let Some((work, _, _)) = work {
                 *work = drivers::syevx_lwork(len).1 as f64;
             }
             if query {
@@ -148,9 +162,9 @@ unsafe fn syevx_run(
             let w = output(w, len).unwrap_or_default();
             let started = Instant::now();
             let (path, why_not_gpu) = choose_path(len);
-            let report = if wantz {
-                let z = output(z, z_len).unwrap_or_default();
-                let ifail = output(ifail, ifail_len).unwrap_or_default();
+            let z = output(z, z_len).unwrap_or_default();
+            let ifail = output(ifail, ifail_len).unwrap_or_default();
+            let mut report = if wantz {
                 drivers::syevx_vectors(
                     range,
                     uplo,
@@ -184,6 +198,23 @@ unsafe fn syevx_run(
                     path,
                 )
             };
+            if let (Some((work, lwork, iwork)), true) = (work, report.lapack_without_workspace) {
+                // As in `syev_run`: the system DSYEVX on the caller's WORK and IWORK.
+                if let Some(iwork) = output(iwork, 5 * len) {
+                    let work = output(work, lwork.max(1) as usize).unwrap_or_default();
+                    let (lda, ldz) = (lda as usize, ldz as usize);
+                    (report.m, report.info) = if wantz {
+                        f64::syevx_vectors_in(
+                            range, uplo, len, a, lda, vl, vu, il, iu, abstol, w, z, ldz, work,
+                            iwork, ifail,
+                        )
+                    } else {
+                        f64::syevx_values_in(
+                            range, uplo, len, a, lda, vl, vu, il, iu, abstol, w, work, iwork,
+                        )
+                    };
+                }
+            }
             *m = report.m;
             if let Some(stebz_info) = report.stebz_illegal {
                 report_illegal_argument("DSTEBZ", stebz_info);
@@ -244,7 +275,9 @@ pub unsafe extern "C" fn dsyev_ooc(
 
 /// `dsyev_ooc` in the Fortran convention: LAPACK DSYEV's argument list, all by reference, with
 /// the hidden CHARACTER lengths of JOBZ and UPLO last. LWORK >= max(1, 3N−1); LWORK = −1 is a
-/// query (WORK(1) returns DSYEV's optimal size). WORK is not used beyond WORK(1).
+/// query (WORK(1) returns DSYEV's optimal size). WORK is not used beyond WORK(1), except when
+/// host memory runs out before A is touched: the system DSYEV then runs in WORK (where the C
+/// name returns −1000).
 ///
 /// # Safety
 /// Each array pointer is NULL (reported as an illegal argument where the routine would read
@@ -363,7 +396,9 @@ pub unsafe extern "C" fn dsyevx_ooc(
 /// `dsyevx_ooc` in the Fortran convention: LAPACK DSYEVX's argument list, all by reference,
 /// with the hidden CHARACTER lengths of JOBZ, RANGE and UPLO last. LWORK >= 8N (1 if N <= 1);
 /// LWORK = −1 is a query (WORK(1) returns DSYEVX's optimal size); the same rules for JOBZ =
-/// 'V'. WORK and IWORK are not used beyond WORK(1); Z and IFAIL only for JOBZ = 'V'.
+/// 'V'. WORK and IWORK are not used beyond WORK(1), except when host memory runs out before A
+/// is touched: the system DSYEVX then runs in WORK and IWORK (where the C name returns −1000);
+/// Z and IFAIL only for JOBZ = 'V'.
 ///
 /// # Safety
 /// Each array pointer is NULL (reported as an illegal argument where the routine would read
@@ -395,7 +430,7 @@ pub unsafe extern "C" fn dsyevx_ooc_(
     range_len: usize,
     uplo_len: usize,
 ) {
-    let _ = (iwork, jobz_len, range_len, uplo_len);
+    let _ = (jobz_len, range_len, uplo_len);
     let result = ffi_boundary!("DSYEVX_OOC", HYLAPACK_INFO_INTERNAL_ERROR, {
         let (jobz, range, uplo) = (fortran_char(jobz), fortran_char(range), fortran_char(uplo));
         let n = scalar(n).unwrap_or(-1);
@@ -436,7 +471,7 @@ pub unsafe extern "C" fn dsyevx_ooc_(
             w,
             z,
             ldz,
-            Some((work, lwork)),
+            Some((work, lwork, iwork)),
             ifail,
         )
     });

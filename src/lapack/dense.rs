@@ -312,8 +312,8 @@ pub trait Dense: Lapack + Triangular + Orthogonal {
         abstol: Self,
         w: &mut [Self],
     ) -> (i32, i32);
-    /// [`Dense::syevx_values`] on the caller's WORK (LWORK = `work.len()` ≥ max(1, 8n)), IWORK
-    /// (5n) and IFAIL (n), so that nothing is allocated.
+    /// [`Dense::syevx_values`] on the caller's WORK (LWORK = `work.len()` ≥ max(1, 8n)) and
+    /// IWORK (5n), so that nothing is allocated (IFAIL is not referenced for JOBZ = 'N').
     #[allow(clippy::too_many_arguments)]
     fn syevx_values_in(
         range: u8,
@@ -329,7 +329,6 @@ pub trait Dense: Lapack + Triangular + Orthogonal {
         w: &mut [Self],
         work: &mut [Self],
         iwork: &mut [i32],
-        ifail: &mut [i32],
     ) -> (i32, i32);
     /// xSYEVX with JOBZ = 'V' on the caller's WORK (LWORK = `work.len()` ≥ max(1, 8n)), IWORK
     /// (5n) and IFAIL (n): the eigenvectors into `z` (leading dimension `ldz` ≥ max(1, n);
@@ -785,10 +784,8 @@ macro_rules! impl_dense {
             ) -> (i32, i32) {
                 let mut work = vec![<$t>::default(); (8 * n).max(1)];
                 let mut iwork = vec![0 as c_int; (5 * n).max(1)];
-                let mut ifail = vec![0 as c_int; n.max(1)];
                 Self::syevx_values_in(
                     range, uplo, n, a, lda, vl, vu, il, iu, abstol, w, &mut work, &mut iwork,
-                    &mut ifail,
                 )
             }
 
@@ -806,18 +803,18 @@ macro_rules! impl_dense {
                 w: &mut [Self],
                 work: &mut [Self],
                 iwork: &mut [i32],
-                ifail: &mut [i32],
             ) -> (i32, i32) {
                 assert!(
-                    work.len() >= (8 * n).max(1) && iwork.len() >= 5 * n && ifail.len() >= n,
+                    work.len() >= (8 * n).max(1) && iwork.len() >= 5 * n,
                     "xSYEVX's workspace too short"
                 );
                 let (jobz, range, uplo) = (b'N' as c_char, range as c_char, uplo as c_char);
+                let mut ifail = [0 as c_int];
                 let (n_, lda_, ldz) = (c_int_of(n), c_int_of(lda.max(1)), 1 as c_int);
                 let mut z = [<$t>::default()];
                 let lwork = c_int_of(work.len());
                 let (mut m, mut info) = (0, 0);
-                // SAFETY: a spans n x n, w n; Z is not referenced for JOBZ = 'N'.
+                // SAFETY: a spans n x n, w n; Z and IFAIL are not referenced for JOBZ = 'N'.
                 unsafe {
                     $syevx(
                         &jobz,

@@ -56,6 +56,16 @@ fn no_host_memory(report: &mut EigReport, why: &str) {
     report.info = INFO_NO_HOST_MEMORY;
 }
 
+/// [`no_host_memory`] for the system LAPACK's own workspace, A still untouched.
+fn no_lapack_workspace(report: &mut EigReport, why: &str) {
+    crate::log::warn(&format!(
+        "syev: cannot allocate host memory ({why}); returning INFO = {INFO_NO_HOST_MEMORY} \
+         (a Fortran name runs LAPACK in its caller's WORK instead)"
+    ));
+    report.info = INFO_NO_HOST_MEMORY;
+    report.lapack_without_workspace = true;
+}
+
 /// The note of a call sent to the system LAPACK because the drivers' workspace did not fit.
 fn lapack_instead(why: &str) -> SyrdbReport {
     SyrdbReport {
@@ -79,7 +89,7 @@ fn lapack_syev<T: Real + Dense>(
     let lwork = ((SYTRD_NB + 2) * n).max(1);
     match crate::host::try_zeroed(lwork) {
         Some(mut work) => report.info = T::syev_values_in(uplo, n, a, lda, w, &mut work),
-        None => no_host_memory(report, "xSYEV's workspace"),
+        None => no_lapack_workspace(report, "xSYEV's workspace"),
     }
 }
 
@@ -95,7 +105,7 @@ fn lapack_syev_vectors<T: Real + Dense>(
     let lwork = ((SYTRD_NB + 2) * n).max(1);
     match crate::host::try_zeroed(lwork) {
         Some(mut work) => report.info = T::syev_vectors_in(uplo, n, a, lda, w, &mut work),
-        None => no_host_memory(report, "xSYEV's workspace"),
+        None => no_lapack_workspace(report, "xSYEV's workspace"),
     }
 }
 
@@ -194,6 +204,10 @@ pub struct EigReport {
     /// LAPACK's xSYEVX does by calling xSTEBZ. `None` otherwise, and always when the system
     /// LAPACK ran the call (it has called `xerbla_` itself).
     pub stebz_illegal: Option<i32>,
+    /// The system LAPACK was to answer on the untouched A, but its workspace could not be
+    /// allocated (INFO = −1000): a caller that holds a workspace of LAPACK's size (the Fortran
+    /// names' WORK) can run it there instead.
+    pub lapack_without_workspace: bool,
 }
 
 impl EigReport {
@@ -204,6 +218,7 @@ impl EigReport {
             m: 0,
             reduction: None,
             stebz_illegal: None,
+            lapack_without_workspace: false,
         }
     }
 }
@@ -262,10 +277,9 @@ fn lapack_syevx<T: Real + Dense>(
     let room = (
         crate::host::try_zeroed((8 * n).max(1)),
         crate::host::try_vec(5 * n, 0),
-        crate::host::try_vec(n, 0),
     );
-    let (Some(mut work), Some(mut iwork), Some(mut ifail)) = room else {
-        return no_host_memory(report, "xSYEVX's workspace");
+    let (Some(mut work), Some(mut iwork)) = room else {
+        return no_lapack_workspace(report, "xSYEVX's workspace");
     };
     let Selection {
         range,
@@ -276,7 +290,7 @@ fn lapack_syevx<T: Real + Dense>(
         abstol,
     } = sel;
     (report.m, report.info) = T::syevx_values_in(
-        range, uplo, n, a, lda, vl, vu, il, iu, abstol, w, &mut work, &mut iwork, &mut ifail,
+        range, uplo, n, a, lda, vl, vu, il, iu, abstol, w, &mut work, &mut iwork,
     );
 }
 
@@ -300,7 +314,7 @@ fn lapack_syevx_vectors<T: Real + Dense>(
         crate::host::try_vec(5 * n, 0),
     );
     let (Some(mut work), Some(mut iwork)) = room else {
-        return no_host_memory(report, "xSYEVX's workspace");
+        return no_lapack_workspace(report, "xSYEVX's workspace");
     };
     let Selection {
         range,
