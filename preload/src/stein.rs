@@ -1,5 +1,6 @@
 //! xSTEIN: hylapack's inverse iteration with `HYLAPACK_PRELOAD=own`; forwarded in `auto` mode
-//! (it has no GPU path yet, and on the host LAPACK's own is the reference), and for illegal
+//! (its GPU path is not yet measured against the program's own DSTEIN at the sizes LAPACK's
+//! drivers call it with, and on the host LAPACK's own is the reference), and for illegal
 //! arguments and calls from inside hylapack. LAPACK's DSYEVX, DSTEVX, DSPEVX and DSBEVX call
 //! xSTEIN themselves, so with `own` those reach this path too.
 
@@ -8,7 +9,7 @@ use hylapack::lapack::signatures::SteinFn;
 use std::ffi::c_int;
 
 /// Why a call is forwarded in `auto` mode.
-const NO_GPU_PATH: &str = "xSTEIN has no GPU path yet";
+const NO_GPU_PATH: &str = "xSTEIN runs hylapack's path only with HYLAPACK_PRELOAD=own";
 
 macro_rules! interpose_stein {
     ($name:ident, $t:ty, $routine:literal) => {
