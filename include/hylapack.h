@@ -579,7 +579,9 @@ int sstein_gpu(int n,
                int *ifail);
 
 // `dstein_gpu` in the Fortran convention: LAPACK DSTEIN's exact argument list, all by
-// reference (WORK and IWORK accepted, not used). INFO as for `dstein_gpu`.
+// reference. WORK and IWORK are used only where the host memory of the call cannot be had:
+// the system DSTEIN then runs in them (where the C name returns −1000). INFO as for
+// `dstein_gpu`.
 //
 // # Safety
 // Each array pointer is NULL (reported as an illegal argument where the routine would read
@@ -594,8 +596,8 @@ void dstein_gpu_(const int *n,
                  const int *isplit,
                  double *z,
                  const int *ldz,
-                 double *_work,
-                 int *_iwork,
+                 double *work,
+                 int *iwork,
                  int *ifail,
                  int *info);
 
@@ -614,8 +616,8 @@ void sstein_gpu_(const int *n,
                  const int *isplit,
                  float *z,
                  const int *ldz,
-                 float *_work,
-                 int *_iwork,
+                 float *work,
+                 int *iwork,
                  int *ifail,
                  int *info);
 

@@ -12,7 +12,7 @@ use hylapack::api::interval::{dgemm_rounded_, dgesv_verified, digemm};
 use hylapack::api::stebz::{dstebz_gpu, dstebz_gpu_, sstebz_gpu_};
 use hylapack::api::stein::dstein_gpu;
 
-use hylapack::lapack::{Dense, Lapack};
+use hylapack::lapack::{Dense, Lapack, LapackStein};
 use std::ffi::c_int;
 use std::process::Command;
 
@@ -596,6 +596,77 @@ fn dstein_gpu_without_memory_returns_minus_1000() {
         "{out}"
     );
     assert_eq!(lines_with(&err, "cannot allocate"), 1, "{err}");
+}
+
+/// DSTEIN_GPU_ (Fortran name) in the setting of the test above: the caller's WORK (5N) and
+/// IWORK (N) have LAPACK's size, so the system LAPACK's DSTEIN runs in them: INFO = 0 and Z
+/// equal to LAPACK's, bit for bit, where the C name returns -1000.
+#[test]
+fn dstein_gpu_fortran_answers_in_the_callers_work() {
+    use hylapack::api::stein::dstein_gpu_;
+    if in_child_process() {
+        let n = 1usize << 21;
+        let (d, e) = (vec![2.0f64; n], vec![-1.0f64; n - 1]);
+        let (w, iblock, isplit) = ([1.0f64], [1 as c_int], vec![n as c_int]);
+        let mut z_ref = vec![0.0f64; n];
+        let mut ifail_ref = [5 as c_int];
+        let info_ref = f64::stein(
+            n as i32,
+            &d,
+            &e,
+            1,
+            &w,
+            &iblock,
+            &isplit,
+            &mut z_ref,
+            n as i32,
+            &mut ifail_ref,
+        );
+        let mut z = vec![7.0f64; n];
+        let mut ifail = [5 as c_int];
+        let mut work = vec![0.0f64; 5 * n];
+        let mut iwork = vec![0 as c_int; n];
+        let (nn, one) = (n as c_int, 1 as c_int);
+        let mut info = -7;
+        limit_address_space(16 * MIB);
+        // SAFETY: arrays of DSTEIN's extents (D N, E N-1, W/IBLOCK M = 1, ISPLIT N, Z N x 1,
+        // WORK 5N, IWORK N, IFAIL M).
+        unsafe {
+            dstein_gpu_(
+                &nn,
+                d.as_ptr(),
+                e.as_ptr(),
+                &one,
+                w.as_ptr(),
+                iblock.as_ptr(),
+                isplit.as_ptr(),
+                z.as_mut_ptr(),
+                &nn,
+                work.as_mut_ptr(),
+                iwork.as_mut_ptr(),
+                ifail.as_mut_ptr(),
+                &mut info,
+            )
+        };
+        let same = z
+            .iter()
+            .zip(&z_ref)
+            .all(|(a, b)| a.to_bits() == b.to_bits());
+        println!(
+            "RESULT info={info} ifail={} as_lapack={}",
+            ifail[0],
+            same && info == info_ref && ifail == ifail_ref
+        );
+        return;
+    }
+    let env = [CPU_ONLY.as_slice(), &[("MALLOC_MMAP_THRESHOLD_", "65536")]].concat();
+    let (out, err) = in_child_env("dstein_gpu_fortran_answers_in_the_callers_work", &env);
+    assert_eq!(
+        result_line(&out),
+        "RESULT info=0 ifail=0 as_lapack=true",
+        "{out}"
+    );
+    assert_eq!(lines_with(&err, "ran in the caller's WORK"), 1, "{err}");
 }
 
 // ---- dense → band and the eigenvalue drivers ----

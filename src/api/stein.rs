@@ -6,6 +6,7 @@
 use super::{ffi_boundary, input, output, report_illegal_argument, HYLAPACK_INFO_INTERNAL_ERROR};
 use crate::dispatch::{self, Family};
 use crate::host::NoMemory;
+use crate::lapack::LapackStein;
 use crate::log;
 use crate::stein::{self, SteinReal};
 use std::ffi::c_int;
@@ -89,9 +90,11 @@ unsafe fn checked_run<T: SteinReal>(
     Ok(Ok(run.report.info))
 }
 
-/// [`checked_run`] with illegal arguments reported through `xerbla_`.
+/// [`checked_run`] with illegal arguments reported through `xerbla_`. `scratch` is the
+/// Fortran names' WORK (5N) and IWORK (N): where the host memory of the call cannot be had,
+/// the system LAPACK's xSTEIN runs in them instead of INFO = −1000.
 #[allow(clippy::too_many_arguments)]
-unsafe fn run<T: SteinReal>(
+unsafe fn run<T: SteinReal + LapackStein>(
     routine: &str,
     n: c_int,
     d: *const T,
@@ -103,12 +106,37 @@ unsafe fn run<T: SteinReal>(
     z: *mut T,
     ldz: c_int,
     ifail: *mut c_int,
+    scratch: Option<(*mut T, *mut c_int)>,
 ) -> c_int {
     match checked_run(routine, n, d, e, m, w, iblock, isplit, z, ldz, ifail) {
         Ok(Ok(info)) => info,
         Ok(Err(no_memory)) => {
-            log::warn(&format!("{routine}: {no_memory}; nothing computed"));
-            HYLAPACK_INFO_INTERNAL_ERROR
+            let (len, count) = (n as usize, m as usize);
+            let lapack_in = scratch
+                .and_then(|(work, iwork)| Some((output(work, 5 * len)?, output(iwork, len)?)));
+            let Some((work, iwork)) = lapack_in else {
+                log::warn(&format!("{routine}: {no_memory}; nothing computed"));
+                return HYLAPACK_INFO_INTERNAL_ERROR;
+            };
+            log::warn(&format!(
+                "{routine}: {no_memory}; the system LAPACK ran in the caller's WORK"
+            ));
+            // checked_run accepted every argument and pointer before it ran out of memory.
+            let z = output(z, crate::lapack::span(len, count, ldz as usize)).unwrap_or_default();
+            T::stein_in(
+                n,
+                input(d, len).unwrap_or_default(),
+                input(e, len - 1).unwrap_or_default(),
+                m,
+                input(w, count).unwrap_or_default(),
+                input(iblock, count).unwrap_or_default(),
+                input(isplit, len).unwrap_or_default(),
+                z,
+                ldz,
+                output(ifail, count).unwrap_or_default(),
+                work,
+                iwork,
+            )
         }
         Err(info) => {
             report_illegal_argument(routine, info);
@@ -156,7 +184,20 @@ pub unsafe extern "C" fn dstein_gpu(
     ifail: *mut c_int,
 ) -> c_int {
     ffi_boundary!("DSTEIN_GPU", HYLAPACK_INFO_INTERNAL_ERROR, {
-        run("DSTEIN_GPU", n, d, e, m, w, iblock, isplit, z, ldz, ifail)
+        run(
+            "DSTEIN_GPU",
+            n,
+            d,
+            e,
+            m,
+            w,
+            iblock,
+            isplit,
+            z,
+            ldz,
+            ifail,
+            None,
+        )
     })
 }
 
@@ -180,14 +221,28 @@ pub unsafe extern "C" fn sstein_gpu(
     ifail: *mut c_int,
 ) -> c_int {
     ffi_boundary!("SSTEIN_GPU", HYLAPACK_INFO_INTERNAL_ERROR, {
-        run("SSTEIN_GPU", n, d, e, m, w, iblock, isplit, z, ldz, ifail)
+        run(
+            "SSTEIN_GPU",
+            n,
+            d,
+            e,
+            m,
+            w,
+            iblock,
+            isplit,
+            z,
+            ldz,
+            ifail,
+            None,
+        )
     })
 }
 
 /// The Fortran convention's body: LAPACK xSTEIN's argument list by reference. WORK (5N) and
-/// IWORK (N) are accepted and not used (the host threads take their own scratch).
+/// IWORK (N) are used only where the host memory of the call cannot be had: the system
+/// LAPACK's xSTEIN then runs in them.
 #[allow(clippy::too_many_arguments)]
-unsafe fn fortran<T: SteinReal>(
+unsafe fn fortran<T: SteinReal + LapackStein>(
     routine: &str,
     n: *const c_int,
     d: *const T,
@@ -198,6 +253,7 @@ unsafe fn fortran<T: SteinReal>(
     isplit: *const c_int,
     z: *mut T,
     ldz: *const c_int,
+    scratch: (*mut T, *mut c_int),
     ifail: *mut c_int,
     info: *mut c_int,
 ) {
@@ -214,9 +270,20 @@ unsafe fn fortran<T: SteinReal>(
             report_illegal_argument(routine, -9);
             -9
         }
-        (Some(&n), Some(&m), Some(&ldz)) => {
-            run(routine, n, d, e, m, w, iblock, isplit, z, ldz, ifail)
-        }
+        (Some(&n), Some(&m), Some(&ldz)) => run(
+            routine,
+            n,
+            d,
+            e,
+            m,
+            w,
+            iblock,
+            isplit,
+            z,
+            ldz,
+            ifail,
+            Some(scratch),
+        ),
     };
     if let Some(info) = info.as_mut() {
         *info = result;
@@ -224,7 +291,9 @@ unsafe fn fortran<T: SteinReal>(
 }
 
 /// `dstein_gpu` in the Fortran convention: LAPACK DSTEIN's exact argument list, all by
-/// reference (WORK and IWORK accepted, not used). INFO as for `dstein_gpu`.
+/// reference. WORK and IWORK are used only where the host memory of the call cannot be had:
+/// the system DSTEIN then runs in them (where the C name returns −1000). INFO as for
+/// `dstein_gpu`.
 ///
 /// # Safety
 /// Each array pointer is NULL (reported as an illegal argument where the routine would read
@@ -241,8 +310,8 @@ pub unsafe extern "C" fn dstein_gpu_(
     isplit: *const c_int,
     z: *mut f64,
     ldz: *const c_int,
-    _work: *mut f64,
-    _iwork: *mut c_int,
+    work: *mut f64,
+    iwork: *mut c_int,
     ifail: *mut c_int,
     info: *mut c_int,
 ) {
@@ -258,6 +327,7 @@ pub unsafe extern "C" fn dstein_gpu_(
             isplit,
             z,
             ldz,
+            (work, iwork),
             ifail,
             info,
         )
@@ -281,8 +351,8 @@ pub unsafe extern "C" fn sstein_gpu_(
     isplit: *const c_int,
     z: *mut f32,
     ldz: *const c_int,
-    _work: *mut f32,
-    _iwork: *mut c_int,
+    work: *mut f32,
+    iwork: *mut c_int,
     ifail: *mut c_int,
     info: *mut c_int,
 ) {
@@ -298,6 +368,7 @@ pub unsafe extern "C" fn sstein_gpu_(
             isplit,
             z,
             ldz,
+            (work, iwork),
             ifail,
             info,
         )

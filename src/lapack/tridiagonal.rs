@@ -394,11 +394,37 @@ macro_rules! impl_stein {
                 ldz: i32,
                 ifail: &mut [i32],
             ) -> i32 {
+                let nu = n.max(0) as usize;
+                let mut work = vec![<$t>::default(); 5 * nu.max(1)];
+                let mut iwork = vec![0 as c_int; nu.max(1)];
+                Self::stein_in(
+                    n, d, e, m, w, iblock, isplit, z, ldz, ifail, &mut work, &mut iwork,
+                )
+            }
+
+            fn stein_in(
+                n: i32,
+                d: &[Self],
+                e: &[Self],
+                m: i32,
+                w: &[Self],
+                iblock: &[i32],
+                isplit: &[i32],
+                z: &mut [Self],
+                ldz: i32,
+                ifail: &mut [i32],
+                work: &mut [Self],
+                iwork: &mut [i32],
+            ) -> i32 {
                 // LAPACK zeroes IFAIL(1..M) before any check, and reads nothing else unless
                 // N, M and LDZ are legal.
                 let ifail_ptr = mut_ptr_for(ifail, m.max(0) as usize);
                 let legal = n >= 0 && (0..=n).contains(&m) && ldz >= n.max(1);
                 let (nu, mu, ldzu) = (n.max(0) as usize, m.max(0) as usize, ldz.max(1) as usize);
+                assert!(
+                    work.len() >= 5 * nu && iwork.len() >= nu,
+                    "xSTEIN's workspace too short"
+                );
                 let blocks = if legal && mu > 0 {
                     assert!(iblock.len() >= mu, "IBLOCK shorter than M");
                     // Blocks 1..=IBLOCK(M) are read (when IBLOCK is in order): their ISPLIT
@@ -420,8 +446,6 @@ macro_rules! impl_stein {
                 } else {
                     (0, 0, 0, 0)
                 };
-                let mut work = vec![<$t>::default(); 5 * nu.max(1)];
-                let mut iwork = vec![0 as c_int; nu.max(1)];
                 let mut info = 0;
                 // SAFETY: when N, M and LDZ are legal, every array reaches the entries xSTEIN
                 // indexes (D N, E N − 1, W and IBLOCK M, ISPLIT the blocks IBLOCK names, Z
@@ -468,6 +492,23 @@ pub trait LapackStein: Real {
         z: &mut [Self],
         ldz: i32,
         ifail: &mut [i32],
+    ) -> i32;
+    /// [`LapackStein::stein`] on the caller's WORK (5N) and IWORK (N), so that nothing is
+    /// allocated.
+    #[allow(clippy::too_many_arguments)]
+    fn stein_in(
+        n: i32,
+        d: &[Self],
+        e: &[Self],
+        m: i32,
+        w: &[Self],
+        iblock: &[i32],
+        isplit: &[i32],
+        z: &mut [Self],
+        ldz: i32,
+        ifail: &mut [i32],
+        work: &mut [Self],
+        iwork: &mut [i32],
     ) -> i32;
 }
 
