@@ -7,7 +7,6 @@ use super::{
     HYLAPACK_INFO_INTERNAL_ERROR,
 };
 use crate::dispatch;
-
 use crate::lapack::{span, Dense, Orthogonal};
 use crate::syev::{self as drivers, EigReport};
 use std::ffi::{c_char, c_int};
