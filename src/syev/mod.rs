@@ -263,16 +263,19 @@ impl<T: Real> Selection<T> {
     }
 }
 
-/// The system LAPACK's xSYEVX (JOBZ = 'N') on `a`, its workspace allocated here: M and INFO,
-/// or [`INFO_NO_HOST_MEMORY`] with A and W untouched.
+/// Z (leading dimension) and IFAIL of an xSYEVX call with JOBZ = 'V', the caller's.
+type Vectors<'a, T> = (&'a mut [T], usize, &'a mut [i32]);
+
+/// The system LAPACK's xSYEVX on `a`, its workspace allocated here, with JOBZ = 'V' where
+/// `vectors` is given: M and INFO, or [`INFO_NO_HOST_MEMORY`] with A and W untouched.
 fn lapack_syevx<T: Real + Dense>(
     report: &mut EigReport,
     sel: Selection<T>,
     uplo: u8,
     n: usize,
-    a: &mut [T],
-    lda: usize,
+    (a, lda): (&mut [T], usize),
     w: &mut [T],
+    vectors: Option<Vectors<'_, T>>,
 ) {
     let room = (
         crate::host::try_zeroed((8 * n).max(1)),
@@ -289,44 +292,15 @@ fn lapack_syevx<T: Real + Dense>(
         iu,
         abstol,
     } = sel;
-    (report.m, report.info) = T::syevx_values_in(
-        range, uplo, n, a, lda, vl, vu, il, iu, abstol, w, &mut work, &mut iwork,
-    );
-}
-
-/// The system LAPACK's xSYEVX with JOBZ = 'V' on `a`, as [`lapack_syevx`]; `z` and `ifail`
-/// are the caller's.
-#[allow(clippy::too_many_arguments)]
-fn lapack_syevx_vectors<T: Real + Dense>(
-    report: &mut EigReport,
-    sel: Selection<T>,
-    uplo: u8,
-    n: usize,
-    a: &mut [T],
-    lda: usize,
-    w: &mut [T],
-    z: &mut [T],
-    ldz: usize,
-    ifail: &mut [i32],
-) {
-    let room = (
-        crate::host::try_zeroed((8 * n).max(1)),
-        crate::host::try_vec(5 * n, 0),
-    );
-    let (Some(mut work), Some(mut iwork)) = room else {
-        return no_lapack_workspace(report, "xSYEVX's workspace");
+    let (work, iwork) = (&mut work[..], &mut iwork[..]);
+    (report.m, report.info) = match vectors {
+        None => T::syevx_values_in(
+            range, uplo, n, a, lda, vl, vu, il, iu, abstol, w, work, iwork,
+        ),
+        Some((z, ldz, ifail)) => T::syevx_vectors_in(
+            range, uplo, n, a, lda, vl, vu, il, iu, abstol, w, z, ldz, work, iwork, ifail,
+        ),
     };
-    let Selection {
-        range,
-        vl,
-        vu,
-        il,
-        iu,
-        abstol,
-    } = sel;
-    (report.m, report.info) = T::syevx_vectors_in(
-        range, uplo, n, a, lda, vl, vu, il, iu, abstol, w, z, ldz, &mut work, &mut iwork, ifail,
-    );
 }
 
 /// xSYEVX's shortcut when all eigenvalues are asked for with the default tolerance: all of
@@ -595,7 +569,7 @@ pub fn syevx<T: SbrReal>(
     // answers, from the untouched A.
     let anrm = (path != Path::Lapack && n > 1).then(|| triangle_max_abs(uplo, n, a, lda));
     if path == Path::Lapack || anrm.is_some_and(|x| !x.is_finite()) || sel.nan_bound() {
-        lapack_syevx(&mut report, sel, uplo, n, a, lda, w);
+        lapack_syevx(&mut report, sel, uplo, n, (a, lda), w, None);
         return report;
     }
     if n == 0 {
@@ -618,7 +592,7 @@ pub fn syevx<T: SbrReal>(
         Ok(work) => work,
         Err(why) => {
             report.reduction = Some(lapack_instead(&why));
-            lapack_syevx(&mut report, sel, uplo, n, a, lda, w);
+            lapack_syevx(&mut report, sel, uplo, n, (a, lda), w, None);
             return report;
         }
     };
@@ -785,7 +759,15 @@ pub fn syevx_vectors<T: SbrReal>(
     let mut report = EigReport::new();
     let anrm = (path != Path::Lapack && n > 1).then(|| triangle_max_abs(uplo, n, a, lda));
     let Some(anrm) = anrm.filter(|x| x.is_finite() && !sel.nan_bound()) else {
-        lapack_syevx_vectors(&mut report, sel, uplo, n, a, lda, w, z, ldz, ifail);
+        lapack_syevx(
+            &mut report,
+            sel,
+            uplo,
+            n,
+            (a, lda),
+            w,
+            Some((z, ldz, ifail)),
+        );
         return report;
     };
     let work = match VectorWork::new(n, path, false) {
@@ -797,7 +779,15 @@ pub fn syevx_vectors<T: SbrReal>(
                 note: Some(format!("{why}; system LAPACK")),
                 transfer_secs: None,
             });
-            lapack_syevx_vectors(&mut report, sel, uplo, n, a, lda, w, z, ldz, ifail);
+            lapack_syevx(
+                &mut report,
+                sel,
+                uplo,
+                n,
+                (a, lda),
+                w,
+                Some((z, ldz, ifail)),
+            );
             return report;
         }
     };
