@@ -82,12 +82,7 @@ impl<'a, T: Real + Dense> Problem<'a, T> {
     /// [`Problem::lapack`], reported as run on the CPU with `note` (and why, where it could
     /// not run: then INFO is [`INFO_NO_HOST_MEMORY`] with the arrays untouched).
     pub(super) fn lapack_report(&mut self, note: Option<String>) -> SyrdbReport {
-        let mut report = SyrdbReport {
-            info: 0,
-            backend: Backend::Cpu,
-            note,
-            transfer_secs: None,
-        };
+        let mut report = SyrdbReport::new(Backend::Cpu, note);
         if let Err(e) = self.lapack() {
             let why = format!("xSYTRD_SY2SB's workspace: {e}");
             no_host_memory(&mut report, why);
@@ -120,12 +115,7 @@ pub(super) fn reduce_on<T: SbrReal>(mut p: Problem<T>, path: Path) -> SyrdbRepor
         for j in 0..n {
             put_band(p.ab, ldab, kd, n, upper, j, |d| host.get(j + d, j));
         }
-        return SyrdbReport {
-            info: 0,
-            backend: Backend::Cpu,
-            note: None,
-            transfer_secs: None,
-        };
+        return SyrdbReport::new(Backend::Cpu, None);
     }
     let elem = std::mem::size_of::<T>();
     match path {
@@ -179,12 +169,7 @@ pub(super) fn with_fallback<T: Real + Dense, E: Executor<T>>(
         tuning: p.tuning,
         direct: false,
     };
-    let mut report = SyrdbReport {
-        info: 0,
-        backend,
-        note: Some(describe(mode)),
-        transfer_secs: None,
-    };
+    let mut report = SyrdbReport::new(backend, Some(describe(mode)));
     let ran = run(exec, &mut job, &mut progress, mode);
     let [chol, geqrf] = progress.panels;
     if chol + geqrf > 0 {

@@ -171,6 +171,18 @@ pub struct SyrdbReport {
     pub transfer_secs: Option<f64>,
 }
 
+impl SyrdbReport {
+    /// INFO = 0, on `backend`, with `note`.
+    pub fn new(backend: Backend, note: Option<String>) -> SyrdbReport {
+        SyrdbReport {
+            info: 0,
+            backend,
+            note,
+            transfer_secs: None,
+        }
+    }
+}
+
 /// Reduces the n x n symmetric `a` (its `uplo` triangle) to band form with `kd` off-diagonals:
 /// the band into `ab` (LAPACK band storage, `ldab ≥ kd + 1`), the reflectors into `a` and
 /// `tau` (n − kd entries) exactly where xSYTRD_SY2SB leaves them. The arguments must have
