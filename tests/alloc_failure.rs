@@ -6,7 +6,8 @@ mod common;
 
 use common::child::*;
 use hylapack::lapack::{Dense, Lapack};
-use std::ffi::c_int;
+use hylapack::sbr::SbrReal;
+use std::ffi::{c_char, c_int, CStr};
 
 // ---- dense → band and the eigenvalue drivers ----
 
@@ -280,6 +281,167 @@ fn dsyrdb_ooc_without_memory_returns_minus_1000() {
     assert_eq!(
         lines_with(&err, "xSYTRD_SY2SB's workspace: cannot allocate"),
         1,
+        "{err}"
+    );
+}
+
+/// xSYRDB_OOC_ in the Fortran convention, LAPACK xSYTRD_SY2SB's argument list.
+type SyrdbFortran<T> = unsafe extern "C" fn(
+    *const c_char,
+    *const c_int,
+    *const c_int,
+    *mut T,
+    *const c_int,
+    *mut T,
+    *const c_int,
+    *mut T,
+    *mut T,
+    *const c_int,
+    *mut c_int,
+    usize,
+);
+
+/// (A, AB, TAU, WORK(1), INFO) after a call.
+type Sy2sbAnswer<T> = (Vec<T>, Vec<T>, Vec<T>, T, c_int);
+
+/// One call of a Fortran name, its arrays made before the limit, with LWORK as its own
+/// workspace query gives it, and the system LAPACK's xSYTRD_SY2SB on the same input with
+/// that LWORK.
+struct SyrdbCall<T> {
+    f: SyrdbFortran<T>,
+    uplo: &'static CStr,
+    n: usize,
+    kd: usize,
+    lwork: c_int,
+    ours: Sy2sbAnswer<T>,
+    work: Vec<T>,
+    lapack: Sy2sbAnswer<T>,
+}
+
+impl<T: SbrReal> SyrdbCall<T> {
+    fn new(f: SyrdbFortran<T>, uplo: &'static CStr, n: usize, kd: usize, a0: &[f64]) -> Self {
+        let a: Vec<T> = a0.iter().map(|&x| T::from_f64(x)).collect();
+        let (ab, tau) = (vec![T::ZERO; (kd + 1) * n], vec![T::ZERO; n - kd]);
+        let mut call = SyrdbCall {
+            f,
+            uplo,
+            n,
+            kd,
+            lwork: -1,
+            ours: (a.clone(), ab.clone(), tau.clone(), T::ZERO, -7),
+            work: vec![T::ZERO],
+            lapack: (a, ab, tau, T::ZERO, -7),
+        };
+        call.call();
+        assert_eq!(call.ours.4, 0, "workspace query");
+        call.lwork = call.work[0].to_f64() as c_int;
+        call.work = vec![T::ZERO; call.lwork as usize];
+        let mut work = call.work.clone();
+        let (a, ab, tau, work1, info) = &mut call.lapack;
+        *info = T::sytrd_sy2sb(
+            uplo.to_bytes()[0],
+            n,
+            kd,
+            a,
+            n,
+            ab,
+            kd + 1,
+            tau,
+            &mut work,
+            false,
+        );
+        *work1 = work[0];
+        call
+    }
+
+    /// The call (a workspace query while `lwork` is -1).
+    fn call(&mut self) {
+        let (n, kd, ldab) = (self.n as c_int, self.kd as c_int, self.kd as c_int + 1);
+        let (a, ab, tau, work1, info) = &mut self.ours;
+        // SAFETY: A is n x n (lda n), AB (kd + 1) x n (ldab kd + 1), TAU n - kd entries,
+        // WORK max(1, LWORK).
+        unsafe {
+            (self.f)(
+                self.uplo.as_ptr(),
+                &n,
+                &kd,
+                a.as_mut_ptr(),
+                &n,
+                ab.as_mut_ptr(),
+                &ldab,
+                tau.as_mut_ptr(),
+                self.work.as_mut_ptr(),
+                &self.lwork,
+                info,
+                1,
+            )
+        };
+        *work1 = self.work[0];
+    }
+
+    /// Whether INFO, A, AB, TAU and WORK(1) are LAPACK's, bit for bit.
+    fn as_lapack(&self) -> bool {
+        let bits = |x: &[T], y: &[T]| {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|(p, q)| p.to_f64().to_bits() == q.to_f64().to_bits())
+        };
+        let (o, l) = (&self.ours, &self.lapack);
+        o.4 == l.4
+            && bits(&o.0, &l.0)
+            && bits(&o.1, &l.1)
+            && bits(&o.2, &l.2)
+            && bits(&[o.3], &[l.3])
+    }
+}
+
+/// The Fortran names under a 64 KiB margin, where xSYTRD_SY2SB's workspace (N·KD +
+/// N·max(KD, 32) + 2·KD² reals: 221 KB in double, 111 KB in single at N = 400, KD = 32) cannot
+/// be allocated (the C names return -1000 there): the caller's WORK passed LAPACK's LWORK
+/// check and A is untouched, so LAPACK answers in it, as a program calling xSYTRD_SY2SB would
+/// get: INFO, A's reflectors, AB, TAU and WORK(1) of the system LAPACK's call, bit for bit.
+#[test]
+fn fortran_syrdb_names_answer_in_the_callers_work() {
+    use hylapack::api::syrdb::{dsyrdb_ooc_, ssyrdb_ooc_};
+    if in_child_process() {
+        let (n, kd) = (400, 32);
+        let a0 = dense_random(n, 2329);
+        let mut d = SyrdbCall::<f64>::new(dsyrdb_ooc_, c"L", n, kd, &a0);
+        let mut s = SyrdbCall::<f32>::new(ssyrdb_ooc_, c"U", n, kd, &a0);
+        drop(a0);
+        limit_address_space(64 << 10);
+        d.call();
+        s.call();
+        println!(
+            "RESULT info=[{}, {}] as_lapack=[{}, {}]",
+            d.ours.4,
+            s.ours.4,
+            d.as_lapack(),
+            s.as_lapack()
+        );
+        return;
+    }
+    // As for the syev names: OpenBLAS on one thread, and every workspace of 64 KiB or more
+    // new address space.
+    let env = [
+        ONE_ARENA.as_slice(),
+        &[
+            ("OPENBLAS_NUM_THREADS", "1"),
+            ("MALLOC_MMAP_THRESHOLD_", "65536"),
+        ],
+    ]
+    .concat();
+    let (out, err) = in_child_env("fortran_syrdb_names_answer_in_the_callers_work", &env);
+    assert_eq!(
+        result_line(&out),
+        "RESULT info=[0, 0] as_lapack=[true, true]",
+        "{out}"
+    );
+    // Each call found no room for LAPACK's own workspace first: the path under test ran.
+    assert_eq!(
+        lines_with(&err, "xSYTRD_SY2SB's workspace: cannot allocate"),
+        2,
         "{err}"
     );
 }
