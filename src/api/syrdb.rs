@@ -69,7 +69,15 @@ unsafe fn run<T: SbrReal>(
             let tau = output(tau, tau_len).unwrap_or_default();
             let started = Instant::now();
             let (lda, ldab) = (lda as usize, ldab as usize);
-            let (path, why_not_gpu) = choose_path(len);
+            let (path, why_not_gpu) = if len <= kd_u + 1 {
+                // LAPACK's quick return (A's triangle copied into AB) needs no device.
+                (
+                    Path::Lapack,
+                    Some("already a band (N <= KD + 1)".to_string()),
+                )
+            } else {
+                choose_path(len)
+            };
             let mut report = sbr::syrdb(uplo, len, kd_u, a, lda, ab, ldab, tau, path);
             if let (Some((work, lwork)), true) = (work, report.lapack_without_workspace) {
                 // LAPACK's rule: a Fortran name uses the workspace its caller passed. That WORK
