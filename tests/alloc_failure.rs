@@ -32,6 +32,18 @@ const ONE_ARENA: [(&str, &str); 3] = [
     ("GLIBC_TUNABLES", "glibc.pthread.stack_cache_size=0"),
 ];
 
+/// [`ONE_ARENA`] for a margin of tens of KiB: OpenBLAS on one thread (its threaded GEMM driver
+/// mallocs per call, which such a margin does not leave it), and a fixed mmap threshold, which
+/// makes every workspace of 64 KiB or more new address space (else the heap could serve it
+/// from what the reference computation freed).
+const TIGHT_ONE_ARENA: [(&str, &str); 5] = [
+    ONE_ARENA[0],
+    ONE_ARENA[1],
+    ONE_ARENA[2],
+    ("OPENBLAS_NUM_THREADS", "1"),
+    ("MALLOC_MMAP_THRESHOLD_", "65536"),
+];
+
 /// A zero n x n matrix that is never written (its pages stay the shared zero page).
 fn untouched_zeros(n: usize) -> Vec<f64> {
     vec![0.0; n * n]
@@ -170,18 +182,10 @@ fn fortran_syev_names_answer_in_the_callers_work() {
         println!("RESULT info={info:?} m={} close_to_lapack={ok}", m[2]);
         return;
     }
-    // OpenBLAS's threaded GEMM driver mallocs per call, which this margin does not leave it;
-    // a fixed mmap threshold makes every workspace of 64 KiB or more new address space (else
-    // the heap could serve it from what the reference computation freed).
-    let env = [
-        ONE_ARENA.as_slice(),
-        &[
-            ("OPENBLAS_NUM_THREADS", "1"),
-            ("MALLOC_MMAP_THRESHOLD_", "65536"),
-        ],
-    ]
-    .concat();
-    let (out, err) = in_child_env("fortran_syev_names_answer_in_the_callers_work", &env);
+    let (out, err) = in_child_env(
+        "fortran_syev_names_answer_in_the_callers_work",
+        &TIGHT_ONE_ARENA,
+    );
     assert_eq!(
         result_line(&out),
         "RESULT info=[0, 0, 0] m=38 close_to_lapack=true",
@@ -422,17 +426,10 @@ fn fortran_syrdb_names_answer_in_the_callers_work() {
         );
         return;
     }
-    // As for the syev names: OpenBLAS on one thread, and every workspace of 64 KiB or more
-    // new address space.
-    let env = [
-        ONE_ARENA.as_slice(),
-        &[
-            ("OPENBLAS_NUM_THREADS", "1"),
-            ("MALLOC_MMAP_THRESHOLD_", "65536"),
-        ],
-    ]
-    .concat();
-    let (out, err) = in_child_env("fortran_syrdb_names_answer_in_the_callers_work", &env);
+    let (out, err) = in_child_env(
+        "fortran_syrdb_names_answer_in_the_callers_work",
+        &TIGHT_ONE_ARENA,
+    );
     assert_eq!(
         result_line(&out),
         "RESULT info=[0, 0] as_lapack=[true, true]",
