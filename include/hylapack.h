@@ -807,7 +807,10 @@ int ssyrdb_ooc(char uplo, int n, int kd, float *a, int lda, float *ab, int ldab,
 // `dsyrdb_ooc` in the Fortran convention: LAPACK DSYTRD_SY2SB's argument list, all by
 // reference, with the hidden CHARACTER length of UPLO last. LWORK = −1 is a workspace query:
 // WORK(1) returns LAPACK's size (N·KD + N·max(KD, 32) + 2·KD², or 1 when N <= KD + 1), which
-// is also the smallest LWORK accepted; WORK itself is not used beyond WORK(1).
+// is also the smallest LWORK accepted. WORK is used beyond WORK(1) only where host memory
+// for the call cannot be allocated before A is touched: the system LAPACK's DSYTRD_SY2SB
+// then runs in it (LWORK as given), and INFO and every output are that call's, where the C
+// name returns −1000.
 //
 // # Safety
 // Each array pointer is NULL (reported as an illegal argument where the routine would read

@@ -14,7 +14,8 @@
 #   HYLAPACK_DEVICE=gpu  HYLAPACK_REQUIRE_GPU=1   (override either by setting it)
 # then (with HYLAPACK_PACK_TESTERS=1) LAPACK's GT/SEP/SE2 testers under the
 # preload library (HYLAPACK_PACK_TESTERS_ONLY="SEP double,GT double" picks some),
-# then `hylapack info` runs. HYLAPACK_PACK_ONLY=gtsv,api limits the run to those binaries. The combined log goes to ${OUT:-/tmp}/gpu-check.log
+# then `hylapack info` runs. HYLAPACK_PACK_ONLY=gtsv,api limits the run to those binaries
+# (and to those named gtsv_..., api_...). The combined log goes to ${OUT:-/tmp}/gpu-check.log
 # and the summary to ${OUT:-/tmp}/gpu-check-summary.txt. Exit status: 0 when
 # every binary passed.
 set -uo pipefail
@@ -69,11 +70,12 @@ bin_fail=()
 bins=()
 for t in "$work"/tests/*; do
     [ -f "$t" ] || continue
-    # HYLAPACK_PACK_ONLY=gtsv,api runs only the binaries whose names start with one of these.
+    # HYLAPACK_PACK_ONLY=gtsv,api runs only these binaries and those whose names extend one
+    # of them after an underscore (alloc_failure: alloc_failure_interval, ..._tridiagonal too).
     if [ -n "${HYLAPACK_PACK_ONLY:-}" ]; then
         keep=0
         for want in ${HYLAPACK_PACK_ONLY//,/ }; do
-            case "$(basename "$t")" in "$want"-*) keep=1 ;; esac
+            case "$(basename "$t")" in "$want"-* | "$want"_*-*) keep=1 ;; esac
         done
         ((keep)) || continue
     fi

@@ -1,673 +1,13 @@
-//! Host memory that cannot be allocated never aborts the host program (issue #23).
-//!
-//! Each test re-runs this test binary as a child process, on that one test (`--exact`), with
-//! `ALLOC_FAILURE_CHILD` set. In the child, the test body builds its inputs and the reference
-//! answer of the system LAPACK (with no limit), reads the process's address space (VmSize),
-//! lowers `RLIMIT_AS` to that plus a margin, makes the call and prints one `RESULT ...` line.
-//! The parent checks that the child exited normally (an abort is SIGABRT, an overflow SIGSEGV)
-//! and printed the expected line. The margins are below what the code before the fix
-//! allocated for the same call, and above what LAPACK itself needs.
+//! Host memory that cannot be allocated never aborts the host program (issue #23): the dense
+//! → band reduction and the eigenvalue drivers built on it (the harness: `common::child`; the
+//! other families: `alloc_failure_tridiagonal.rs`, `alloc_failure_interval.rs`).
 
-use hylapack::api::interval::{dgemm_rounded_, dgesv_verified, digemm};
-use hylapack::api::stebz::{dstebz_gpu, dstebz_gpu_, sstebz_gpu_};
-use hylapack::api::stein::dstein_gpu;
+mod common;
 
-use hylapack::lapack::{Dense, Lapack, LapackStein};
-use std::ffi::c_int;
-use std::process::Command;
-
-const CHILD: &str = "ALLOC_FAILURE_CHILD";
-const MIB: u64 = 1 << 20;
-
-/// The CPU path, whatever the host has. These tests are about host memory: on a GPU host the
-/// CUDA driver maps tens of MiB of address space when it starts, which the margins below do not
-/// leave room for (seen on an H200 host: the C fallback then found no room for LAPACK's 88 MiB).
-const CPU_ONLY: [(&str, &str); 1] = [("HYLAPACK_DEVICE", "cpu")];
-
-/// Runs `test` (this file's test function of that name) in a child process on the CPU path
-/// and returns its stdout, after checking that it exited normally with status 0.
-fn in_child(test: &str) -> String {
-    in_child_env(test, &CPU_ONLY).0
-}
-
-/// [`in_child`] with extra environment variables; returns the child's stdout and stderr.
-fn in_child_env(test: &str, env: &[(&str, &str)]) -> (String, String) {
-    let exe = std::env::current_exe().expect("test binary");
-    let out = Command::new(exe)
-        .args([test, "--exact", "--test-threads=1", "--nocapture"])
-        .env(CHILD, "1")
-        // The tests count the library's warnings; per-call log lines (run.sh on the GPU host
-        // sets HYLAPACK_LOG=info) would repeat their text.
-        .env_remove("HYLAPACK_LOG")
-        .envs(env.iter().copied())
-        .output()
-        .expect("run the test binary");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    use std::os::unix::process::ExitStatusExt;
-    assert!(
-        out.status.signal().is_none(),
-        "{test}: child killed by signal {:?} (abort = 6, segfault = 11)\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        out.status.signal()
-    );
-    assert!(
-        out.status.success(),
-        "{test}: child failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        out.status
-    );
-    eprintln!("{test}: child stdout:\n{stdout}child stderr:\n{stderr}");
-    (stdout, stderr.into_owned())
-}
-
-/// How many lines of `stderr` contain `text`.
-fn lines_with(stderr: &str, text: &str) -> usize {
-    stderr.lines().filter(|l| l.contains(text)).count()
-}
-
-fn in_child_process() -> bool {
-    std::env::var_os(CHILD).is_some()
-}
-
-/// The process's address space in bytes (VmSize).
-fn vm_size() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    let line = status
-        .lines()
-        .find(|l| l.starts_with("VmSize:"))
-        .expect("VmSize line");
-    let kib: u64 = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| v.parse().ok())
-        .expect("VmSize value");
-    kib * 1024
-}
-
-/// Limits the address space to what it is now plus `margin` bytes.
-fn limit_address_space(margin: u64) {
-    let base = vm_size();
-    let limit = base + margin;
-    println!("BASE VmSize {} MiB, limit {} MiB", base / MIB, limit / MIB);
-    let rl = libc::rlimit {
-        rlim_cur: limit,
-        rlim_max: libc::RLIM_INFINITY,
-    };
-    // SAFETY: setrlimit with a valid pointer to an initialised rlimit.
-    let rc = unsafe { libc::setrlimit(libc::RLIMIT_AS, &rl) };
-    assert_eq!(rc, 0, "setrlimit");
-}
-
-/// The line the parent looks for.
-fn result_line(stdout: &str) -> &str {
-    stdout
-        .lines()
-        .find(|l| l.starts_with("RESULT "))
-        .unwrap_or_else(|| panic!("no RESULT line in the child's output:\n{stdout}"))
-}
-
-// ---- stebz ----
-
-/// N = 2^21 in 2 × 2 blocks: LAPACK bisects each block (fast), while the multisection's
-/// workspace (about 250 bytes per row) and the old code's growing per-block arrays (well over
-/// 100 MiB) do not fit the margin.
-const STEBZ_N: usize = 1 << 21;
-
-fn stebz_matrix<T: Lapack>() -> (Vec<T>, Vec<T>) {
-    let seed = 2323;
-    println!("seed {seed}");
-    let mut rng = hylapack::testmat::Rng::new(seed);
-    let d = (0..STEBZ_N)
-        .map(|_| T::from_f64(rng.uniform() * 2.0 - 1.0))
-        .collect();
-    let e = (0..STEBZ_N - 1)
-        .map(|j| {
-            if j % 2 == 0 {
-                T::from_f64(rng.uniform() + 0.5)
-            } else {
-                T::ZERO
-            }
-        })
-        .collect();
-    (d, e)
-}
-
-/// The system LAPACK's answer (no limit yet): (M, NSPLIT, INFO, W, IBLOCK, ISPLIT).
-type StebzAnswer<T> = (i32, i32, i32, Vec<T>, Vec<i32>, Vec<i32>);
-
-fn stebz_reference<T: Lapack>(d: &[T], e: &[T]) -> StebzAnswer<T> {
-    let n = d.len();
-    let (mut w, mut ib, mut is) = (vec![T::ZERO; n], vec![0; n], vec![0; n]);
-    let r = T::stebz(
-        b'A',
-        b'B',
-        T::ZERO,
-        T::ZERO,
-        0,
-        0,
-        T::ZERO,
-        d,
-        e,
-        &mut w,
-        &mut ib,
-        &mut is,
-    );
-    (r.m, r.nsplit, r.info, w, ib, is)
-}
-
-/// Whether our answer is the reference, bit for bit.
-fn same<T: Lapack>(ours: &StebzAnswer<T>, reference: &StebzAnswer<T>) -> bool {
-    let m = reference.0.max(0) as usize;
-    let ns = reference.1.max(0) as usize;
-    ours.0 == reference.0
-        && ours.1 == reference.1
-        && ours.2 == reference.2
-        && ours.3[..m]
-            .iter()
-            .zip(&reference.3[..m])
-            .all(|(a, b)| a.to_f64().to_bits() == b.to_f64().to_bits())
-        && ours.4[..m] == reference.4[..m]
-        && ours.5[..ns] == reference.5[..ns]
-}
-
-/// The Fortran name with the caller's WORK(4N)/IWORK(3N), under a limit of 64 MiB more than
-/// what the process holds once LAPACK's workspace is allocated: the call must be answered.
-fn stebz_fortran_child<T: Lapack>(
-    f: unsafe extern "C" fn(
-        *const i8,
-        *const i8,
-        *const c_int,
-        *const T,
-        *const T,
-        *const c_int,
-        *const c_int,
-        *const T,
-        *const T,
-        *const T,
-        *mut c_int,
-        *mut c_int,
-        *mut T,
-        *mut c_int,
-        *mut c_int,
-        *mut T,
-        *mut c_int,
-        *mut c_int,
-        usize,
-        usize,
-    ),
-) {
-    let (d, e) = stebz_matrix::<T>();
-    let reference = stebz_reference(&d, &e);
-    let n = STEBZ_N;
-    let (mut w, mut ib, mut is) = (vec![T::ZERO; n], vec![0; n], vec![0; n]);
-    let (mut work, mut iwork) = (vec![T::ZERO; 4 * n], vec![0 as c_int; 3 * n]);
-    // Touch what the call will write, so that the limit is relative to all of it.
-    let (nn, zero, izero) = (n as c_int, T::ZERO, 0 as c_int);
-    let (mut m, mut nsplit, mut info) = (0, 0, 0);
-    limit_address_space(64 * MIB);
-    // SAFETY: LAPACK xSTEBZ's argument list, every array of the length LAPACK requires.
-    unsafe {
-        f(
-            b"A".as_ptr().cast(),
-            b"B".as_ptr().cast(),
-            &nn,
-            &zero,
-            &zero,
-            &izero,
-            &izero,
-            &zero,
-            d.as_ptr(),
-            e.as_ptr(),
-            &mut m,
-            &mut nsplit,
-            w.as_mut_ptr(),
-            ib.as_mut_ptr(),
-            is.as_mut_ptr(),
-            work.as_mut_ptr(),
-            iwork.as_mut_ptr(),
-            &mut info,
-            1,
-            1,
-        )
-    };
-    let ours = (m, nsplit, info, w, ib, is);
-    println!(
-        "RESULT info={info} m={m} same_as_lapack={}",
-        same(&ours, &reference)
-    );
-}
-
-#[test]
-fn dstebz_gpu_fortran_answers_within_lapacks_workspace() {
-    if in_child_process() {
-        return stebz_fortran_child::<f64>(dstebz_gpu_);
-    }
-    let out = in_child("dstebz_gpu_fortran_answers_within_lapacks_workspace");
-    let n = STEBZ_N;
-    assert_eq!(
-        result_line(&out),
-        format!("RESULT info=0 m={n} same_as_lapack=true"),
-        "{out}"
-    );
-}
-
-#[test]
-fn sstebz_gpu_fortran_answers_within_lapacks_workspace() {
-    if in_child_process() {
-        return stebz_fortran_child::<f32>(sstebz_gpu_);
-    }
-    let out = in_child("sstebz_gpu_fortran_answers_within_lapacks_workspace");
-    let n = STEBZ_N;
-    assert_eq!(
-        result_line(&out),
-        format!("RESULT info=0 m={n} same_as_lapack=true"),
-        "{out}"
-    );
-}
-
-/// The C name, which has no workspace argument: with room for LAPACK's 7N workspace plus
-/// 64 MiB it is answered (by the system LAPACK); with 16 MiB it returns -1000 with the outputs
-/// untouched. Never an abort.
-fn stebz_c_child(margin: u64) {
-    let (d, e) = stebz_matrix::<f64>();
-    let reference = stebz_reference(&d, &e);
-    let n = STEBZ_N;
-    let sentinel = -7.0;
-    let (mut w, mut ib, mut is) = (vec![sentinel; n], vec![-7; n], vec![-7; n]);
-    let (mut m, mut nsplit) = (-7, -7);
-    limit_address_space(margin);
-    // SAFETY: every array holds N entries, E holds N - 1.
-    let info = unsafe {
-        dstebz_gpu(
-            b'A' as _,
-            b'B' as _,
-            n as c_int,
-            0.0,
-            0.0,
-            0,
-            0,
-            0.0,
-            d.as_ptr(),
-            e.as_ptr(),
-            &mut m,
-            &mut nsplit,
-            w.as_mut_ptr(),
-            ib.as_mut_ptr(),
-            is.as_mut_ptr(),
-        )
-    };
-    let untouched = w.iter().all(|&v| v == sentinel)
-        && ib.iter().all(|&v| v == -7)
-        && is.iter().all(|&v| v == -7);
-    let ours = (m, nsplit, info, w, ib, is);
-    println!(
-        "RESULT info={info} m={m} same_as_lapack={} untouched={untouched}",
-        same(&ours, &reference)
-    );
-}
-
-#[test]
-fn dstebz_gpu_c_falls_back_to_lapack() {
-    if in_child_process() {
-        let lapack = (STEBZ_N * (4 * 8 + 3 * 4)) as u64;
-        return stebz_c_child(lapack + 64 * MIB);
-    }
-    let out = in_child("dstebz_gpu_c_falls_back_to_lapack");
-    let n = STEBZ_N;
-    assert_eq!(
-        result_line(&out),
-        format!("RESULT info=0 m={n} same_as_lapack=true untouched=false"),
-        "{out}"
-    );
-}
-
-#[test]
-fn dstebz_gpu_c_without_memory_returns_minus_1000() {
-    if in_child_process() {
-        return stebz_c_child(16 * MIB);
-    }
-    let out = in_child("dstebz_gpu_c_without_memory_returns_minus_1000");
-    assert_eq!(
-        result_line(&out),
-        "RESULT info=-1000 m=0 same_as_lapack=false untouched=true",
-        "{out}"
-    );
-}
-
-// ---- interval family ----
-
-/// N for the verified solve: A is 128 MB; the CPU engine's three n × n matrices (384 MB, and
-/// the old code's LU copy alone, 128 MB) do not fit a 64 MiB margin; its 14 vectors do.
-const GESV_N: usize = 4000;
-
-/// DGESV_VERIFIED (C name, CPU engine) under a 64 MiB margin: INFO = -1000, X_inf and X_sup
-/// untouched, one line on stderr.
-#[test]
-fn dgesv_verified_without_memory_returns_minus_1000() {
-    if in_child_process() {
-        let n = GESV_N;
-        let mut rng = hylapack::testmat::Rng::new(2323);
-        let a: Vec<f64> = (0..n * n).map(|_| rng.uniform() - 0.5).collect();
-        let b: Vec<f64> = (0..n).map(|_| rng.uniform()).collect();
-        let (mut lo, mut hi) = (vec![-7.0; n], vec![-7.0; n]);
-        limit_address_space(64 * MIB);
-        let nn = n as c_int;
-        // SAFETY: A is n × n, B and the outputs n × 1, leading dimensions n.
-        let info = unsafe {
-            dgesv_verified(
-                nn,
-                1,
-                a.as_ptr(),
-                nn,
-                b.as_ptr(),
-                nn,
-                lo.as_mut_ptr(),
-                hi.as_mut_ptr(),
-                nn,
-            )
-        };
-        let untouched = lo.iter().chain(&hi).all(|&v| v == -7.0);
-        println!("RESULT info={info} untouched={untouched}");
-        return;
-    }
-    let (out, err) = in_child_env(
-        "dgesv_verified_without_memory_returns_minus_1000",
-        &CPU_ONLY,
-    );
-    assert_eq!(
-        result_line(&out),
-        "RESULT info=-1000 untouched=true",
-        "{out}"
-    );
-    assert_eq!(
-        lines_with(&err, "internal error in dgesv_verified: cannot allocate"),
-        1,
-        "{err}"
-    );
-}
-
-/// Shape of the products (M = N, K): each bound of A and B is 80 MB. The CPU paths' workspace
-/// (packed or split copies of the operands, 80 MB each; the old code's first one alone) does
-/// not fit the margin. Each such array is larger than the 64 MiB that glibc reserves for a
-/// thread's arena (counted in VmSize already, so it could otherwise be served there).
-const GEMM_MN: usize = 1000;
-const GEMM_K: usize = 10_000;
-
-/// DIGEMM (C name, CPU, midpoint–radius since every bound is finite) under a 16 MiB margin:
-/// INFO = -1000, [C] untouched, one line on stderr.
-#[test]
-fn digemm_without_memory_returns_minus_1000() {
-    if in_child_process() {
-        let (n, k) = (GEMM_MN, GEMM_K);
-        let mut rng = hylapack::testmat::Rng::new(2324);
-        let mut bounds = || -> (Vec<f64>, Vec<f64>) {
-            let lo: Vec<f64> = (0..n * k).map(|_| rng.uniform() - 0.5).collect();
-            let hi = lo.iter().map(|v| v + 1e-3).collect();
-            (lo, hi)
-        };
-        let ((ai, asup), (bi, bsup)) = (bounds(), bounds());
-        let (mut ci, mut cs) = (vec![-7.0; n * n], vec![-7.0; n * n]);
-        limit_address_space(16 * MIB);
-        let (nn, kk) = (n as c_int, k as c_int);
-        // SAFETY: A is n × k (lda n), B k × n (ldb k), C n × n (ldc n).
-        let info = unsafe {
-            digemm(
-                b'N' as _,
-                b'N' as _,
-                nn,
-                nn,
-                kk,
-                ai.as_ptr(),
-                asup.as_ptr(),
-                nn,
-                bi.as_ptr(),
-                bsup.as_ptr(),
-                kk,
-                ci.as_mut_ptr(),
-                cs.as_mut_ptr(),
-                nn,
-            )
-        };
-        let untouched = ci.iter().chain(&cs).all(|&v| v == -7.0);
-        println!("RESULT info={info} untouched={untouched}");
-        return;
-    }
-    let (out, err) = in_child_env("digemm_without_memory_returns_minus_1000", &CPU_ONLY);
-    assert_eq!(
-        result_line(&out),
-        "RESULT info=-1000 untouched=true",
-        "{out}"
-    );
-    assert_eq!(
-        lines_with(&err, "internal error in digemm: cannot allocate"),
-        1,
-        "{err}"
-    );
-}
-
-/// DGEMM_ROUNDED_ (the Fortran name: a subroutine without INFO) under a 16 MiB margin: C
-/// untouched and one line on stderr, no abort.
-#[test]
-fn dgemm_rounded_fortran_without_memory_leaves_c() {
-    if in_child_process() {
-        let (n, k) = (GEMM_MN, GEMM_K);
-        let mut rng = hylapack::testmat::Rng::new(2325);
-        let a: Vec<f64> = (0..n * k).map(|_| rng.uniform() - 0.5).collect();
-        let b: Vec<f64> = (0..n * k).map(|_| rng.uniform() - 0.5).collect();
-        let mut c = vec![-7.0; n * n];
-        let (nn, kk, one, zero) = (n as c_int, k as c_int, 1.0f64, 0.0f64);
-        limit_address_space(16 * MIB);
-        // SAFETY: A is n × k (lda n), B k × n (ldb k), C n × n (ldc n); CHARACTER arguments
-        // of length 1.
-        unsafe {
-            dgemm_rounded_(
-                b"U".as_ptr().cast(),
-                b"N".as_ptr().cast(),
-                b"N".as_ptr().cast(),
-                &nn,
-                &nn,
-                &kk,
-                &one,
-                a.as_ptr(),
-                &nn,
-                b.as_ptr(),
-                &kk,
-                &zero,
-                c.as_mut_ptr(),
-                &nn,
-                1,
-                1,
-                1,
-            )
-        };
-        let untouched = c.iter().all(|&v| v == -7.0);
-        println!("RESULT untouched={untouched}");
-        return;
-    }
-    let (out, err) = in_child_env("dgemm_rounded_fortran_without_memory_leaves_c", &CPU_ONLY);
-    assert_eq!(result_line(&out), "RESULT untouched=true", "{out}");
-    assert_eq!(
-        lines_with(&err, "internal error in dgemm_rounded_: cannot allocate"),
-        1,
-        "{err}"
-    );
-}
-
-// ---- gtsv ----
-
-/// N = 2^22: the matrix and B are 128 MB; the CPU SPIKE path's workspace (X, the spikes and
-/// the block factors, about 25 bytes per row and more; the old code's X alone, 32 MB) does not
-/// fit a 16 MiB margin, while LAPACK xGTSV needs no workspace.
-const GTSV_N: usize = 1 << 22;
-
-/// SPIKE on the CPU (the Rust API with `cpu_min_n = 2`: the exported names never run SPIKE on
-/// the CPU) under a 16 MiB margin: its workspace cannot be allocated, so LAPACK xGTSV runs on
-/// the caller's arrays and the answer is LAPACK's, bit for bit.
-#[test]
-fn dgtsv_spike_cpu_without_memory_falls_back_to_lapack() {
-    use hylapack::gtsv::{gtsv_with, Options, Solver};
-    use hylapack::lapack::Lapack;
-    if in_child_process() {
-        let n = GTSV_N;
-        let mut rng = hylapack::testmat::Rng::new(2326);
-        let t = hylapack::gtsv::matrices::diagonally_dominant(n, &mut rng);
-        let b: Vec<f64> = (0..n).map(|_| rng.uniform() - 0.5).collect();
-        let (mut rdl, mut rd, mut rdu, mut rb) =
-            (t.dl.clone(), t.d.clone(), t.du.clone(), b.clone());
-        let rinfo = f64::gtsv(&mut rdl, &mut rd, &mut rdu, &mut rb, n, 1);
-        let (mut dl, mut d, mut du, mut x) = (t.dl, t.d, t.du, b);
-        drop((rdl, rd, rdu));
-        let opts = Options {
-            cpu_min_n: 2,
-            ..Options::default()
-        };
-        limit_address_space(16 * MIB);
-        let report = gtsv_with(
-            &opts,
-            &mut dl,
-            &mut d,
-            &mut du,
-            &mut x,
-            n,
-            1,
-            hylapack::dispatch::Backend::Cpu,
-        );
-        let same =
-            rinfo == report.info && x.iter().zip(&rb).all(|(p, q)| p.to_bits() == q.to_bits());
-        println!(
-            "RESULT info={} lapack={} same_as_lapack={same}",
-            report.info,
-            report.solver == Solver::Lapack
-        );
-        println!("NOTE {}", report.note.unwrap_or_default());
-        return;
-    }
-    let out = in_child("dgtsv_spike_cpu_without_memory_falls_back_to_lapack");
-    assert_eq!(
-        result_line(&out),
-        "RESULT info=0 lapack=true same_as_lapack=true",
-        "{out}"
-    );
-    assert!(
-        out.contains("cannot allocate") && out.contains("LAPACK xGTSV ran instead"),
-        "{out}"
-    );
-}
-
-// ---- stein ----
-
-/// DSTEIN_GPU (C name) for one eigenvector of a matrix of order 2^21 under a 16 MiB margin:
-/// the inverse iteration's scratch (6 N reals, 96 MiB) does not fit, so INFO = -1000, Z
-/// untouched (the C name has no WORK to hand to the system LAPACK), one line on stderr.
-#[test]
-fn dstein_gpu_without_memory_returns_minus_1000() {
-    if in_child_process() {
-        let n = 1usize << 21;
-        let (d, e) = (vec![2.0f64; n], vec![-1.0f64; n - 1]);
-        let (w, iblock, isplit) = ([1.0f64], [1 as c_int], vec![n as c_int]);
-        let mut z = vec![7.0f64; n];
-        let mut ifail = [5 as c_int];
-        limit_address_space(16 * MIB);
-        // SAFETY: arrays of DSTEIN's extents (D N, E N-1, W/IBLOCK M = 1, ISPLIT N, Z N x 1).
-        let info = unsafe {
-            dstein_gpu(
-                n as c_int,
-                d.as_ptr(),
-                e.as_ptr(),
-                1,
-                w.as_ptr(),
-                iblock.as_ptr(),
-                isplit.as_ptr(),
-                z.as_mut_ptr(),
-                n as c_int,
-                ifail.as_mut_ptr(),
-            )
-        };
-        let untouched = z.iter().all(|&v| v == 7.0);
-        println!(
-            "RESULT info={info} ifail={} untouched={untouched}",
-            ifail[0]
-        );
-        return;
-    }
-    let (out, err) = in_child_env("dstein_gpu_without_memory_returns_minus_1000", &CPU_ONLY);
-    assert_eq!(
-        result_line(&out),
-        "RESULT info=-1000 ifail=0 untouched=true",
-        "{out}"
-    );
-    assert_eq!(lines_with(&err, "cannot allocate"), 1, "{err}");
-}
-
-/// DSTEIN_GPU_ (Fortran name) in the setting of the test above: the caller's WORK (5N) and
-/// IWORK (N) have LAPACK's size, so the system LAPACK's DSTEIN runs in them: INFO = 0 and Z
-/// equal to LAPACK's, bit for bit, where the C name returns -1000.
-#[test]
-fn dstein_gpu_fortran_answers_in_the_callers_work() {
-    use hylapack::api::stein::dstein_gpu_;
-    if in_child_process() {
-        let n = 1usize << 21;
-        let (d, e) = (vec![2.0f64; n], vec![-1.0f64; n - 1]);
-        let (w, iblock, isplit) = ([1.0f64], [1 as c_int], vec![n as c_int]);
-        let mut z_ref = vec![0.0f64; n];
-        let mut ifail_ref = [5 as c_int];
-        let info_ref = f64::stein(
-            n as i32,
-            &d,
-            &e,
-            1,
-            &w,
-            &iblock,
-            &isplit,
-            &mut z_ref,
-            n as i32,
-            &mut ifail_ref,
-        );
-        let mut z = vec![7.0f64; n];
-        let mut ifail = [5 as c_int];
-        let mut work = vec![0.0f64; 5 * n];
-        let mut iwork = vec![0 as c_int; n];
-        let (nn, one) = (n as c_int, 1 as c_int);
-        let mut info = -7;
-        limit_address_space(16 * MIB);
-        // SAFETY: arrays of DSTEIN's extents (D N, E N-1, W/IBLOCK M = 1, ISPLIT N, Z N x 1,
-        // WORK 5N, IWORK N, IFAIL M).
-        unsafe {
-            dstein_gpu_(
-                &nn,
-                d.as_ptr(),
-                e.as_ptr(),
-                &one,
-                w.as_ptr(),
-                iblock.as_ptr(),
-                isplit.as_ptr(),
-                z.as_mut_ptr(),
-                &nn,
-                work.as_mut_ptr(),
-                iwork.as_mut_ptr(),
-                ifail.as_mut_ptr(),
-                &mut info,
-            )
-        };
-        let same = z
-            .iter()
-            .zip(&z_ref)
-            .all(|(a, b)| a.to_bits() == b.to_bits());
-        println!(
-            "RESULT info={info} ifail={} as_lapack={}",
-            ifail[0],
-            same && info == info_ref && ifail == ifail_ref
-        );
-        return;
-    }
-    let env = [CPU_ONLY.as_slice(), &[("MALLOC_MMAP_THRESHOLD_", "65536")]].concat();
-    let (out, err) = in_child_env("dstein_gpu_fortran_answers_in_the_callers_work", &env);
-    assert_eq!(
-        result_line(&out),
-        "RESULT info=0 ifail=0 as_lapack=true",
-        "{out}"
-    );
-    assert_eq!(lines_with(&err, "ran in the caller's WORK"), 1, "{err}");
-}
+use common::child::*;
+use hylapack::lapack::{Dense, Lapack};
+use hylapack::sbr::SbrReal;
+use std::ffi::{c_char, c_int, CStr};
 
 // ---- dense → band and the eigenvalue drivers ----
 
@@ -690,6 +30,18 @@ const ONE_ARENA: [(&str, &str); 3] = [
     ("HYLAPACK_DEVICE", "cpu"),
     ("MALLOC_ARENA_MAX", "1"),
     ("GLIBC_TUNABLES", "glibc.pthread.stack_cache_size=0"),
+];
+
+/// [`ONE_ARENA`] for a margin of tens of KiB: OpenBLAS on one thread (its threaded GEMM driver
+/// mallocs per call, which such a margin does not leave it), and a fixed mmap threshold, which
+/// makes every workspace of 64 KiB or more new address space (else the heap could serve it
+/// from what the reference computation freed).
+const TIGHT_ONE_ARENA: [(&str, &str); 5] = [
+    ONE_ARENA[0],
+    ONE_ARENA[1],
+    ONE_ARENA[2],
+    ("OPENBLAS_NUM_THREADS", "1"),
+    ("MALLOC_MMAP_THRESHOLD_", "65536"),
 ];
 
 /// A zero n x n matrix that is never written (its pages stay the shared zero page).
@@ -830,18 +182,10 @@ fn fortran_syev_names_answer_in_the_callers_work() {
         println!("RESULT info={info:?} m={} close_to_lapack={ok}", m[2]);
         return;
     }
-    // OpenBLAS's threaded GEMM driver mallocs per call, which this margin does not leave it;
-    // a fixed mmap threshold makes every workspace of 64 KiB or more new address space (else
-    // the heap could serve it from what the reference computation freed).
-    let env = [
-        ONE_ARENA.as_slice(),
-        &[
-            ("OPENBLAS_NUM_THREADS", "1"),
-            ("MALLOC_MMAP_THRESHOLD_", "65536"),
-        ],
-    ]
-    .concat();
-    let (out, err) = in_child_env("fortran_syev_names_answer_in_the_callers_work", &env);
+    let (out, err) = in_child_env(
+        "fortran_syev_names_answer_in_the_callers_work",
+        &TIGHT_ONE_ARENA,
+    );
     assert_eq!(
         result_line(&out),
         "RESULT info=[0, 0, 0] m=38 close_to_lapack=true",
@@ -941,6 +285,160 @@ fn dsyrdb_ooc_without_memory_returns_minus_1000() {
     assert_eq!(
         lines_with(&err, "xSYTRD_SY2SB's workspace: cannot allocate"),
         1,
+        "{err}"
+    );
+}
+
+/// xSYRDB_OOC_ in the Fortran convention, LAPACK xSYTRD_SY2SB's argument list.
+type SyrdbFortran<T> = unsafe extern "C" fn(
+    *const c_char,
+    *const c_int,
+    *const c_int,
+    *mut T,
+    *const c_int,
+    *mut T,
+    *const c_int,
+    *mut T,
+    *mut T,
+    *const c_int,
+    *mut c_int,
+    usize,
+);
+
+/// (A, AB, TAU, WORK(1), INFO) after a call.
+type Sy2sbAnswer<T> = (Vec<T>, Vec<T>, Vec<T>, T, c_int);
+
+/// One call of a Fortran name, its arrays made before the limit, with LWORK as its own
+/// workspace query gives it, and the system LAPACK's xSYTRD_SY2SB on the same input with
+/// that LWORK.
+struct SyrdbCall<T> {
+    f: SyrdbFortran<T>,
+    uplo: &'static CStr,
+    n: usize,
+    kd: usize,
+    lwork: c_int,
+    ours: Sy2sbAnswer<T>,
+    work: Vec<T>,
+    lapack: Sy2sbAnswer<T>,
+}
+
+impl<T: SbrReal> SyrdbCall<T> {
+    fn new(f: SyrdbFortran<T>, uplo: &'static CStr, n: usize, kd: usize, a0: &[f64]) -> Self {
+        let a: Vec<T> = a0.iter().map(|&x| T::from_f64(x)).collect();
+        let (ab, tau) = (vec![T::ZERO; (kd + 1) * n], vec![T::ZERO; n - kd]);
+        let mut call = SyrdbCall {
+            f,
+            uplo,
+            n,
+            kd,
+            lwork: -1,
+            ours: (a.clone(), ab.clone(), tau.clone(), T::ZERO, -7),
+            work: vec![T::ZERO],
+            lapack: (a, ab, tau, T::ZERO, -7),
+        };
+        call.call();
+        assert_eq!(call.ours.4, 0, "workspace query");
+        call.lwork = call.work[0].to_f64() as c_int;
+        call.work = vec![T::ZERO; call.lwork as usize];
+        let mut work = call.work.clone();
+        let (a, ab, tau, work1, info) = &mut call.lapack;
+        *info = T::sytrd_sy2sb(
+            uplo.to_bytes()[0],
+            n,
+            kd,
+            a,
+            n,
+            ab,
+            kd + 1,
+            tau,
+            &mut work,
+            false,
+        );
+        *work1 = work[0];
+        call
+    }
+
+    /// The call (a workspace query while `lwork` is -1).
+    fn call(&mut self) {
+        let (n, kd, ldab) = (self.n as c_int, self.kd as c_int, self.kd as c_int + 1);
+        let (a, ab, tau, work1, info) = &mut self.ours;
+        // SAFETY: A is n x n (lda n), AB (kd + 1) x n (ldab kd + 1), TAU n - kd entries,
+        // WORK max(1, LWORK).
+        unsafe {
+            (self.f)(
+                self.uplo.as_ptr(),
+                &n,
+                &kd,
+                a.as_mut_ptr(),
+                &n,
+                ab.as_mut_ptr(),
+                &ldab,
+                tau.as_mut_ptr(),
+                self.work.as_mut_ptr(),
+                &self.lwork,
+                info,
+                1,
+            )
+        };
+        *work1 = self.work[0];
+    }
+
+    /// Whether INFO, A, AB, TAU and WORK(1) are LAPACK's, bit for bit.
+    fn as_lapack(&self) -> bool {
+        let bits = |x: &[T], y: &[T]| {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|(p, q)| p.to_f64().to_bits() == q.to_f64().to_bits())
+        };
+        let (o, l) = (&self.ours, &self.lapack);
+        o.4 == l.4
+            && bits(&o.0, &l.0)
+            && bits(&o.1, &l.1)
+            && bits(&o.2, &l.2)
+            && bits(&[o.3], &[l.3])
+    }
+}
+
+/// The Fortran names under a 64 KiB margin, where xSYTRD_SY2SB's workspace (N·KD +
+/// N·max(KD, 32) + 2·KD² reals: 221 KB in double, 111 KB in single at N = 400, KD = 32) cannot
+/// be allocated (the C names return -1000 there): the caller's WORK passed LAPACK's LWORK
+/// check and A is untouched, so LAPACK answers in it, as a program calling xSYTRD_SY2SB would
+/// get: INFO, A's reflectors, AB, TAU and WORK(1) of the system LAPACK's call, bit for bit.
+#[test]
+fn fortran_syrdb_names_answer_in_the_callers_work() {
+    use hylapack::api::syrdb::{dsyrdb_ooc_, ssyrdb_ooc_};
+    if in_child_process() {
+        let (n, kd) = (400, 32);
+        let a0 = dense_random(n, 2329);
+        let mut d = SyrdbCall::<f64>::new(dsyrdb_ooc_, c"L", n, kd, &a0);
+        let mut s = SyrdbCall::<f32>::new(ssyrdb_ooc_, c"U", n, kd, &a0);
+        drop(a0);
+        limit_address_space(64 << 10);
+        d.call();
+        s.call();
+        println!(
+            "RESULT info=[{}, {}] as_lapack=[{}, {}]",
+            d.ours.4,
+            s.ours.4,
+            d.as_lapack(),
+            s.as_lapack()
+        );
+        return;
+    }
+    let (out, err) = in_child_env(
+        "fortran_syrdb_names_answer_in_the_callers_work",
+        &TIGHT_ONE_ARENA,
+    );
+    assert_eq!(
+        result_line(&out),
+        "RESULT info=[0, 0] as_lapack=[true, true]",
+        "{out}"
+    );
+    // Each call found no room for LAPACK's own workspace first: the path under test ran.
+    assert_eq!(
+        lines_with(&err, "xSYTRD_SY2SB's workspace: cannot allocate"),
+        2,
         "{err}"
     );
 }

@@ -175,6 +175,55 @@ fn syrdb_entries_check_arguments_and_reduce() {
     }
 }
 
+/// N <= KD + 1: LAPACK's quick return (A's triangle copied into AB, nothing else written),
+/// which the C name takes without asking for a device.
+#[test]
+fn syrdb_c_name_quick_return_is_lapacks() {
+    let n = 5usize;
+    let a0 = testmat::dense_symmetric::<f64>(DenseFamily::Random, n, &mut Rng::new(5));
+    for (uplo, kd) in [(b'L', n - 1), (b'U', n - 1), (b'L', n + 3)] {
+        let (mut a, mut ab) = (a0.clone(), vec![-7.0; (kd + 1) * n]);
+        let (mut ra, mut rab) = (a0.clone(), ab.clone());
+        // TAU: N − KD entries (one at KD = N − 1), untouched by the quick return.
+        let (mut tau, mut rtau) = ([-7.0], [-7.0]);
+        // LAPACK before 3.12 checks LWORK against the general formula even here.
+        let mut work = vec![0.0; 2 * n * kd.max(32) + 2 * kd * kd];
+        let rinfo = f64::sytrd_sy2sb(
+            uplo,
+            n,
+            kd,
+            &mut ra,
+            n,
+            &mut rab,
+            kd + 1,
+            &mut rtau,
+            &mut work,
+            false,
+        );
+        // SAFETY: A is n x n (lda n), AB (kd + 1) x n, TAU max(N − KD, 0) <= 1 entries.
+        let info = unsafe {
+            dsyrdb_ooc(
+                c(uplo),
+                n as c_int,
+                kd as c_int,
+                a.as_mut_ptr(),
+                n as c_int,
+                ab.as_mut_ptr(),
+                kd as c_int + 1,
+                tau.as_mut_ptr(),
+            )
+        };
+        assert_eq!((info, rinfo), (0, 0), "uplo {} kd {kd}", uplo as char);
+        assert!(
+            a == ra && ab == rab && tau == rtau,
+            "uplo {} kd {kd}",
+            uplo as char
+        );
+        let backend = hylapack::dispatch::last_backend();
+        assert_eq!(backend, Some(hylapack::dispatch::Backend::Cpu));
+    }
+}
+
 #[test]
 fn syev_entries_check_arguments_and_agree_with_lapack() {
     let mut rng = Rng::new(testmat::seed_from_time());

@@ -68,18 +68,26 @@ unsafe fn run<T: SbrReal>(
             let ab = output(ab, ab_len).unwrap_or_default();
             let tau = output(tau, tau_len).unwrap_or_default();
             let started = Instant::now();
-            let (path, why_not_gpu) = choose_path(len);
-            let report = sbr::syrdb(
-                uplo,
-                len,
-                kd_u,
-                a,
-                lda as usize,
-                ab,
-                ldab as usize,
-                tau,
-                path,
-            );
+            let (lda, ldab) = (lda as usize, ldab as usize);
+            let (path, why_not_gpu) = if len <= kd_u + 1 {
+                // LAPACK's quick return (A's triangle copied into AB) needs no device.
+                (
+                    Path::Lapack,
+                    Some("already a band (N <= KD + 1)".to_string()),
+                )
+            } else {
+                choose_path(len)
+            };
+            let mut report = sbr::syrdb(uplo, len, kd_u, a, lda, ab, ldab, tau, path);
+            if let (Some((work, lwork)), true) = (work, report.lapack_without_workspace) {
+                // LAPACK's rule: a Fortran name uses the workspace its caller passed. That WORK
+                // passed xSYTRD_SY2SB's LWORK check and A is untouched, so the system LAPACK
+                // answers there (its INFO, its WORK(1)) instead of INFO = -1000.
+                let work = output(work, lwork as usize).unwrap_or_default();
+                report.info = T::sytrd_sy2sb(uplo, len, kd_u, a, lda, ab, ldab, tau, work, false);
+                let note = report.note.get_or_insert_with(String::new);
+                note.push_str("; the system LAPACK ran in the caller's WORK");
+            }
             let note = report.note.or(why_not_gpu);
             dispatch::finish_call(
                 routine,
@@ -88,7 +96,8 @@ unsafe fn run<T: SbrReal>(
                 started.elapsed(),
                 note.as_deref(),
             );
-            // 0, or −1000 when host memory no path can do without was not there.
+            // 0 (or the system LAPACK's INFO, where it ran in the caller's WORK), or −1000
+            // when host memory no path can do without was not there.
             return report.info;
         }
     }
@@ -203,7 +212,10 @@ pub unsafe extern "C" fn ssyrdb_ooc(
 /// `dsyrdb_ooc` in the Fortran convention: LAPACK DSYTRD_SY2SB's argument list, all by
 /// reference, with the hidden CHARACTER length of UPLO last. LWORK = −1 is a workspace query:
 /// WORK(1) returns LAPACK's size (N·KD + N·max(KD, 32) + 2·KD², or 1 when N <= KD + 1), which
-/// is also the smallest LWORK accepted; WORK itself is not used beyond WORK(1).
+/// is also the smallest LWORK accepted. WORK is used beyond WORK(1) only where host memory
+/// for the call cannot be allocated before A is touched: the system LAPACK's DSYTRD_SY2SB
+/// then runs in it (LWORK as given), and INFO and every output are that call's, where the C
+/// name returns −1000.
 ///
 /// # Safety
 /// Each array pointer is NULL (reported as an illegal argument where the routine would read

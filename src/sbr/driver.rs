@@ -80,27 +80,25 @@ impl<'a, T: Real + Dense> Problem<'a, T> {
     }
 
     /// [`Problem::lapack`], reported as run on the CPU with `note` (and why, where it could
-    /// not run: then INFO is [`INFO_NO_HOST_MEMORY`] with the arrays untouched).
+    /// not run: then INFO is [`INFO_NO_HOST_MEMORY`] with the arrays untouched, and
+    /// `lapack_without_workspace` set).
     pub(super) fn lapack_report(&mut self, note: Option<String>) -> SyrdbReport {
-        let mut report = SyrdbReport {
-            info: 0,
-            backend: Backend::Cpu,
-            note,
-            transfer_secs: None,
-        };
+        let mut report = SyrdbReport::new(Backend::Cpu, note);
         if let Err(e) = self.lapack() {
+            report.lapack_without_workspace = true;
             let why = format!("xSYTRD_SY2SB's workspace: {e}");
-            no_host_memory(&mut report, why);
+            let then = " (a Fortran name runs LAPACK in its caller's WORK instead)";
+            no_host_memory(&mut report, why, then);
         }
         report
     }
 }
 
 /// Marks `report` as failed for want of host memory ([`INFO_NO_HOST_MEMORY`]), `why` added to
-/// its note and written on stderr.
-fn no_host_memory(report: &mut SyrdbReport, why: String) {
+/// its note and written on stderr, followed by `then`.
+fn no_host_memory(report: &mut SyrdbReport, why: String, then: &str) {
     crate::log::warn(&format!(
-        "syrdb: {why}; returning INFO = {INFO_NO_HOST_MEMORY}"
+        "syrdb: {why}; returning INFO = {INFO_NO_HOST_MEMORY}{then}"
     ));
     report.info = INFO_NO_HOST_MEMORY;
     report.note = Some(match report.note.take() {
@@ -120,12 +118,7 @@ pub(super) fn reduce_on<T: SbrReal>(mut p: Problem<T>, path: Path) -> SyrdbRepor
         for j in 0..n {
             put_band(p.ab, ldab, kd, n, upper, j, |d| host.get(j + d, j));
         }
-        return SyrdbReport {
-            info: 0,
-            backend: Backend::Cpu,
-            note: None,
-            transfer_secs: None,
-        };
+        return SyrdbReport::new(Backend::Cpu, None);
     }
     let elem = std::mem::size_of::<T>();
     match path {
@@ -179,12 +172,7 @@ pub(super) fn with_fallback<T: Real + Dense, E: Executor<T>>(
         tuning: p.tuning,
         direct: false,
     };
-    let mut report = SyrdbReport {
-        info: 0,
-        backend,
-        note: Some(describe(mode)),
-        transfer_secs: None,
-    };
+    let mut report = SyrdbReport::new(backend, Some(describe(mode)));
     let ran = run(exec, &mut job, &mut progress, mode);
     let [chol, geqrf] = progress.panels;
     if chol + geqrf > 0 {
@@ -226,7 +214,7 @@ pub(super) fn with_fallback<T: Real + Dense, E: Executor<T>>(
             // The CPU executor fails only for want of host memory; the input is gone.
             report.note = Some(format!("{} stopped at column {at}", backend.name()));
             let why = format!("the CPU could not finish ({e}): the input is lost");
-            no_host_memory(&mut report, why);
+            no_host_memory(&mut report, why, "");
             return report;
         }
     }

@@ -154,8 +154,9 @@ pub enum Path {
 
 /// INFO when host memory that no path can do without cannot be allocated (the exported
 /// routines' `HYLAPACK_INFO_INTERNAL_ERROR`): the workspace of the system LAPACK's
-/// xSYTRD_SY2SB (the outputs then untouched), or the CPU's buffers to finish a run the GPU left
-/// half done (the input is then lost). The reason is in the report's note and on stderr.
+/// xSYTRD_SY2SB (the arrays then untouched, and the report's `lapack_without_workspace` set),
+/// or the CPU's buffers to finish a run the GPU left half done (the input is then lost). The
+/// reason is in the report's note and on stderr.
 pub const INFO_NO_HOST_MEMORY: i32 = -1000;
 
 /// How a reduction ran.
@@ -169,6 +170,23 @@ pub struct SyrdbReport {
     /// In the resident mode: the seconds spent uploading the matrix and downloading the result
     /// (each timed between synchronisations of the executor, in this run).
     pub transfer_secs: Option<f64>,
+    /// The system LAPACK was to answer on the untouched A, but its workspace could not be
+    /// allocated (INFO = [`INFO_NO_HOST_MEMORY`], A, AB and TAU untouched): a caller that holds
+    /// a workspace of LAPACK's size (the Fortran names' WORK) can run it there instead.
+    pub lapack_without_workspace: bool,
+}
+
+impl SyrdbReport {
+    /// INFO = 0, on `backend`, with `note`.
+    pub fn new(backend: Backend, note: Option<String>) -> SyrdbReport {
+        SyrdbReport {
+            info: 0,
+            backend,
+            note,
+            transfer_secs: None,
+            lapack_without_workspace: false,
+        }
+    }
 }
 
 /// Reduces the n x n symmetric `a` (its `uplo` triangle) to band form with `kd` off-diagonals:

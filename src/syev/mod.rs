@@ -68,12 +68,10 @@ fn no_lapack_workspace(report: &mut EigReport, why: &str) {
 
 /// The note of a call sent to the system LAPACK because the drivers' workspace did not fit.
 fn lapack_instead(why: &str) -> SyrdbReport {
-    SyrdbReport {
-        info: 0,
-        backend: Backend::Cpu,
-        note: Some(format!("no host memory for {why}; system LAPACK")),
-        transfer_secs: None,
-    }
+    SyrdbReport::new(
+        Backend::Cpu,
+        Some(format!("no host memory for {why}; system LAPACK")),
+    )
 }
 
 /// The system LAPACK's xSYEV (JOBZ = 'N') on `a`, its workspace allocated here: INFO, or
@@ -507,12 +505,8 @@ pub fn syev_vectors<T: SbrReal>(
     let work = match VectorWork::new(n, path, true) {
         Ok(work) => work,
         Err(why) => {
-            report.reduction = Some(SyrdbReport {
-                info: 0,
-                backend: Backend::Cpu,
-                note: Some(format!("{why}; system LAPACK")),
-                transfer_secs: None,
-            });
+            let note = Some(format!("{why}; system LAPACK"));
+            report.reduction = Some(SyrdbReport::new(Backend::Cpu, note));
             lapack_syev_vectors(&mut report, uplo, n, a, lda, w);
             return report;
         }
@@ -773,12 +767,8 @@ pub fn syevx_vectors<T: SbrReal>(
     let work = match VectorWork::new(n, path, false) {
         Ok(work) => work,
         Err(why) => {
-            report.reduction = Some(SyrdbReport {
-                info: 0,
-                backend: Backend::Cpu,
-                note: Some(format!("{why}; system LAPACK")),
-                transfer_secs: None,
-            });
+            let note = Some(format!("{why}; system LAPACK"));
+            report.reduction = Some(SyrdbReport::new(Backend::Cpu, note));
             lapack_syevx(
                 &mut report,
                 sel,

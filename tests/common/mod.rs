@@ -1,8 +1,11 @@
 //! What the test programs share: their own `xerbla_` (a program's definition must win over
 //! LAPACK's, as with LAPACK, so each test program defines one and records every report), the
-//! seed of a run, and whether the GPU path is required. Each test program includes it with
-//! `mod common;` and uses what it needs.
+//! seed of a run, whether the GPU path is required, and ([`child`]) the child-process harness
+//! of the `alloc_failure*` programs. Each test program includes it with `mod common;` and uses
+//! what it needs.
 #![allow(dead_code)]
+
+pub mod child;
 
 use std::ffi::{c_char, c_int};
 use std::sync::Mutex;
