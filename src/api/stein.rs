@@ -1,19 +1,17 @@
 //! `sstein_gpu` / `dstein_gpu`: eigenvectors of a symmetric tridiagonal matrix by inverse
-//! iteration, with LAPACK xSTEIN's contract: the GPU path (`crate::stein::gpu`) above
-//! `dispatch::STEIN_MIN_N` rows and a million entries of Z, hylapack's inverse iteration on the
-//! host's threads below (and where the GPU path fails).
+//! iteration, with LAPACK xSTEIN's contract: the GPU path (`crate::stein::gpu`) from
+//! `dispatch::STEIN_MIN_N` rows and `dispatch::STEIN_MIN_ENTRIES` entries of Z up
+//! (`dispatch::decide_stein`), hylapack's inverse iteration on the host's threads below (and
+//! where the GPU path fails).
 
 use super::{ffi_boundary, input, output, report_illegal_argument, HYLAPACK_INFO_INTERNAL_ERROR};
-use crate::dispatch::{self, Family};
+use crate::dispatch;
 use crate::host::NoMemory;
 use crate::lapack::LapackStein;
 use crate::log;
 use crate::stein::{self, SteinReal};
 use std::ffi::c_int;
 use std::time::Instant;
-
-/// Below this many entries of Z (N × M) xSTEIN runs on the host in auto mode.
-const STEIN_MIN_ENTRIES: usize = 1 << 20;
 
 /// Checks pointers and arguments in LAPACK's order (NULL arrays as illegal values of their
 /// LAPACK argument numbers), then runs the routine and logs the call. `Err(info)` for an
@@ -63,17 +61,7 @@ unsafe fn checked_run<T: SteinReal>(
     let isplit = input(isplit, len).ok_or(-7)?;
     let z = output(z, crate::lapack::span(len, count, ldz as usize)).ok_or(-8)?;
     let started = Instant::now();
-    let mut decision = dispatch::decide(Family::Stein, len);
-    let auto = crate::config::get().device == crate::config::DeviceMode::Auto;
-    if auto && decision.backend == dispatch::Backend::Gpu && len * count < STEIN_MIN_ENTRIES {
-        decision = dispatch::Decision {
-            backend: dispatch::Backend::Cpu,
-            why_not_gpu: Some(format!(
-                "N x M = {} is below the GPU threshold {STEIN_MIN_ENTRIES}",
-                len * count
-            )),
-        };
-    }
+    let decision = dispatch::decide_stein(len, count);
     let run = match stein::stein_with(decision.backend, d, e, w, iblock, isplit, z, ldz as usize) {
         Ok(run) => run,
         Err(no_memory) => return Ok(Err(no_memory)),
