@@ -55,7 +55,12 @@ pub(in crate::stein) fn into_device<T: SteinReal>(
     let (cols, clusters) = columns(plan).map_err(before)?;
     let maxk = clusters.iter().map(|c| c.k).max().unwrap_or(1);
     let shape = shape(gpu, n, &cols, &clusters, false);
-    let _reservation = gpu.budget.reserve(shape.bytes as u64).map_err(before)?;
+    // The units' arrays: a one, a size, a row and a column each.
+    let unit_bytes = units.len() * (std::mem::size_of::<T>() + 12);
+    let _reservation = gpu
+        .budget
+        .reserve((shape.bytes + unit_bytes) as u64)
+        .map_err(before)?;
     let linalg = gpu.linalg().map_err(before)?;
     let arrays = Arrays {
         d: at.d,
