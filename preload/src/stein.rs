@@ -1,11 +1,11 @@
 //! xSTEIN: hylapack's inverse iteration where the library's own dispatch would run it on the
-//! GPU (`dispatch::decide_stein`: in `auto` mode N ≥ `STEIN_MIN_N` and N × M ≥
-//! `STEIN_MIN_ENTRIES` with a GPU present; every size with `HYLAPACK_DEVICE=gpu`), and at every
-//! size with `HYLAPACK_PRELOAD=own`; forwarded otherwise — on a host without a GPU or with
-//! `HYLAPACK_DEVICE=cpu`, every call in `auto` mode — and for illegal arguments and calls from
-//! inside hylapack. On the host LAPACK's own xSTEIN is the reference, so `auto` mode does not
-//! replace it there. LAPACK's DSYEVX, DSTEVX, DSPEVX and DSBEVX call xSTEIN themselves, so their
-//! calls take the same route.
+//! GPU (`dispatch::decide_stein`: with a GPU present, N ≥ `STEIN_MIN_N` and N × M ≥
+//! `STEIN_MIN_ENTRIES`, or every size with `HYLAPACK_DEVICE=gpu`), and every call with
+//! `HYLAPACK_PRELOAD=own`; forwarded otherwise — with `HYLAPACK_PRELOAD=auto` (the default) on
+//! a host without a GPU or with `HYLAPACK_DEVICE=cpu`, every call, at the cost of the decision
+//! alone — and for illegal arguments and calls from inside hylapack. On the host LAPACK's own
+//! xSTEIN is the reference, so `auto` mode does not replace it there. LAPACK's DSYEVX, DSTEVX,
+//! DSPEVX and DSBEVX call xSTEIN themselves, so their calls take the same route.
 
 use crate::{forward, mode, set_info, Inside, Mode, FROM_INSIDE, ILLEGAL};
 use hylapack::dispatch::{self, Backend};
