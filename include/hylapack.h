@@ -621,6 +621,81 @@ void sstein_gpu_(const int *n,
                  int *ifail,
                  int *info);
 
+// Eigenvectors of a symmetric tridiagonal matrix by inverse iteration, as `dstein_gpu`, for
+// data **already in GPU memory**, in double precision (C convention): Z is computed where it
+// is, on the GPU, which must be present.
+//
+// - `d` (n), `e` (n − 1), `w` (m), `iblock` (m), `isplit` (n): device pointers (e.g. from
+//   `cudaMalloc`, in the primary context of device 0, which the CUDA runtime uses), with W,
+//   IBLOCK and ISPLIT as DSTEBZ returns them with ORDER = 'B'. **Not modified.**
+// - `z` (ldz × m, column-major): device pointer; on exit, with INFO ≥ 0, what `dstein_gpu`
+//   leaves in its Z: column j holds the eigenvector of `w[j]`, zero outside its block, of
+//   unit 2-norm, its largest-magnitude component positive. Rows n.. are not touched.
+// - `ldz` ≥ max(1, n).
+// - `ifail` (m): a **host** pointer; on exit, with INFO ≥ 0, the indices of the vectors that
+//   failed to converge, then zeros.
+// - `stream`: a `CUstream` / `cudaStream_t` of the caller's, or NULL for CUDA's legacy default
+//   stream (a program built with per-thread default streams passes `cudaStreamPerThread`).
+//   Work queued on it before the call is waited for. The call is synchronous: it returns when
+//   `z` holds the answer.
+//
+// D, E, W, IBLOCK and ISPLIT are copied to the host (O(n) entries: LAPACK's checks read W and
+// IBLOCK, and the clusters are planned there); D, E and Z are not copied, and Z needs no GPU
+// memory beyond its own. If the GPU path fails after it has started writing Z (a cluster whose
+// vectors it cannot certify, a failed launch), hylapack's host path runs on the host copies,
+// its Z (n × m in host memory) is uploaded, and the `HYLAPACK_LOG` line says so.
+//
+// Returns INFO: 0 on success; −i if the i-th argument had an illegal value, reported through
+// `xerbla_` as DSTEIN_GPU_DEVICE, in LAPACK DSTEIN's numbering as for `dstein_gpu`: 1 N, 4 M,
+// 9 LDZ; then 5 W, 6 IBLOCK, 12 IFAIL, 2 D, 3 E, 7 ISPLIT, 8 Z when NULL but referenced or not
+// aligned to their element size (8 bytes; 4 for IBLOCK, ISPLIT and IFAIL, and for the arrays
+// of `sstein_gpu_device`), checked before the GPU is touched; then W … Z when not memory the
+// GPU can address; then 6 IBLOCK decreasing, 5 W not ascending within a block (checked on
+// the host copies). k > 0 if k eigenvectors failed to converge. `HYLAPACK_INFO_NO_GPU`
+// (−1001) when no usable GPU is present or the GPU path cannot have its work memory (about
+// (5 words + 1 byte) per row of a block for each vector of a batch of up to 16384, the batch
+// shrinking to 256 vectors to fit `HYLAPACK_GPU_MEMORY_LIMIT` and the free memory) or its
+// kernels — Z and IFAIL are then untouched — or when the GPU failed and so did the upload of
+// the host path's answer (Z is then unspecified). −1000 for an internal error (host memory
+// for the copies or for the host path). M = 0 returns 0 without touching the GPU.
+//
+// # Safety
+// D, E, W, IBLOCK, ISPLIT and Z are NULL or device memory of the process's primary context
+// valid for N, N − 1, M, M, N and LDZ × M elements; IFAIL is NULL or host memory for M
+// integers; `stream` is NULL or a live stream of that context, and the caller does not touch
+// Z until that stream has passed this call's work.
+int dstein_gpu_device(int n,
+                      const double *d,
+                      const double *e,
+                      int m,
+                      const double *w,
+                      const int *iblock,
+                      const int *isplit,
+                      double *z,
+                      int ldz,
+                      int *ifail,
+                      void *stream);
+
+// Single-precision `dstein_gpu_device` (LAPACK SSTEIN's contract; D, E, W and Z aligned to 4
+// bytes).
+//
+// # Safety
+// D, E, W, IBLOCK, ISPLIT and Z are NULL or device memory of the process's primary context
+// valid for N, N − 1, M, M, N and LDZ × M elements; IFAIL is NULL or host memory for M
+// integers; `stream` is NULL or a live stream of that context, and the caller does not touch
+// Z until that stream has passed this call's work.
+int sstein_gpu_device(int n,
+                      const float *d,
+                      const float *e,
+                      int m,
+                      const float *w,
+                      const int *iblock,
+                      const int *isplit,
+                      float *z,
+                      int ldz,
+                      int *ifail,
+                      void *stream);
+
 // All eigenvalues of the real symmetric `n` x `n` matrix `a` (its `uplo` triangle, 'U' or
 // 'L'), ascending in `w` (`n` entries), and with `jobz` = 'V' the eigenvectors, in double
 // precision (C convention, LAPACKE shape).

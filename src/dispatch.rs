@@ -38,6 +38,9 @@ pub enum Family {
 /// the host's inverse iteration).
 pub const STEIN_MIN_N: usize = 1000;
 
+/// Below this many entries of Z (N × M) xSTEIN runs on the host in auto mode.
+pub const STEIN_MIN_ENTRIES: usize = 1 << 20;
+
 impl Family {
     fn min_n(self) -> usize {
         let m = &config::get().min_n;
@@ -84,6 +87,23 @@ pub fn decide(family: Family, n: usize) -> Decision {
         },
         Err(e) => cpu(format!("no GPU: {e}")),
     }
+}
+
+/// The backend for xSTEIN of order `n` with `m` eigenvalues: [`decide`] for the stein family,
+/// and in auto mode the host below [`STEIN_MIN_ENTRIES`] entries of Z (decided before the GPU
+/// is looked for).
+pub fn decide_stein(n: usize, m: usize) -> Decision {
+    let entries = n.saturating_mul(m);
+    let auto = config::get().device == DeviceMode::Auto;
+    if auto && n >= Family::Stein.min_n() && entries < STEIN_MIN_ENTRIES {
+        return Decision {
+            backend: Backend::Cpu,
+            why_not_gpu: Some(format!(
+                "N x M = {entries} is below the GPU threshold {STEIN_MIN_ENTRIES}"
+            )),
+        };
+    }
+    decide(Family::Stein, n)
 }
 
 thread_local! {

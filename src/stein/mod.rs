@@ -52,8 +52,14 @@
 //!   (IBLOCK(1) ≤ 0 stops its block loop at once) are not visited here either: their columns
 //!   and IFAIL entries are left as they are (IFAIL zero).
 //! - [`check_args`] does not take ISPLIT: LAPACK's checks do not read it.
+//!
+//! ## Data already on the GPU
+//! [`device`] runs the same plan and GPU stages on D, E and Z in the caller's GPU memory
+//! (the O(N + M) inputs are copied to the host for the checks and the plan; Z is computed in
+//! place).
 
 pub mod cpu;
+pub mod device;
 pub mod gpu;
 pub mod random;
 

@@ -5,6 +5,11 @@
 //! dstebz (ORDER = 'B'); the dstein column includes that dstebz. Quality of the GPU result:
 //! orthogonality max|ZᵀZ − I| / (n ε) over up to 256 sampled columns against all, residual
 //! max_j ‖T z_j − λ_j z_j‖₁ / (‖T‖₁ n ε).
+//!
+//! Each row is printed (and flushed) as soon as it is measured, the CSV (`--csv FILE`) at the
+//! end. The slow references are skipped above their bounds: hylapack's host path above
+//! `--cpu-max-n`, LAPACK dstein (all vectors) above `--dstein-max-n`, dstemr and dstedc above
+//! `--mrrr-max-n`.
 
 use crate::table::{time, Table};
 use hylapack::dispatch::Backend;
@@ -113,6 +118,8 @@ pub fn bench_stein(args: &[String]) -> i32 {
         "resid dstein",
         "gpu ran",
     ]);
+    // Rows print as they are measured (a run cut short by a time limit keeps them).
+    table.print_header(&[14, 6, 20, 9, 9, 9, 9, 9, 6, 6, 8, 8, 8, 8, 3]);
     let mut rng = Rng::new(20261201);
     // Warm-up: kernel compilation (or the cache), the cuBLAS handle, pinned buffers.
     {
@@ -187,7 +194,7 @@ pub fn bench_stein(args: &[String]) -> i32 {
         };
         let ratio = |t: Option<f64>| t.map_or("-".to_string(), |t| format!("{:.1}x", t / gpu_s));
         let q = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
-        table.row(vec![
+        table.print_row(vec![
             fam.name().to_string(),
             n.to_string(),
             if subset {
@@ -208,9 +215,7 @@ pub fn bench_stein(args: &[String]) -> i32 {
             q(lapack_quality.1),
             ran,
         ]);
-        eprintln!("done: {} n={n} subset={subset}", fam.name());
     }
-    table.print();
     if let Some(path) = &o.csv {
         if let Err(e) = table.write_csv(path) {
             eprintln!("hylapack bench stein: cannot write {path}: {e}");

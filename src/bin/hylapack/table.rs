@@ -3,6 +3,8 @@
 pub struct Table {
     header: Vec<String>,
     rows: Vec<Vec<String>>,
+    /// The column widths rows are printed at as they come ([`Table::print_header`]).
+    widths: Vec<usize>,
 }
 
 impl Table {
@@ -10,7 +12,42 @@ impl Table {
         Table {
             header: header.iter().map(|s| s.to_string()).collect(),
             rows: Vec::new(),
+            widths: Vec::new(),
         }
+    }
+
+    /// Prints the header now, each column at least as wide as `widths` says (or its title),
+    /// for rows printed as they come ([`Table::print_row`]): a run cut short keeps what it
+    /// measured.
+    pub fn print_header(&mut self, widths: &[usize]) {
+        assert_eq!(widths.len(), self.header.len(), "one width per column");
+        self.widths = self
+            .header
+            .iter()
+            .zip(widths)
+            .map(|(h, &w)| w.max(h.len()))
+            .collect();
+        self.print_line(&self.header);
+        let rule: Vec<String> = self.widths.iter().map(|w| "-".repeat(*w)).collect();
+        println!("{}", rule.join("  "));
+    }
+
+    /// Adds a row and prints it at once, at the header's widths (a longer cell pushes the
+    /// rest of its line right), flushed.
+    pub fn print_row(&mut self, cells: Vec<String>) {
+        self.row(cells);
+        self.print_line(&self.rows[self.rows.len() - 1]);
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+    }
+
+    fn print_line(&self, cells: &[String]) {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&self.widths)
+            .map(|(s, w)| format!("{s:>w$}"))
+            .collect();
+        println!("{}", padded.join("  "));
     }
 
     pub fn row(&mut self, cells: Vec<String>) {

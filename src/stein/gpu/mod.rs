@@ -42,14 +42,22 @@
 //!
 //! Z lives on the device as N × C column-major (C columns of the plan at a time, as many as
 //! the memory budget allows; a cluster is never split). Orders of blocks of T other than the
-//! clusters (blocks of order 1, invalid blocks) are written by the host.
+//! clusters (blocks of order 1, invalid blocks) are written by the host. For data already on
+//! the GPU ([`resident`]) the stages run in the caller's Z (its leading dimension, all columns
+//! at once) on the caller's D and E, and blocks of order 1 are set there too.
 //!
 //! Host memory that grows with N or M is allocated fallibly here too: a failure is a
 //! [`DeviceError::HostMemory`], and the caller then runs the host path with the memory it
 //! allocated before Z was first written.
 
+mod resident;
+
+pub(super) use resident::into_device;
+pub use resident::OnDevice;
+
 use super::{Plan, SteinReal, Task};
 use crate::device::blas::{trans, CublasReal};
+use crate::device::linalg::PooledLinalg;
 use crate::device::memory::Pinned;
 use crate::device::{self, kernels, DeviceError, Gpu};
 use crate::host::{try_room, try_vec, NoMemory};
@@ -221,10 +229,13 @@ struct Run<'a, T: SteinReal> {
     blas: Blas<T>,
     k: Kernels,
     n: usize,
-    d: CudaSlice<T>,
-    e: CudaSlice<T>,
-    /// Z's columns [z0, z0 + cap), N rows each.
-    z: CudaSlice<T>,
+    /// D and E: the call's uploads, or the caller's arrays (device-pointer form).
+    d: u64,
+    e: u64,
+    /// Z's columns [z0, z0 + cap), N rows each at leading dimension `ldz`: the call's own
+    /// buffer (ldz = N), or the caller's matrix (z0 = 0).
+    z: u64,
+    ldz: usize,
     z0: usize,
     /// Interleaved work of a batch: u0, u1, u2, l, x (batch × maxrows each), swaps.
     work: [CudaSlice<T>; 5],
@@ -235,6 +246,147 @@ struct Run<'a, T: SteinReal> {
     gram: CudaSlice<T>,
     diag: CudaSlice<T>,
     cols: &'a [Col<T>],
+    /// Device buffers the addresses above point into (D, E, Z where the call made them).
+    _owned: Vec<CudaSlice<T>>,
+}
+
+/// How much of the call fits the device at once: vectors per batch, columns of Z (when the
+/// call holds Z itself), and the bytes reserved for both.
+struct Shape {
+    batch: usize,
+    cap: usize,
+    bytes: usize,
+}
+
+/// The largest batch and (with `own_z`) the most columns of a device Z that fit the budget;
+/// without `own_z`, D, E and Z are the caller's and cost nothing here.
+fn shape<T>(gpu: &Gpu, n: usize, cols: &[Col<T>], clusters: &[Cluster], own_z: bool) -> Shape {
+    let es = std::mem::size_of::<T>();
+    let maxrows = cols.iter().map(|c| c.size).max().unwrap_or(1);
+    let maxk = clusters.iter().map(|c| c.k).max().unwrap_or(1);
+    // Columns of Z from the first cluster column to the last.
+    let span = cols.last().map_or(0, |c| c.col + 1 - cols[0].col);
+    let inputs = if own_z { 2 * n } else { 0 };
+    let fixed = (inputs + maxk * PANEL + PANEL * PANEL + 2 * PANEL) * es + (1 << 20);
+    let per_vector = maxrows * (5 * es + 1) + 64;
+    let z_cols = |cap: usize| if own_z { cap * n * es } else { 0 };
+    let available = gpu.budget.available() as usize;
+    let need = |batch: usize, cap: usize| fixed + batch * per_vector + z_cols(cap);
+    let mut batch = cols.len().clamp(1, MAX_BATCH);
+    let mut cap = span;
+    while need(batch, cap) > available && batch > 256 {
+        batch /= 2;
+    }
+    while own_z && need(batch, cap) > available && cap > maxk {
+        cap = (cap / 2).max(maxk);
+    }
+    Shape {
+        batch,
+        cap,
+        bytes: need(batch, cap),
+    }
+}
+
+/// Where D, E and Z are on the device (and what holds them, if the call made them).
+struct Arrays<T> {
+    d: u64,
+    e: u64,
+    z: u64,
+    ldz: usize,
+    owned: Vec<CudaSlice<T>>,
+}
+
+impl<'a, T: SteinReal> Run<'a, T> {
+    /// The kernels, cuBLAS on the linalg stream, and the work arrays of `batch` vectors.
+    fn new(
+        gpu: &'static Gpu,
+        linalg: &PooledLinalg,
+        n: usize,
+        cols: &'a [Col<T>],
+        maxk: usize,
+        batch: usize,
+        at: Arrays<T>,
+    ) -> Result<Self, DeviceError> {
+        let stream = linalg.stream.clone();
+        let f = |name: &str| gpu.function(&kernels::STEIN, &format!("stein_{name}_{}", T::PREFIX));
+        let k = Kernels {
+            iterate: f("iterate")?,
+            refine: f("refine")?,
+            scatter: f("scatter")?,
+            chol: f("chol")?,
+            finish: f("finish")?,
+        };
+        let blas = Blas {
+            handle: *linalg.blas.handle(),
+            precision: PhantomData,
+        };
+        let maxrows = cols.iter().map(|c| c.size).max().unwrap_or(1);
+        let words = batch * maxrows;
+        let alloc = |len: usize| stream.alloc_zeros::<T>(len.max(1));
+        Ok(Run {
+            gpu,
+            n,
+            d: at.d,
+            e: at.e,
+            z: at.z,
+            ldz: at.ldz,
+            z0: 0,
+            work: [
+                alloc(words)?,
+                alloc(words)?,
+                alloc(words)?,
+                alloc(words)?,
+                alloc(words)?,
+            ],
+            swaps: stream.alloc_zeros::<u8>(words.max(1))?,
+            batch,
+            coef: alloc(maxk * PANEL)?,
+            gram: alloc(PANEL * PANEL)?,
+            diag: alloc(2 * PANEL)?,
+            cols,
+            blas,
+            k,
+            stream,
+            _owned: at.owned,
+        })
+    }
+
+    /// Runs the clusters in groups whose columns fit `cap` columns of Z; `zero` clears each
+    /// group's columns first (the call's own Z, reused), `done` takes each group's width.
+    fn groups(
+        &mut self,
+        clusters: &[Cluster],
+        cap: usize,
+        zero: bool,
+        failed: &mut [bool],
+        mut done: impl FnMut(&mut Self, usize) -> Result<(), DeviceError>,
+    ) -> Result<(), DeviceError> {
+        let mut at = 0;
+        while at < clusters.len() {
+            let start = clusters[at].col;
+            let mut end = at;
+            while end < clusters.len() && clusters[end].col + clusters[end].k - start <= cap {
+                end += 1;
+            }
+            if end == at {
+                let es = self.es() as u64;
+                return Err(DeviceError::OutOfBudget {
+                    needed: clusters[at].k as u64 * self.n as u64 * es,
+                    available: cap as u64 * self.n as u64 * es,
+                });
+            }
+            let group = &clusters[at..end];
+            let width = group[group.len() - 1].col + group[group.len() - 1].k - start;
+            if zero {
+                self.z0 = start;
+                self.zero_columns(start, width)?;
+            }
+            self.group(group, failed)?;
+            done(self, width)?;
+            at = end;
+        }
+        Ok(())
+    }
 }
 
 /// Runs every cluster task of `plan` on the GPU into `z` (leading dimension `ldz`) and sets
@@ -256,89 +408,27 @@ pub(super) fn clusters<T: SteinReal>(
     if cols.is_empty() {
         return Ok(());
     }
-    let es = std::mem::size_of::<T>();
-    let maxrows = cols.iter().map(|c| c.size).max().unwrap_or(1);
     let maxk = clusters.iter().map(|c| c.k).max().unwrap_or(1);
-    // Columns of Z from the first cluster column to the last.
-    let first = cols[0].col;
-    let span = cols[cols.len() - 1].col + 1 - first;
-    let fixed = (2 * n + maxk * PANEL + PANEL * PANEL + 2 * PANEL) * es + (1 << 20);
-    let per_vector = maxrows * (5 * es + 1) + 64;
-    let available = gpu.budget.available() as usize;
-    let need = |batch: usize, cap: usize| fixed + batch * per_vector + cap * n * es;
-    let mut batch = cols.len().min(MAX_BATCH);
-    let mut cap = span;
-    while need(batch, cap) > available && batch > 256 {
-        batch /= 2;
-    }
-    while need(batch, cap) > available && cap > maxk {
-        cap = (cap / 2).max(maxk);
-    }
-    let bytes = need(batch, cap);
-    let _reservation = gpu.budget.reserve(bytes as u64)?;
-
+    let shape = shape(gpu, n, &cols, &clusters, true);
+    let _reservation = gpu.budget.reserve(shape.bytes as u64)?;
     let linalg = gpu.linalg()?;
-    let stream = linalg.stream.clone();
-    let f = |name: &str| gpu.function(&kernels::STEIN, &format!("stein_{name}_{}", T::PREFIX));
-    let k = Kernels {
-        iterate: f("iterate")?,
-        refine: f("refine")?,
-        scatter: f("scatter")?,
-        chol: f("chol")?,
-        finish: f("finish")?,
+    let stream = &linalg.stream;
+    let owned = vec![
+        stream.clone_htod(d)?,
+        stream.clone_htod(&e[..n - 1])?,
+        stream.alloc_zeros::<T>(n * shape.cap)?,
+    ];
+    let at = Arrays {
+        d: ptr(&owned[0], stream),
+        e: ptr(&owned[1], stream),
+        z: ptr(&owned[2], stream),
+        ldz: n,
+        owned,
     };
-    let blas = Blas {
-        handle: *linalg.blas.handle(),
-        precision: PhantomData,
-    };
-    let words = batch * maxrows;
-    let alloc = |len: usize| stream.alloc_zeros::<T>(len.max(1));
-    let mut run = Run {
-        gpu,
-        n,
-        d: stream.clone_htod(d)?,
-        e: stream.clone_htod(&e[..n - 1])?,
-        z: alloc(n * cap)?,
-        z0: first,
-        work: [
-            alloc(words)?,
-            alloc(words)?,
-            alloc(words)?,
-            alloc(words)?,
-            alloc(words)?,
-        ],
-        swaps: stream.alloc_zeros::<u8>(words.max(1))?,
-        batch,
-        coef: alloc(maxk * PANEL)?,
-        gram: alloc(PANEL * PANEL)?,
-        diag: alloc(2 * PANEL)?,
-        cols: &cols,
-        blas,
-        k,
-        stream,
-    };
-
-    // Groups of whole clusters whose columns fit the device's Z.
-    let mut at = 0;
-    while at < clusters.len() {
-        let start = clusters[at].col;
-        let mut end = at;
-        while end < clusters.len() && clusters[end].col + clusters[end].k - start <= cap {
-            end += 1;
-        }
-        if end == at {
-            return Err(DeviceError::OutOfBudget {
-                needed: (clusters[at].k * n * es) as u64,
-                available: (cap * n * es) as u64,
-            });
-        }
-        run.z0 = start;
-        let group = &clusters[at..end];
-        let width = group[group.len() - 1].col + group[group.len() - 1].k - start;
-        run.group(group, failed)?;
-        run.download(width, z, ldz)?;
-        at = end;
-    }
+    let mut run = Run::new(gpu, &linalg, n, &cols, maxk, shape.batch, at)?;
+    run.groups(&clusters, shape.cap, true, failed, |run, width| {
+        run.download(width, z, ldz)
+    })?;
     run.stream.synchronize()?;
     Ok(())
 }
@@ -403,12 +493,11 @@ impl<T: SteinReal> Run<'_, T> {
 
     /// The device address of Z's (row, global column).
     fn zp(&self, row: usize, col: usize) -> u64 {
-        ptr(&self.z, &self.stream) + (((col - self.z0) * self.n + row) * self.es()) as u64
+        self.z + (((col - self.z0) * self.ldz + row) * self.es()) as u64
     }
 
     /// Iterates, orthogonalizes, refines and finishes the clusters of one group.
     fn group(&mut self, group: &[Cluster], failed: &mut [bool]) -> Result<(), DeviceError> {
-        self.stream.memset_zeros(&mut self.z)?;
         let first = self.cols.partition_point(|c| c.col < group[0].col);
         let last = group[group.len() - 1];
         let end = self.cols.partition_point(|c| c.col < last.col + last.k);
@@ -542,7 +631,7 @@ impl<T: SteinReal> Run<'_, T> {
         // its size ≤ maxrows, in the batch's interleaved arrays (stride = batch ≥ m).
         unsafe { launch.launch(launch_1d(m, 128)) }?;
         let maxrows = chunk.iter().map(|c| c.size).max().unwrap_or(1);
-        let ldz = self.n as i64;
+        let ldz = self.ldz as i64;
         let cfg = LaunchConfig {
             grid_dim: ((m as u32).div_ceil(32), (maxrows as u32).div_ceil(32), 1),
             block_dim: (32, 8, 1),
@@ -556,7 +645,7 @@ impl<T: SteinReal> Run<'_, T> {
             .arg(&row0)
             .arg(&size)
             .arg(&col)
-            .arg(&mut self.z)
+            .arg(&self.z)
             .arg(&ldz);
         // SAFETY: stein_scatter's arguments; each column's rows lie inside Z's N rows.
         unsafe { launch.launch(cfg) }?;
@@ -572,7 +661,7 @@ impl<T: SteinReal> Run<'_, T> {
         let seeds = self.upload(&host_map(chunk, |c| c.seed)?)?;
         let mut status = self.stream.alloc_zeros::<i32>(m)?;
         let mut nu = self.stream.alloc_zeros::<f64>(m)?;
-        let (ncols, stride, ldz) = (m as i32, self.batch as i32, self.n as i64);
+        let (ncols, stride, ldz) = (m as i32, self.batch as i32, self.ldz as i64);
         let [u0, u1, u2, l, x] = &mut self.work;
         let mut launch = self.stream.launch_builder(&self.k.refine);
         launch
@@ -592,7 +681,7 @@ impl<T: SteinReal> Run<'_, T> {
             .arg(&mut *l)
             .arg(&mut self.swaps)
             .arg(&mut *x)
-            .arg(&mut self.z)
+            .arg(&self.z)
             .arg(&ldz)
             .arg(&mut status)
             .arg(&mut nu);
@@ -616,7 +705,7 @@ impl<T: SteinReal> Run<'_, T> {
         nu: &[f64],
         keep: f64,
     ) -> Result<Vec<usize>, DeviceError> {
-        let (n, s) = (self.n, c.size);
+        let (n, s) = (self.ldz, c.size);
         let q = self.zp(c.row0, c.col);
         let (coef, gram) = (ptr(&self.coef, &self.stream), ptr(&self.gram, &self.stream));
         let mut flagged = host_room(c.k - from)?;
@@ -669,7 +758,7 @@ impl<T: SteinReal> Run<'_, T> {
         s: usize,
         coef: u64,
     ) -> Result<(), DeviceError> {
-        let n = self.n;
+        let n = self.ldz;
         self.blas
             .gemm(true, false, (e, bp, s), 1.0, (q, n), (x, n), 0.0, (coef, e))?;
         self.blas.gemm(
@@ -686,7 +775,7 @@ impl<T: SteinReal> Run<'_, T> {
 
     /// The Gram matrix XᵀX of the panel into `gram` (leading dimension PANEL).
     unsafe fn gram(&self, x: u64, bp: usize, s: usize, gram: u64) -> Result<(), DeviceError> {
-        let n = self.n;
+        let n = self.ldz;
         self.blas.gemm(
             true,
             false,
@@ -727,10 +816,10 @@ impl<T: SteinReal> Run<'_, T> {
     /// Stage 4: unit norm, sign.
     fn finish(&mut self, cols: &[Col<T>]) -> Result<(), DeviceError> {
         let (row0, size, _, _, col) = self.params(cols)?;
-        let ldz = self.n as i64;
+        let ldz = self.ldz as i64;
         let mut launch = self.stream.launch_builder(&self.k.finish);
         launch
-            .arg(&mut self.z)
+            .arg(&self.z)
             .arg(&ldz)
             .arg(&col)
             .arg(&row0)
@@ -745,8 +834,31 @@ impl<T: SteinReal> Run<'_, T> {
         Ok(())
     }
 
-    /// Z's first `width` device columns into the caller's columns z0.. (rows 0..N), through
-    /// two pinned buffers in turn.
+    /// Zeros rows 0..N of the global columns `col..col + count` of Z.
+    fn zero_columns(&mut self, col: usize, count: usize) -> Result<(), DeviceError> {
+        if count == 0 {
+            return Ok(());
+        }
+        let es = self.es();
+        self.stream.context().bind_to_thread()?;
+        // SAFETY: the columns lie inside Z (N ≤ ldz rows each, 4-byte aligned: the element
+        // size divides the address and the pitch); the stream is Z's.
+        unsafe {
+            cudarc::driver::sys::cuMemsetD2D32Async(
+                self.zp(0, col),
+                self.ldz * es,
+                0,
+                self.n * es / 4,
+                count,
+                self.stream.cu_stream(),
+            )
+            .result()?;
+        }
+        Ok(())
+    }
+
+    /// The call's own Z (leading dimension N): its first `width` columns into the caller's
+    /// columns z0.. (rows 0..N), through two pinned buffers in turn.
     fn download(&mut self, width: usize, z: &mut [T], ldz: usize) -> Result<(), DeviceError> {
         let n = self.n;
         let chunk_cols = ((32usize << 20) / (n * self.es())).clamp(1, width.max(1));
@@ -754,7 +866,7 @@ impl<T: SteinReal> Run<'_, T> {
             self.gpu.pinned(chunk_cols * n)?,
             self.gpu.pinned(chunk_cols * n)?,
         ];
-        let base = ptr(&self.z, &self.stream);
+        let base = self.z;
         let chunks: Vec<(usize, usize)> = (0..width)
             .step_by(chunk_cols)
             .map(|c| (c, chunk_cols.min(width - c)))
