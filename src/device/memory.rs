@@ -469,6 +469,50 @@ impl Gpu {
     }
 }
 
+impl Gpu {
+    /// Page-locks every byte range of `ranges` (address, length), each page once: ranges that
+    /// share a page (neighbouring arrays of one allocation) are locked as one, since the driver
+    /// refuses to lock a page twice. All or nothing: where one lock is refused, those already
+    /// taken are undone before the error returns.
+    ///
+    /// # Safety
+    /// As [`Gpu::register_host`], for every range (empty ranges are skipped).
+    pub unsafe fn register_ranges(
+        &'static self,
+        ranges: &[(*const u8, usize)],
+    ) -> Result<Vec<Registered>, DeviceError> {
+        // SAFETY: sysconf has no preconditions.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+            .ok()
+            .filter(|&p| p.is_power_of_two())
+            .unwrap_or(4096);
+        let mut spans: Vec<(usize, usize)> = ranges
+            .iter()
+            .filter(|&&(_, len)| len > 0)
+            .map(|&(p, len)| {
+                let (start, end) = (p as usize, p as usize + len);
+                (start & !(page - 1), end.div_ceil(page) * page)
+            })
+            .collect();
+        spans.sort_unstable();
+        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
+        for (start, end) in spans {
+            match merged.last_mut() {
+                Some(last) if start <= last.1 => last.1 = last.1.max(end),
+                _ => merged.push((start, end)),
+            }
+        }
+        let mut locked = Vec::with_capacity(merged.len());
+        for (start, end) in merged {
+            // SAFETY: whole pages of the caller's ranges (mapped, since they hold its bytes),
+            // allocated for the values' life (this function's contract); a refusal drops the
+            // locks already taken.
+            locked.push(unsafe { self.register_host(start as *mut u8, end - start)? });
+        }
+        Ok(locked)
+    }
+}
+
 impl Registered {
     /// Leaves the memory locked for the rest of the process: for when a copy into it may still
     /// run (the wait for it failed).
