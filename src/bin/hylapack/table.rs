@@ -3,6 +3,8 @@
 pub struct Table {
     header: Vec<String>,
     rows: Vec<Vec<String>>,
+    /// Each row is also printed (and flushed) as it is added, padded to these widths.
+    live: Option<Vec<usize>>,
 }
 
 impl Table {
@@ -10,7 +12,17 @@ impl Table {
         Table {
             header: header.iter().map(|s| s.to_string()).collect(),
             rows: Vec::new(),
+            live: None,
         }
+    }
+
+    /// Prints the header now and every row as it is added, each cell padded to at least
+    /// `min_width` (so that a long run shows its results as they are measured).
+    pub fn live(mut self, min_width: usize) -> Self {
+        let widths: Vec<usize> = self.header.iter().map(|h| h.len().max(min_width)).collect();
+        print_line(&self.header, &widths);
+        self.live = Some(widths);
+        self
     }
 
     pub fn row(&mut self, cells: Vec<String>) {
@@ -19,6 +31,9 @@ impl Table {
             self.header.len(),
             "a row must have one cell per column"
         );
+        if let Some(widths) = &self.live {
+            print_line(&cells, widths);
+        }
         self.rows.push(cells);
     }
 
@@ -33,14 +48,7 @@ impl Table {
                     .unwrap_or(0)
             })
             .collect();
-        let line = |cells: &[String]| {
-            let padded: Vec<String> = cells
-                .iter()
-                .zip(&widths)
-                .map(|(s, w)| format!("{s:>w$}"))
-                .collect();
-            println!("{}", padded.join("  "));
-        };
+        let line = |cells: &[String]| print_line(cells, &widths);
         line(&self.header);
         println!(
             "{}",
@@ -62,6 +70,19 @@ impl Table {
         }
         std::fs::write(path, text)
     }
+}
+
+/// One line of cells, right-aligned to `widths`, flushed at once.
+fn print_line(cells: &[String], widths: &[usize]) {
+    use std::io::Write;
+    let padded: Vec<String> = cells
+        .iter()
+        .zip(widths)
+        .map(|(s, w)| format!("{s:>w$}"))
+        .collect();
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{}", padded.join("  "));
+    let _ = out.flush();
 }
 
 /// Seconds in a short human unit.
