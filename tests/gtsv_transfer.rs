@@ -27,16 +27,17 @@ const MODES: [GtsvHostTransfer; 3] = [
 
 /// The GPU path at every size, host arrays moved by `mode`.
 fn forced(mode: GtsvHostTransfer, memory_limit: Option<u64>) -> Options {
-    let mut o = Options::default();
-    o.gpu = GpuOptions {
-        transfer: GtsvTransfer {
-            mode,
-            ..GtsvTransfer::default()
+    Options {
+        gpu: GpuOptions {
+            transfer: GtsvTransfer {
+                mode,
+                ..GtsvTransfer::default()
+            },
+            memory_limit,
+            ..GpuOptions::default()
         },
-        memory_limit,
-        ..GpuOptions::default()
-    };
-    o
+        ..Options::default()
+    }
 }
 
 /// The arrays of one solve (in `T`), kept so that a test can look at them or lock them.

@@ -7,12 +7,12 @@
 
 use super::{sz, DevCols, DevMatrix, Staging};
 use crate::config::{GtsvHostTransfer, GtsvTransfer};
-use crate::device::memory::{copy_2d, copy_threads, Pinned, Registered, Side};
+use crate::device::memory::{copy_threads, Pinned, Registered};
 use crate::device::{DeviceError, Gpu};
 use crate::host::workers::{or_resume, run_parts};
 use crate::real::Real;
 use cudarc::driver::sys::CUdeviceptr;
-use cudarc::driver::CudaStream;
+use cudarc::driver::{result as cu, CudaStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -150,12 +150,9 @@ impl<T: Real> HostIo<T> {
             HostIo::Staged { gpu, piece } => staged_upload(gpu, stream, parts, *piece),
             HostIo::Register { .. } => {
                 for (src, dst) in parts.into_iter().filter(|(s, _)| !s.is_empty()) {
-                    let from = Side::Host(src.as_ptr().cast_mut().cast(), src.len());
                     // SAFETY: dst holds src.len() elements (allocated by the solve); src is
                     // page-locked until `Locked` is dropped, which first waits for this copy.
-                    unsafe {
-                        copy_2d::<T>(from, Side::Device(dst, src.len()), src.len(), 1, stream)?
-                    };
+                    unsafe { cu::memcpy_htod_async(dst, src, stream.cu_stream())? };
                 }
                 Ok(())
             }
@@ -187,27 +184,40 @@ impl<T: Real> HostIo<T> {
                 }
             }
             HostIo::Staged { gpu, piece } => {
-                let parts = if ldb == n {
-                    vec![(x.ptr, &mut b[..n * nrhs])]
-                } else {
-                    b.chunks_mut(ldb)
-                        .take(nrhs)
-                        .enumerate()
-                        .map(|(col, c)| (at(col), &mut c[..n]))
-                        .collect()
-                };
-                staged_download(gpu, stream, parts, *piece)?;
+                staged_download(gpu, stream, columns(x, b, ldb, n, nrhs), *piece)?;
             }
             HostIo::Register { .. } => {
-                let to = Side::Host(b.as_mut_ptr().cast(), ldb);
-                // SAFETY: B holds nrhs columns of n rows at leading dimension ldb and is
-                // page-locked; the copy is waited for below (or by `Locked` on an error).
-                unsafe { copy_2d::<T>(Side::Device(x.ptr, x.ld), to, n, nrhs, stream)? };
+                // Column by column where LDB > N rather than one 2D copy, whose pitch the
+                // driver limits (about 2 GB).
+                for (src, dst) in columns(x, b, ldb, n, nrhs) {
+                    // SAFETY: src holds dst.len() elements; dst is page-locked, and the copy
+                    // is waited for below (or by `Locked` on an error).
+                    unsafe { cu::memcpy_dtoh_async(dst, src, stream.cu_stream())? };
+                }
             }
         }
         stream.synchronize()?;
         Ok(())
     }
+}
+
+/// X's columns (leading dimension `x.ld`) and where each goes in B: one piece where B's
+/// columns are contiguous.
+fn columns<T>(
+    x: DevCols,
+    b: &mut [T],
+    ldb: usize,
+    n: usize,
+    nrhs: usize,
+) -> Vec<(CUdeviceptr, &mut [T])> {
+    if ldb == n && x.ld == n {
+        return vec![(x.ptr, &mut b[..n * nrhs])];
+    }
+    b.chunks_mut(ldb)
+        .take(nrhs)
+        .enumerate()
+        .map(|(col, c)| (x.ptr + (col * x.ld * sz::<T>()) as u64, &mut c[..n]))
+        .collect()
 }
 
 /// The next piece of a queue shared by the workers.
