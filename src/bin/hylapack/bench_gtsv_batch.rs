@@ -95,22 +95,13 @@ impl Batch {
     }
 }
 
-/// Element `i` of system `k` at `i · count + k` (strided: `k · n + i`).
-fn interleave(v: &[f64], n: usize, count: usize) -> Vec<f64> {
+/// `v` (`count` runs of `n`) transposed: element `i` of run `k` goes to `i · count + k`. From
+/// the strided layout to the interleaved one, and with `n`, `count` swapped back.
+fn transpose(v: &[f64], n: usize, count: usize) -> Vec<f64> {
     let mut out = vec![0.0; v.len()];
     for k in 0..count {
         for i in 0..n {
             out[i * count + k] = v[k * n + i];
-        }
-    }
-    out
-}
-
-fn deinterleave(v: &[f64], n: usize, count: usize) -> Vec<f64> {
-    let mut out = vec![0.0; v.len()];
-    for k in 0..count {
-        for i in 0..n {
-            out[k * n + i] = v[i * count + k];
         }
     }
     out
@@ -286,10 +277,10 @@ fn cusparse_batch(stream: &Arc<CudaStream>, bt: &Batch, peer: Peer) -> Result<Ti
     let host = match peer {
         Peer::Strided => [dl, bt.d.clone(), du, bt.b.clone()],
         Peer::Interleaved(_) => [
-            interleave(&dl, n, count),
-            interleave(&bt.d, n, count),
-            interleave(&du, n, count),
-            interleave(&bt.b, n, count),
+            transpose(&dl, n, count),
+            transpose(&bt.d, n, count),
+            transpose(&du, n, count),
+            transpose(&bt.b, n, count),
         ],
     };
     let mut inputs = Inputs::new(stream, host)?;
@@ -354,7 +345,7 @@ fn cusparse_batch(stream: &Arc<CudaStream>, bt: &Batch, peer: Peer) -> Result<Ti
     let (x, note) = match peer {
         Peer::Strided => (x, "device-resident, strided layout, no pivoting"),
         Peer::Interleaved(_) => (
-            deinterleave(&x, n, count),
+            transpose(&x, count, n),
             "device-resident, interleaved layout (transposed on the host, untimed)",
         ),
     };
