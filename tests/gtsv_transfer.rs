@@ -19,6 +19,14 @@ use hylapack::testmat::{seed_from_time, Rng};
 mod gtsv_common;
 use gtsv_common::*;
 
+/// Page-locking is process-wide: a test probing or locking pages while another's solve locks a
+/// neighbouring array on the same page would see a refusal that is not its own. One at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 const MODES: [GtsvHostTransfer; 3] = [
     GtsvHostTransfer::Pageable,
     GtsvHostTransfer::Staged,
@@ -122,6 +130,7 @@ fn every_transfer_gives_the_same_answer_bit_for_bit() {
         eprintln!("skipped: no GPU");
         return;
     }
+    let _one_at_a_time = serial();
     let mut rng = Rng::new(seed_from_time());
     // 2^20 + 3 rows of f64 are three staged pieces of 4 MiB and a short one; f32 two.
     for (n, nrhs, ldb) in [
@@ -143,6 +152,7 @@ fn every_transfer_in_chunks() {
         eprintln!("skipped: no GPU");
         return;
     }
+    let _one_at_a_time = serial();
     // ~1.5 MB of GPU memory: chunks of ~20k rows, each moved by the transfer asked for.
     let mut rng = Rng::new(seed_from_time());
     modes_agree::<f64>(100_003, 2, 100_010, Some(1_500_000), &mut rng);
@@ -169,6 +179,7 @@ fn refused_registration_falls_back_to_staged() {
         eprintln!("skipped: no GPU");
         return;
     }
+    let _one_at_a_time = serial();
     let gpu = hylapack::device::gpu().expect("GPU");
     let mut rng = Rng::new(seed_from_time());
     let (n, nrhs, ldb) = (300_001, 2, 300_004);
@@ -221,6 +232,7 @@ fn registration_is_undone_on_every_exit() {
         eprintln!("skipped: no GPU");
         return;
     }
+    let _one_at_a_time = serial();
     let mut rng = Rng::new(seed_from_time());
     let register = forced(GtsvHostTransfer::Register, None);
     // Accepted: the answer is in B and the arrays are unlocked.
@@ -292,6 +304,7 @@ fn auto_chooses_by_size() {
         eprintln!("skipped: no GPU");
         return;
     }
+    let _one_at_a_time = serial();
     let mut rng = Rng::new(seed_from_time());
     let mut o = forced(GtsvHostTransfer::Auto, None);
     o.gpu.transfer = GtsvTransfer {
