@@ -238,16 +238,46 @@ fn worker_buffers<T: Real>(
         .collect()
 }
 
-/// The first error of the workers (a worker's panic is raised again here).
-fn first_error(
-    results: Vec<std::thread::Result<Result<(), DeviceError>>>,
+/// The next piece for a worker: `None` once the queue is empty or a worker has failed.
+type NextPiece<'a, P> = &'a (dyn Fn() -> Option<P> + Sync);
+
+/// Runs `work` on workers (host threads), each with two pinned buffers of `piece` elements,
+/// taking `pieces` (of `bytes` in all) from a shared queue until it is empty or one fails.
+/// Returns the first error (a worker's panic is raised again here). Each buffer waits for its
+/// last transfer when the worker drops it.
+fn on_workers<T: Real, P: Send>(
+    gpu: &'static Gpu,
+    pieces: Vec<P>,
+    bytes: usize,
+    piece: usize,
+    work: &(impl Fn(&mut [Pinned<T>; 2], NextPiece<'_, P>) -> Result<(), DeviceError> + Sync),
 ) -> Result<(), DeviceError> {
+    let workers = worker_buffers::<T>(gpu, bytes, pieces.len(), piece)?;
+    let queue = Mutex::new(pieces.into_iter());
+    let failed = AtomicBool::new(false);
+    let next = || {
+        if failed.load(Ordering::Relaxed) {
+            None
+        } else {
+            next_piece(&queue)
+        }
+    };
+    let results = run_parts(workers, &|mut bufs: [Pinned<T>; 2]| {
+        let done = match gpu.ctx.bind_to_thread() {
+            Ok(()) => work(&mut bufs, &next),
+            Err(e) => Err(e.into()),
+        };
+        if done.is_err() {
+            failed.store(true, Ordering::Relaxed);
+        }
+        done
+    });
     or_resume(results).into_iter().collect()
 }
 
-/// Copies each `(src, dst)` to device memory: workers (host threads) take pieces in turn, copy
-/// one into a pinned buffer of theirs and queue its DMA, then fill their other buffer while
-/// that DMA runs. Returns when every DMA is done (each buffer waits for its last one on drop).
+/// Copies each `(src, dst)` to device memory: each worker copies a piece into one of its
+/// pinned buffers and queues its DMA, then fills its other buffer while that DMA runs.
+/// Returns when every DMA is done.
 fn staged_upload<T: Real>(
     gpu: &'static Gpu,
     stream: &Arc<CudaStream>,
@@ -263,32 +293,18 @@ fn staged_upload<T: Real>(
         })
         .collect();
     let bytes = pieces.iter().map(|(p, _)| std::mem::size_of_val(*p)).sum();
-    let workers = worker_buffers::<T>(gpu, bytes, pieces.len(), piece)?;
-    let queue = Mutex::new(pieces.into_iter());
-    let failed = AtomicBool::new(false);
-    let work = |mut bufs: [Pinned<T>; 2]| -> Result<(), DeviceError> {
-        gpu.ctx.bind_to_thread()?;
+    let work = |bufs: &mut [Pinned<T>; 2], next: NextPiece<'_, (&[T], CUdeviceptr)>| {
         let mut i = 0;
-        while !failed.load(Ordering::Relaxed) {
-            let Some((src, dst)) = next_piece(&queue) else {
-                break;
-            };
-            let buf = &mut bufs[i];
-            let sent = (|| {
-                buf.as_mut_slice()?[..src.len()].copy_from_slice(src);
-                // SAFETY: dst holds src.len() elements; the buffer records the copy's end and
-                // is neither refilled nor freed before it.
-                unsafe { buf.copy_to_device(src.len(), dst, stream) }
-            })();
-            if sent.is_err() {
-                failed.store(true, Ordering::Relaxed);
-                return sent;
-            }
+        while let Some((src, dst)) = next() {
+            bufs[i].as_mut_slice()?[..src.len()].copy_from_slice(src);
+            // SAFETY: dst holds src.len() elements; the buffer records the copy's end and is
+            // neither refilled nor freed before it.
+            unsafe { bufs[i].copy_to_device(src.len(), dst, stream)? };
             i ^= 1;
         }
         Ok(())
     };
-    first_error(run_parts(workers, &work))
+    on_workers(gpu, pieces, bytes, piece, &work)
 }
 
 /// Copies device memory at each `src` into its `dst`: each worker queues the DMA of a piece
@@ -309,43 +325,26 @@ fn staged_download<T: Real>(
         })
         .collect();
     let bytes = pieces.iter().map(|(_, p)| std::mem::size_of_val(*p)).sum();
-    let workers = worker_buffers::<T>(gpu, bytes, pieces.len(), piece)?;
-    let queue = Mutex::new(pieces.into_iter());
-    let failed = AtomicBool::new(false);
-    let work = |mut bufs: [Pinned<T>; 2]| -> Result<(), DeviceError> {
-        gpu.ctx.bind_to_thread()?;
+    let work = |bufs: &mut [Pinned<T>; 2], next: NextPiece<'_, (CUdeviceptr, &mut [T])>| {
         let mut i = 0;
         let mut pending: Option<(usize, &mut [T])> = None;
         loop {
-            let next = if failed.load(Ordering::Relaxed) {
-                None
-            } else {
-                next_piece(&queue)
+            let piece = next();
+            if let Some((src, dst)) = &piece {
+                // SAFETY: src holds dst.len() elements; reading the buffer waits for the
+                // copy's end.
+                unsafe { bufs[i].copy_from_device(dst.len(), *src, stream)? };
+            }
+            if let Some((j, dst)) = pending.take() {
+                let len = dst.len();
+                dst.copy_from_slice(&bufs[j].as_slice()?[..len]);
+            }
+            let Some((_, dst)) = piece else {
+                return Ok(());
             };
-            let step = (|| {
-                if let Some((src, dst)) = &next {
-                    // SAFETY: src holds dst.len() elements; reading the buffer waits for the
-                    // copy's end.
-                    unsafe { bufs[i].copy_from_device(dst.len(), *src, stream)? };
-                }
-                if let Some((j, dst)) = pending.take() {
-                    let len = dst.len();
-                    dst.copy_from_slice(&bufs[j].as_slice()?[..len]);
-                }
-                Ok(())
-            })();
-            if step.is_err() {
-                failed.store(true, Ordering::Relaxed);
-                return step;
-            }
-            match next {
-                Some((_, dst)) => {
-                    pending = Some((i, dst));
-                    i ^= 1;
-                }
-                None => return Ok(()),
-            }
+            pending = Some((i, dst));
+            i ^= 1;
         }
     };
-    first_error(run_parts(workers, &work))
+    on_workers(gpu, pieces, bytes, piece, &work)
 }
