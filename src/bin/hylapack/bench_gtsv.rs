@@ -43,10 +43,12 @@ fn parse(args: &[String]) -> Result<Options, String> {
         transfers: Vec::new(),
         batch: false,
     };
+    let mut sized = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--sizes" => {
+                sized = true;
                 let v = it.next().ok_or("--sizes needs a list of log2(n)")?;
                 o.sizes = v
                     .split(',')
@@ -74,6 +76,10 @@ fn parse(args: &[String]) -> Result<Options, String> {
             }
             other => return Err(format!("unknown option {other}")),
         }
+    }
+    if !sized && !o.transfers.is_empty() {
+        // The range over which the choice per size is to be made (issue #27).
+        o.sizes = vec![18, 20, 22, 23, 24, 25, 26];
     }
     Ok(o)
 }

@@ -25,6 +25,7 @@ const USAGE: &str = "usage: hylapack <command>
       --sizes 16,20,24    log2 of the orders (default: 16,20,23,24)
       --host-transfer register,staged,pageable
                           time the host-pointer path under each transfer instead
+                          (random systems, NRHS = 1; sizes default to 18,20,22..26)
       --batch             4096 systems of 256 and of 4096 against cuSPARSE's
                           gtsv2StridedBatch and gtsvInterleavedBatch instead
   bench syev [opts]    time dense symmetric eigenvalues (band reduction) against cuSOLVER
