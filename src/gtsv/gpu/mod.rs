@@ -1,6 +1,7 @@
 //! SPIKE on the GPU (`kernels/gtsv.cu`). The core works on device pointers ([`solve_device`],
-//! data already on the GPU); [`solve`] is the LAPACK interface: it uploads host arrays through
-//! pinned staging buffers, runs the same core and downloads only an accepted answer.
+//! data already on the GPU); [`solve`] is the LAPACK interface: it uploads host arrays (through
+//! pinned staging buffers, or straight from the caller's page-locked arrays: `transfer.rs`),
+//! runs the same core and downloads only an accepted answer.
 //!
 //! Each level of the recursion cuts its system into partitions of `m` rows (one thread each,
 //! diagonal pivoting) and, in the same kernel, writes the tridiagonal separator system (one row

@@ -117,7 +117,8 @@ impl<T: Real> HostIo<T> {
     }
 
     /// Uploads the matrix into `a` and B's first `n` rows into `f` (leading dimension `n`).
-    /// Returns once the copies are queued (`pageable`, `register`) or done (`staged`).
+    /// Returns once the copies are done (`register`, `staged`) or all but the last piece
+    /// (`pageable`).
     pub(super) fn upload(
         &mut self,
         stream: &Arc<CudaStream>,
@@ -154,6 +155,9 @@ impl<T: Real> HostIo<T> {
                     // page-locked until `Locked` is dropped, which first waits for this copy.
                     unsafe { cu::memcpy_htod_async(dst, src, stream.cu_stream())? };
                 }
+                // Waited for, so that the phases' upload time holds the DMA (else the solve's
+                // would): the solve needs all of it before it starts anyway.
+                stream.synchronize()?;
                 Ok(())
             }
         }
