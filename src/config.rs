@@ -48,6 +48,86 @@ impl DigemmMethod {
     }
 }
 
+/// How the gtsv GPU path moves the caller's host arrays (`HYLAPACK_GTSV_HOST_TRANSFER`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GtsvHostTransfer {
+    /// Per size: `register` from [`GtsvTransfer::register_min_n`], else `staged` from
+    /// [`GtsvTransfer::staged_min_n`], else `pageable`.
+    Auto,
+    /// Page-lock the caller's arrays for the call (cuMemHostRegister) and move them by DMA;
+    /// `staged` where the driver refuses.
+    Register,
+    /// Host copies into pinned buffers on worker threads, overlapped with the DMA of earlier
+    /// pieces.
+    Staged,
+    /// The caller's pageable memory copied by the calling thread through two pinned buffers
+    /// (the path before these settings existed).
+    Pageable,
+}
+
+impl GtsvHostTransfer {
+    pub fn name(self) -> &'static str {
+        match self {
+            GtsvHostTransfer::Auto => "auto",
+            GtsvHostTransfer::Register => "register",
+            GtsvHostTransfer::Staged => "staged",
+            GtsvHostTransfer::Pageable => "pageable",
+        }
+    }
+
+    pub fn parse(v: &str) -> Option<Self> {
+        match v.to_ascii_lowercase().as_str() {
+            "auto" => Some(GtsvHostTransfer::Auto),
+            "register" => Some(GtsvHostTransfer::Register),
+            "staged" => Some(GtsvHostTransfer::Staged),
+            "pageable" => Some(GtsvHostTransfer::Pageable),
+            _ => None,
+        }
+    }
+}
+
+/// The gtsv host-transfer settings, resolved once and passed down in the GPU options.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GtsvTransfer {
+    pub mode: GtsvHostTransfer,
+    /// `auto` registers from this order up (`HYLAPACK_GTSV_REGISTER_MIN_N`).
+    pub register_min_n: usize,
+    /// `auto` stages on worker threads from this order up (`HYLAPACK_GTSV_STAGED_MIN_N`).
+    pub staged_min_n: usize,
+}
+
+impl Default for GtsvTransfer {
+    fn default() -> Self {
+        // Not measured yet: `auto` stays on the pageable path at every size until
+        // `hylapack bench gtsv --host-transfer register,staged,pageable` has run on a GPU host.
+        GtsvTransfer {
+            mode: GtsvHostTransfer::Auto,
+            register_min_n: usize::MAX,
+            staged_min_n: usize::MAX,
+        }
+    }
+}
+
+impl GtsvTransfer {
+    /// The transfer for a system of order `n` (never `Auto`).
+    pub fn for_n(&self, n: usize) -> GtsvHostTransfer {
+        match self.mode {
+            GtsvHostTransfer::Auto if n >= self.register_min_n => GtsvHostTransfer::Register,
+            GtsvHostTransfer::Auto => self.unregistered(n),
+            mode => mode,
+        }
+    }
+
+    /// Where registration is refused: `staged` when it was asked for, else `auto`'s choice
+    /// without registration.
+    pub fn unregistered(&self, n: usize) -> GtsvHostTransfer {
+        match self.mode {
+            GtsvHostTransfer::Auto if n < self.staged_min_n => GtsvHostTransfer::Pageable,
+            _ => GtsvHostTransfer::Staged,
+        }
+    }
+}
+
 /// Settings of the band reduction (`sbr`), resolved once per call by its driver and passed
 /// down to the stages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,6 +188,9 @@ pub struct Config {
     /// takes towards LAPACK's residual; 0 keeps SPIKE's first answer wherever it passes the
     /// backward-error acceptance test.
     pub gtsv_refine: usize,
+    /// `HYLAPACK_GTSV_HOST_TRANSFER` (auto, register, staged or pageable) and the orders at
+    /// which `auto` switches (`HYLAPACK_GTSV_REGISTER_MIN_N`, `HYLAPACK_GTSV_STAGED_MIN_N`).
+    pub gtsv_transfer: GtsvTransfer,
     pub sbr: SbrTuning,
     /// Where compiled kernels are cached.
     pub cache_dir: PathBuf,
@@ -262,6 +345,33 @@ pub fn load(env: impl Fn(&str) -> Option<String>) -> Config {
             "0, 1 or 2",
         )
         .unwrap_or(2);
+    let transfer_default = GtsvTransfer::default();
+    let gtsv_transfer = GtsvTransfer {
+        mode: s
+            .lookup(
+                "HYLAPACK_GTSV_HOST_TRANSFER",
+                "gtsv_host_transfer",
+                GtsvHostTransfer::parse,
+                "auto, register, staged or pageable",
+            )
+            .unwrap_or(transfer_default.mode),
+        register_min_n: s
+            .lookup(
+                "HYLAPACK_GTSV_REGISTER_MIN_N",
+                "gtsv_register_min_n",
+                |v| v.parse::<usize>().ok(),
+                "a non-negative integer",
+            )
+            .unwrap_or(transfer_default.register_min_n),
+        staged_min_n: s
+            .lookup(
+                "HYLAPACK_GTSV_STAGED_MIN_N",
+                "gtsv_staged_min_n",
+                |v| v.parse::<usize>().ok(),
+                "a non-negative integer",
+            )
+            .unwrap_or(transfer_default.staged_min_n),
+    };
     let sbr = SbrTuning {
         profile: s
             .lookup("HYLAPACK_SBR_PROFILE", "sbr.profile", parse_bool, "0 or 1")
@@ -286,6 +396,7 @@ pub fn load(env: impl Fn(&str) -> Option<String>) -> Config {
         min_n,
         digemm_method,
         gtsv_refine,
+        gtsv_transfer,
         sbr,
         cache_dir,
         warnings,
@@ -421,6 +532,29 @@ mod tests {
         assert_eq!(c.gtsv_refine, 2);
         assert_eq!(c.warnings.len(), 4, "{:?}", c.warnings);
         assert_eq!(load_from(&[("HYLAPACK_GTSV_REFINE", "0")]).gtsv_refine, 0);
+    }
+
+    #[test]
+    fn gtsv_host_transfer_per_size() {
+        let c = load_from(&[]);
+        assert_eq!(c.gtsv_transfer, GtsvTransfer::default());
+        assert_eq!(c.gtsv_transfer.for_n(1 << 26), GtsvHostTransfer::Pageable);
+        let c = load_from(&[
+            ("HYLAPACK_GTSV_REGISTER_MIN_N", "1000"),
+            ("HYLAPACK_GTSV_STAGED_MIN_N", "100"),
+        ]);
+        let t = c.gtsv_transfer;
+        assert_eq!(t.for_n(99), GtsvHostTransfer::Pageable);
+        assert_eq!(t.for_n(100), GtsvHostTransfer::Staged);
+        assert_eq!(t.for_n(1000), GtsvHostTransfer::Register);
+        assert_eq!(t.unregistered(1000), GtsvHostTransfer::Staged);
+        assert_eq!(t.unregistered(99), GtsvHostTransfer::Pageable);
+        let c = load_from(&[("HYLAPACK_GTSV_HOST_TRANSFER", "Register")]);
+        assert_eq!(c.gtsv_transfer.for_n(2), GtsvHostTransfer::Register);
+        assert_eq!(c.gtsv_transfer.unregistered(2), GtsvHostTransfer::Staged);
+        let c = load_from(&[("HYLAPACK_GTSV_HOST_TRANSFER", "pinned")]);
+        assert_eq!(c.gtsv_transfer.mode, GtsvHostTransfer::Auto);
+        assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
     }
 
     #[test]

@@ -469,6 +469,53 @@ impl Gpu {
     }
 }
 
+impl Gpu {
+    /// Page-locks every byte range of `ranges` (address, length), each page once: ranges that
+    /// share a page (neighbouring arrays of one allocation) are locked as one, since the driver
+    /// refuses to lock a page twice. All or nothing: where one lock is refused, those already
+    /// taken are undone before the error returns.
+    ///
+    /// # Safety
+    /// As [`Gpu::register_host`], for every range (empty ranges are skipped).
+    pub unsafe fn register_ranges(
+        &'static self,
+        ranges: &[(*const u8, usize)],
+    ) -> Result<Vec<Registered>, DeviceError> {
+        // SAFETY: sysconf has no preconditions.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+            .ok()
+            .filter(|&p| p.is_power_of_two())
+            .unwrap_or(4096);
+        let merged = page_spans(ranges.iter().map(|&(p, len)| (p as usize, len)), page);
+        let mut locked = Vec::with_capacity(merged.len());
+        for (start, end) in merged {
+            // SAFETY: whole pages of the caller's ranges (mapped, since they hold its bytes),
+            // allocated for the values' life (this function's contract); a refusal drops the
+            // locks already taken.
+            locked.push(unsafe { self.register_host(start as *mut u8, end - start)? });
+        }
+        Ok(locked)
+    }
+}
+
+/// The whole pages (start, end) that hold the byte ranges (address, length), each page once:
+/// ranges that share or touch a page merge into one span. Empty ranges hold no page.
+fn page_spans(ranges: impl Iterator<Item = (usize, usize)>, page: usize) -> Vec<(usize, usize)> {
+    let mut spans: Vec<(usize, usize)> = ranges
+        .filter(|&(_, len)| len > 0)
+        .map(|(start, len)| (start & !(page - 1), (start + len).div_ceil(page) * page))
+        .collect();
+    spans.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
+    for (start, end) in spans {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
+    merged
+}
+
 impl Registered {
     /// Leaves the memory locked for the rest of the process: for when a copy into it may still
     /// run (the wait for it failed).
@@ -541,6 +588,21 @@ mod tests {
         ));
         free_held();
         assert_eq!(b.available(), 1000);
+    }
+
+    #[test]
+    fn page_spans_lock_each_page_once() {
+        let p = 4096;
+        // Neighbouring arrays of one allocation share pages: one span.
+        let one = [(p + 8, 100), (p + 108, 5000), (p + 5108, 100)];
+        assert_eq!(page_spans(one.into_iter(), p), vec![(p, 3 * p)]);
+        // Apart, in any order; empty ranges ignored; touching spans merge.
+        let apart = [(10 * p, p), (2 * p + 1, 1), (0, 0), (3 * p, 1)];
+        assert_eq!(
+            page_spans(apart.into_iter(), p),
+            vec![(2 * p, 4 * p), (10 * p, 11 * p)]
+        );
+        assert!(page_spans([(5, 0)].into_iter(), p).is_empty());
     }
 
     #[test]

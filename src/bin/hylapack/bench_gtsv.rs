@@ -8,6 +8,7 @@
 //! time at the device-to-device copy bandwidth measured at the start of the run.
 
 use crate::table::{time, Table};
+use hylapack::config::{GtsvHostTransfer, GtsvTransfer};
 use hylapack::dispatch::Backend;
 use hylapack::gtsv::{self, matrices::Tridiag, Solver};
 use hylapack::lapack::Lapack;
@@ -22,6 +23,10 @@ struct Options {
     tune: bool,
     /// Only this library's host-pointer GPU path and LAPACK (for very large n).
     lapack_only: bool,
+    /// Time the host-pointer path under each of these transfers (random systems, NRHS = 1).
+    transfers: Vec<GtsvHostTransfer>,
+    /// Many small systems against cuSPARSE's batched solvers instead.
+    batch: bool,
 }
 
 /// NRHS = 16 runs only up to this order (memory and time).
@@ -35,11 +40,15 @@ fn parse(args: &[String]) -> Result<Options, String> {
         csv: None,
         tune: false,
         lapack_only: false,
+        transfers: Vec::new(),
+        batch: false,
     };
+    let mut sized = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--sizes" => {
+                sized = true;
                 let v = it.next().ok_or("--sizes needs a list of log2(n)")?;
                 o.sizes = v
                     .split(',')
@@ -53,8 +62,24 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--quick" => o.sizes = vec![12, 16],
             "--tune" => o.tune = true,
             "--lapack-only" => o.lapack_only = true,
+            "--batch" => o.batch = true,
+            "--host-transfer" => {
+                let v = it.next().ok_or("--host-transfer needs a list")?;
+                o.transfers = v
+                    .split(',')
+                    .map(|s| {
+                        GtsvHostTransfer::parse(s.trim()).ok_or(format!(
+                            "bad transfer {s} (register, staged, pageable, auto)"
+                        ))
+                    })
+                    .collect::<Result<_, _>>()?;
+            }
             other => return Err(format!("unknown option {other}")),
         }
+    }
+    if !sized && !o.transfers.is_empty() {
+        // The range over which the choice per size is to be made (issue #27).
+        o.sizes = vec![18, 20, 22, 23, 24, 25, 26];
     }
     Ok(o)
 }
@@ -66,7 +91,7 @@ pub fn bench_gtsv(args: &[String]) -> i32 {
         Err(e) => {
             eprintln!("hylapack bench gtsv: {e}");
             eprintln!(
-                "usage: hylapack bench gtsv [--sizes 16,20,23,24 (log2 n)] [--csv FILE] [--quick] [--tune] [--lapack-only]"
+                "usage: hylapack bench gtsv [--sizes 16,20,23,24 (log2 n)] [--csv FILE] [--quick] [--tune] [--lapack-only] [--host-transfer register,staged,pageable] [--batch]"
             );
             2
         }
@@ -136,11 +161,14 @@ fn hylapack_run(
             (Backend::Gpu, Solver::Spike) if backend == Backend::Gpu => {
                 let p = gtsv::gpu::last_phases();
                 format!(
-                    "up {:.1} + solve {:.1} + down {:.1} ms, {} refine",
+                    "up {:.1} + solve {:.1} + down {:.1} ms, {} refine{}",
                     p.upload * 1e3,
                     p.solve * 1e3,
                     p.download * 1e3,
-                    p.refine_steps
+                    p.refine_steps,
+                    p.transfer
+                        .map(|t| format!(", {}", t.name()))
+                        .unwrap_or_default()
                 )
             }
             (got, Solver::Spike) if got == backend => String::new(),
@@ -418,9 +446,63 @@ fn tune(k: u32) -> i32 {
     0
 }
 
+/// The host-pointer path under each transfer of `o.transfers` beside LAPACK dgtsv, random
+/// systems, NRHS = 1, medians of 3 runs after an untimed first call; rows as measured.
+fn host_transfers(o: &Options) -> i32 {
+    if let Err(e) = hylapack::device::gpu() {
+        println!("no GPU ({e}): nothing to time");
+        return 1;
+    }
+    println!(
+        "hylapack GPU (host ptrs) under each host transfer; x LAPACK: LAPACK's time over the row's"
+    );
+    let mut table =
+        Table::new(&["n", "method", "time", "rel.residual", "x LAPACK", "note"]).live(10);
+    let mut rng = Rng::new(20_120_000);
+    for &k in &o.sizes {
+        let n = 1usize << k;
+        let a = gtsv::matrices::random(n, &mut rng);
+        let b: Vec<f64> = (0..n).map(|_| rng.range(-1.0, 1.0)).collect();
+        let lapack = lapack_run(&a, &b, 1, 3);
+        let mut add = |method: String, r: &Run| {
+            table.row(vec![
+                format!("2^{k}"),
+                method,
+                time(r.seconds),
+                format!("{:.2e}", rel_residual(&a, &r.x, &b, 1)),
+                format!("{:.1}", lapack.seconds / r.seconds),
+                r.note.clone(),
+            ])
+        };
+        add("LAPACK dgtsv".into(), &lapack);
+        for &mode in &o.transfers {
+            let mut opts = gtsv::Options::default();
+            opts.gpu.transfer = GtsvTransfer {
+                mode,
+                ..opts.gpu.transfer
+            };
+            let r = hylapack_run(&a, &b, 1, 3, Backend::Gpu, &opts);
+            add(format!("hylapack GPU ({})", mode.name()), &r);
+        }
+    }
+    if let Some(path) = &o.csv {
+        if let Err(e) = table.write_csv(path) {
+            eprintln!("hylapack bench gtsv: cannot write {path}: {e}");
+            return 1;
+        }
+    }
+    0
+}
+
 fn run(o: &Options) -> i32 {
     if o.tune {
         return tune(*o.sizes.iter().max().unwrap_or(&23));
+    }
+    if o.batch {
+        return crate::bench_gtsv_batch::run();
+    }
+    if !o.transfers.is_empty() {
+        return host_transfers(o);
     }
     let gpu = hylapack::device::gpu();
     let gpu_ok = gpu.is_ok();
@@ -460,7 +542,8 @@ fn run(o: &Options) -> i32 {
         "GB/s",
         "x floor",
         "note",
-    ]);
+    ])
+    .live(10);
     let cpu_spike = gtsv::Options {
         cpu_min_n: 0,
         ..gtsv::Options::default()
@@ -548,6 +631,7 @@ fn run(o: &Options) -> i32 {
             }
         }
     }
+    println!("\nsummary:");
     table.print();
     if let Some(path) = &o.csv {
         if let Err(e) = table.write_csv(path) {

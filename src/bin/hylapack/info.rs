@@ -67,6 +67,13 @@ pub fn run() -> i32 {
         from(m.syrdb),
         from(m.interval)
     );
+    let t = &cfg.gtsv_transfer;
+    println!(
+        "gtsv host arrays:  {} (auto: register {}, staged {}, else pageable)",
+        t.mode.name(),
+        from(t.register_min_n),
+        from(t.staged_min_n)
+    );
     println!("Kernel cache:      {}", cfg.cache_dir.display());
     let mut status = 0;
     match device::gpu() {

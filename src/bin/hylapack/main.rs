@@ -3,6 +3,7 @@
 
 mod bench;
 mod bench_gtsv;
+mod bench_gtsv_batch;
 mod bench_interval;
 mod bench_overhead;
 mod bench_processes;
@@ -22,6 +23,11 @@ const USAGE: &str = "usage: hylapack <command>
       --quick             small sizes only (a smoke test)
   bench gtsv [opts]    time tridiagonal solves against LAPACK dgtsv and cuSPARSE gtsv2
       --sizes 16,20,24    log2 of the orders (default: 16,20,23,24)
+      --host-transfer register,staged,pageable
+                          time the host-pointer path under each transfer instead
+                          (random systems, NRHS = 1; sizes default to 18,20,22..26)
+      --batch             4096 systems of 256 and of 4096 against cuSPARSE's
+                          gtsv2StridedBatch and gtsvInterleavedBatch instead
   bench syev [opts]    time dense symmetric eigenvalues (band reduction) against cuSOLVER
                        Dsytrd/Dsyevd and LAPACK dsyevd, dsytrd_sy2sb+sb2st+dsterf
       --sizes 4096,8192   problem orders (default: 4096,8192,16384,32768)

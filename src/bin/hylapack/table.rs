@@ -3,8 +3,8 @@
 pub struct Table {
     header: Vec<String>,
     rows: Vec<Vec<String>>,
-    /// The column widths rows are printed at as they come ([`Table::print_header`]).
-    widths: Vec<usize>,
+    /// Each row is also printed (and flushed) as it is added, padded to these widths.
+    live: Option<Vec<usize>>,
 }
 
 impl Table {
@@ -12,42 +12,17 @@ impl Table {
         Table {
             header: header.iter().map(|s| s.to_string()).collect(),
             rows: Vec::new(),
-            widths: Vec::new(),
+            live: None,
         }
     }
 
-    /// Prints the header now, each column at least as wide as `widths` says (or its title),
-    /// for rows printed as they come ([`Table::print_row`]): a run cut short keeps what it
-    /// measured.
-    pub fn print_header(&mut self, widths: &[usize]) {
-        assert_eq!(widths.len(), self.header.len(), "one width per column");
-        self.widths = self
-            .header
-            .iter()
-            .zip(widths)
-            .map(|(h, &w)| w.max(h.len()))
-            .collect();
-        self.print_line(&self.header);
-        let rule: Vec<String> = self.widths.iter().map(|w| "-".repeat(*w)).collect();
-        println!("{}", rule.join("  "));
-    }
-
-    /// Adds a row and prints it at once, at the header's widths (a longer cell pushes the
-    /// rest of its line right), flushed.
-    pub fn print_row(&mut self, cells: Vec<String>) {
-        self.row(cells);
-        self.print_line(&self.rows[self.rows.len() - 1]);
-        use std::io::Write;
-        let _ = std::io::stdout().flush();
-    }
-
-    fn print_line(&self, cells: &[String]) {
-        let padded: Vec<String> = cells
-            .iter()
-            .zip(&self.widths)
-            .map(|(s, w)| format!("{s:>w$}"))
-            .collect();
-        println!("{}", padded.join("  "));
+    /// Prints the header now and every row as it is added, each cell padded to at least
+    /// `min_width` (so that a long run shows its results as they are measured).
+    pub fn live(mut self, min_width: usize) -> Self {
+        let widths: Vec<usize> = self.header.iter().map(|h| h.len().max(min_width)).collect();
+        print_line(&self.header, &widths);
+        self.live = Some(widths);
+        self
     }
 
     pub fn row(&mut self, cells: Vec<String>) {
@@ -56,6 +31,9 @@ impl Table {
             self.header.len(),
             "a row must have one cell per column"
         );
+        if let Some(widths) = &self.live {
+            print_line(&cells, widths);
+        }
         self.rows.push(cells);
     }
 
@@ -70,14 +48,7 @@ impl Table {
                     .unwrap_or(0)
             })
             .collect();
-        let line = |cells: &[String]| {
-            let padded: Vec<String> = cells
-                .iter()
-                .zip(&widths)
-                .map(|(s, w)| format!("{s:>w$}"))
-                .collect();
-            println!("{}", padded.join("  "));
-        };
+        let line = |cells: &[String]| print_line(cells, &widths);
         line(&self.header);
         println!(
             "{}",
@@ -99,6 +70,19 @@ impl Table {
         }
         std::fs::write(path, text)
     }
+}
+
+/// One line of cells, right-aligned to `widths`, flushed at once.
+fn print_line(cells: &[String], widths: &[usize]) {
+    use std::io::Write;
+    let padded: Vec<String> = cells
+        .iter()
+        .zip(widths)
+        .map(|(s, w)| format!("{s:>w$}"))
+        .collect();
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{}", padded.join("  "));
+    let _ = out.flush();
 }
 
 /// Seconds in a short human unit.

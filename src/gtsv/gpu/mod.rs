@@ -1,6 +1,7 @@
 //! SPIKE on the GPU (`kernels/gtsv.cu`). The core works on device pointers ([`solve_device`],
-//! data already on the GPU); [`solve`] is the LAPACK interface: it uploads host arrays through
-//! pinned staging buffers, runs the same core and downloads only an accepted answer.
+//! data already on the GPU); [`solve`] is the LAPACK interface: it uploads host arrays (through
+//! pinned staging buffers, or straight from the caller's page-locked arrays: `transfer.rs`),
+//! runs the same core and downloads only an accepted answer.
 //!
 //! Each level of the recursion cuts its system into partitions of `m` rows (one thread each,
 //! diagonal pivoting) and, in the same kernel, writes the tridiagonal separator system (one row
@@ -35,6 +36,7 @@ use std::time::Instant;
 mod chunked;
 mod plan;
 mod streamed;
+mod transfer;
 
 /// Host memory of `len` elements of T, or the rejection that sends the call to LAPACK xGTSV
 /// on the caller's arrays (issue #23: never an abort).
@@ -45,6 +47,7 @@ fn host<T: Real>(len: usize) -> Result<Vec<T>, Reject> {
 pub use chunked::{chunk_rows, solve_chunked};
 use plan::*;
 pub use streamed::{slice_partitions, solve_streamed, streamed_bytes};
+use transfer::{HostIo, HostSystem};
 
 /// Tuning of the GPU path.
 #[derive(Clone, Debug)]
@@ -71,6 +74,10 @@ pub struct GpuOptions {
     /// Device bytes one call may use, below the budget (`HYLAPACK_GPU_MEMORY_LIMIT` or what is
     /// free); a system that needs more is streamed or chunked ([`solve`]). `None`: the budget.
     pub memory_limit: Option<u64>,
+    /// How host arrays travel in an in-core solve (and in each chunk of a chunked one):
+    /// `HYLAPACK_GTSV_HOST_TRANSFER` and its thresholds by default. The streamed solve's
+    /// slices always go through the pageable path's staging buffers.
+    pub transfer: crate::config::GtsvTransfer,
 }
 
 impl Default for GpuOptions {
@@ -86,6 +93,7 @@ impl Default for GpuOptions {
             speculate: true,
             staging_elems: 1 << 22,
             memory_limit: None,
+            transfer: crate::config::get().gtsv_transfer,
         }
     }
 }
@@ -101,6 +109,8 @@ pub struct Phases {
     pub refine_steps: usize,
     /// Chunks of the last solve (1 unless it was above the memory limit).
     pub chunks: usize,
+    /// How the last in-core solve (or chunk) moved its host arrays (`None`: streamed).
+    pub transfer: Option<crate::config::GtsvHostTransfer>,
 }
 
 thread_local! {
@@ -313,7 +323,17 @@ fn solve_whole<T: Real>(
     let call = Call::begin(o, n, nrhs, bytes_needed::<T>(n, nrhs, o))?;
     let (gpu, stream) = (call.gpu, call.stream.clone());
     let t0 = Instant::now();
-    let mut staging = Staging::<T>::new(gpu, o.staging_elems.max(1024))?;
+    let host = HostSystem {
+        dl,
+        d,
+        du,
+        b: &*b,
+        ldb,
+        nrhs,
+    };
+    // Declared before the device buffers: a page-locked caller's array is unlocked only after
+    // their drops are queued, once the stream is idle.
+    let mut io = HostIo::open(gpu, &stream, &o.transfer, o.staging_elems, &host)?;
     // SAFETY (allocations): every element is written by an upload before it is read.
     let (dl_d, d_d, du_d, f_d) = unsafe {
         (
@@ -333,17 +353,7 @@ fn solve_whole<T: Real>(
         ptr: addr(&f_d, &stream),
         ld: n,
     };
-    staging.upload(&stream, &dl[..n - 1], a.dl)?;
-    staging.upload(&stream, d, a.d)?;
-    staging.upload(&stream, &du[..n - 1], a.du)?;
-    if ldb == n {
-        staging.upload(&stream, &b[..n * nrhs], f.ptr)?;
-    } else {
-        for col in 0..nrhs {
-            let src = &b[col * ldb..col * ldb + n];
-            staging.upload(&stream, src, f.ptr + (col * n * sz::<T>()) as u64)?;
-        }
-    }
+    io.upload(&stream, &host, a, f)?;
     let t1 = Instant::now();
     let mut plan = Plan::<T>::new(gpu, stream.clone(), o, a, nrhs)?;
     // Save B while the GPU works, in memory allocated before it starts.
@@ -365,25 +375,15 @@ fn solve_whole<T: Real>(
         return Ok(Err(r));
     }
     let x = plan.x_cols();
-    let mut download = |b: &mut [T]| -> Result<(), DeviceError> {
-        if ldb == n {
-            // The columns are contiguous: one stream of pieces, transfers overlapping copies.
-            staging.download(&stream, x.ptr, &mut b[..n * nrhs])?;
-        } else {
-            for col in 0..nrhs {
-                let dst = &mut b[col * ldb..col * ldb + n];
-                staging.download(&stream, x.ptr + (col * n * sz::<T>()) as u64, dst)?;
-            }
-        }
-        stream.synchronize()?;
-        Ok(())
-    };
     match saved.as_mut() {
         Some(s) => {
-            download(s.b)?;
+            io.download(&stream, x, s.b, ldb, n, nrhs)?;
             s.committed = true;
         }
-        None => download(plain.expect("set while the GPU worked"))?,
+        None => {
+            let b = plain.expect("set while the GPU worked");
+            io.download(&stream, x, b, ldb, n, nrhs)?;
+        }
     }
     let t3 = Instant::now();
     PHASES.with(|p| {
@@ -392,6 +392,7 @@ fn solve_whole<T: Real>(
         v.solve = (t2 - t1).as_secs_f64();
         v.download = (t3 - t2).as_secs_f64();
         v.chunks = 1;
+        v.transfer = Some(io.mode());
         p.set(v);
     });
     Ok(Ok(()))

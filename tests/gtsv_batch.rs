@@ -1,0 +1,328 @@
+//! `xgtsv_spike_strided_batch` (many systems of one size) against the system LAPACK's xGTSV
+//! system by system, with padding that must survive, scaled neighbours, the C entry and bad
+//! arguments. The backend comes from the environment as in `gtsv.rs`.
+
+use hylapack::dispatch::Backend;
+use hylapack::gtsv::matrices::{self, Tridiag};
+use hylapack::gtsv::{self, Options};
+use hylapack::lapack::Lapack;
+use hylapack::testmat::{seed_from_time, Rng};
+
+#[path = "common/gtsv.rs"]
+mod gtsv_common;
+use gtsv_common::*;
+
+/// `count` systems of order `n` in strided storage (padding between systems = 555, which must
+/// survive), solved by the batch entry and, one by one, by LAPACK.
+fn check_batch<T: Lapack>(
+    n: usize,
+    nrhs: usize,
+    count: usize,
+    dominant: bool,
+    singular: Option<usize>,
+    rng: &mut Rng,
+) {
+    check_batch_scaled::<T>(n, nrhs, count, dominant, singular, 1.0, rng)
+}
+
+/// [`check_batch`] with every odd-numbered system (matrix and right-hand sides) scaled by
+/// `odd_scale`: each system must meet its own backward-error bound, whatever its neighbours'
+/// magnitudes.
+fn check_batch_scaled<T: Lapack>(
+    n: usize,
+    nrhs: usize,
+    count: usize,
+    dominant: bool,
+    singular: Option<usize>,
+    odd_scale: f64,
+    rng: &mut Rng,
+) {
+    let (sa, ldb) = (n + 3, n + 1);
+    let sb = ldb * nrhs + 2;
+    let systems: Vec<Tridiag> = (0..count)
+        .map(|k| {
+            let mut a = if dominant {
+                matrices::diagonally_dominant(n, rng)
+            } else {
+                matrices::random(n, rng)
+            };
+            if k % 2 == 1 {
+                for v in a.dl.iter_mut().chain(a.d.iter_mut()).chain(a.du.iter_mut()) {
+                    *v *= odd_scale;
+                }
+            }
+            if singular == Some(k) {
+                // Row n/2 zero: U(n/2, n/2) is exactly zero.
+                let r = n / 2;
+                a.d[r] = 0.0;
+                if r > 0 {
+                    a.dl[r - 1] = 0.0;
+                }
+                if r + 1 < n {
+                    a.du[r] = 0.0;
+                }
+            }
+            a
+        })
+        .collect();
+    let bs: Vec<Vec<f64>> = (0..count)
+        .map(|k| {
+            let mut b = rhs(n, ldb, nrhs, rng);
+            if k % 2 == 1 {
+                for c in 0..nrhs {
+                    for v in &mut b[c * ldb..c * ldb + n] {
+                        *v *= odd_scale;
+                    }
+                }
+            }
+            b
+        })
+        .collect();
+    let pad = 555.0;
+    // The arrays as short as the contract allows (the C entry's lengths): for N = 1, DL and
+    // DU hold nothing.
+    let span = |len: usize| if len == 0 { 0 } else { (count - 1) * sa + len };
+    let (mut dl, mut d, mut du) = (
+        vec![T::from_f64(pad); span(n - 1)],
+        vec![T::from_f64(pad); span(n)],
+        vec![T::from_f64(pad); span(n - 1)],
+    );
+    let mut b = vec![T::from_f64(pad); sb * count];
+    for (k, a) in systems.iter().enumerate() {
+        for i in 0..n {
+            d[k * sa + i] = T::from_f64(a.d[i]);
+            if i + 1 < n {
+                dl[k * sa + i] = T::from_f64(a.dl[i]);
+                du[k * sa + i] = T::from_f64(a.du[i]);
+            }
+        }
+        for (i, &v) in bs[k].iter().enumerate() {
+            b[k * sb + i] = T::from_f64(v);
+        }
+    }
+    let mut info = vec![-99; count];
+    let report = gtsv::gtsv_strided_batch(
+        &Options::default(),
+        n,
+        nrhs,
+        &mut dl,
+        &mut d,
+        &mut du,
+        sa,
+        &mut b,
+        ldb,
+        sb,
+        count,
+        &mut info,
+        backend(),
+    );
+    let what = format!(
+        "batch {}: n {n} nrhs {nrhs} count {count} dominant {dominant} singular {singular:?}",
+        T::PREFIX
+    );
+    if backend() == Backend::Gpu && require_gpu() && dominant && singular.is_none() {
+        assert_eq!(report.backend, Backend::Gpu, "{what}: {:?}", report.note);
+    }
+    for k in 0..count {
+        let want = lapack::<T>(&systems[k], &bs[k], ldb, nrhs);
+        let got = &b[k * sb..k * sb + ldb * nrhs];
+        assert_eq!(info[k], want.info, "{what}: system {k} INFO");
+        assert!(
+            b[k * sb + ldb * nrhs..(k + 1) * sb]
+                .iter()
+                .all(|v| v.to_f64() == pad),
+            "{what}: padding after system {k}"
+        );
+        if want.info != 0 {
+            assert!(
+                got.iter()
+                    .zip(&want.x)
+                    .all(|(p, q)| p.to_f64().to_bits() == q.to_f64().to_bits()),
+                "{what}: singular system {k}: B differs from LAPACK's"
+            );
+            continue;
+        }
+        let b_t: Vec<f64> = convert::<T>(&bs[k]).iter().map(|v| v.to_f64()).collect();
+        for c in 0..nrhs {
+            for i in n..ldb {
+                assert_eq!(got[i + c * ldb].to_f64(), 777.0, "{what}: row padding");
+            }
+            let be = backward_error(&systems[k], got, &b_t, ldb, c);
+            assert!(
+                be <= 64.0 * T::EPS.to_f64(),
+                "{what}: system {k} column {c} backward error {be:e}"
+            );
+        }
+    }
+    if singular.is_none() {
+        assert!(info.iter().all(|&i| i == 0));
+    }
+}
+
+#[test]
+fn strided_batch_against_lapack() {
+    let mut rng = Rng::new(seed_from_time());
+    for &n in &[1, 2, 3, 17, 100, 1000] {
+        for &(nrhs, count) in &[(1, 1), (1, 5), (3, 33), (16, 7)] {
+            for dominant in [true, false] {
+                check_batch::<f64>(n, nrhs, count, dominant, None, &mut rng);
+            }
+        }
+        check_batch::<f32>(n, 2, 9, true, None, &mut rng);
+    }
+    // Many small systems (the batch's purpose).
+    check_batch::<f64>(64, 1, 20_000, true, None, &mut rng);
+    // Neighbours of very different magnitudes.
+    for dominant in [true, false] {
+        check_batch_scaled::<f64>(500, 2, 16, dominant, None, 1e-10, &mut rng);
+    }
+    // One singular system among many: its INFO and B as LAPACK's, the others solved.
+    check_batch::<f64>(50, 2, 40, true, Some(17), &mut rng);
+    check_batch::<f32>(3, 1, 10, true, Some(0), &mut rng);
+}
+
+#[test]
+fn strided_batch_c_entry_and_bad_arguments() {
+    use hylapack::api::gtsv::{dgtsv_spike_strided_batch, sgtsv_spike_strided_batch};
+    use std::ptr::null_mut;
+    let mut rng = Rng::new(seed_from_time());
+    let (n, count) = (40usize, 6usize);
+    let mut dl = vec![0.0; n * count];
+    let mut d = vec![0.0; n * count];
+    let mut du = vec![0.0; n * count];
+    let mut b = vec![0.0; n * count];
+    let mut systems = Vec::new();
+    for k in 0..count {
+        let mut a = matrices::random(n, &mut rng);
+        if k == 4 {
+            a.d[7] = 0.0;
+            a.dl[6] = 0.0;
+            a.du[7] = 0.0;
+        }
+        d[k * n..k * n + n].copy_from_slice(&a.d);
+        dl[k * n..k * n + n - 1].copy_from_slice(&a.dl);
+        du[k * n..k * n + n - 1].copy_from_slice(&a.du);
+        let bk = rhs(n, n, 1, &mut rng);
+        b[k * n..k * n + n].copy_from_slice(&bk);
+        systems.push((a, bk));
+    }
+    let mut info = vec![0; count];
+    let (ni, ci) = (n as i32, count as i32);
+    let ret = unsafe {
+        dgtsv_spike_strided_batch(
+            ni,
+            1,
+            dl.as_mut_ptr(),
+            d.as_mut_ptr(),
+            du.as_mut_ptr(),
+            ni,
+            b.as_mut_ptr(),
+            ni,
+            ni,
+            ci,
+            info.as_mut_ptr(),
+        )
+    };
+    assert_eq!(ret, 1, "one singular system");
+    for (k, (a, bk)) in systems.iter().enumerate() {
+        let want = lapack::<f64>(a, bk, n, 1);
+        assert_eq!(info[k], want.info);
+        if want.info == 0 {
+            assert!(backward_error(a, &b[k * n..], bk, n, 0) <= 64.0 * f64::EPSILON);
+        }
+    }
+    assert!(info[4] > 0);
+
+    // Argument checks, in order.
+    let (mut x, mut y, mut z, mut w) = (
+        vec![1.0f64; 40],
+        vec![4.0f64; 40],
+        vec![1.0f64; 40],
+        vec![1.0f64; 40],
+    );
+    let mut inf = vec![0; 8];
+    let call = |n: i32,
+                nrhs: i32,
+                dl: *mut f64,
+                d: *mut f64,
+                du: *mut f64,
+                sa: i32,
+                b: *mut f64,
+                ldb: i32,
+                sb: i32,
+                cnt: i32,
+                info: *mut i32| unsafe {
+        dgtsv_spike_strided_batch(n, nrhs, dl, d, du, sa, b, ldb, sb, cnt, info)
+    };
+    let (px, py, pz, pw, pi) = (
+        x.as_mut_ptr(),
+        y.as_mut_ptr(),
+        z.as_mut_ptr(),
+        w.as_mut_ptr(),
+        inf.as_mut_ptr(),
+    );
+    assert_eq!(call(-1, 1, px, py, pz, 5, pw, 5, 5, 4, pi), -1);
+    assert_eq!(call(5, -1, px, py, pz, 5, pw, 5, 5, 4, pi), -2);
+    assert_eq!(call(5, 1, null_mut(), py, pz, 5, pw, 5, 5, 4, pi), -3);
+    assert_eq!(call(5, 1, px, null_mut(), pz, 5, pw, 5, 5, 4, pi), -4);
+    assert_eq!(call(5, 1, px, py, null_mut(), 5, pw, 5, 5, 4, pi), -5);
+    assert_eq!(call(5, 1, px, py, pz, 4, pw, 5, 5, 4, pi), -6);
+    assert_eq!(call(5, 1, px, py, pz, 5, null_mut(), 5, 5, 4, pi), -7);
+    assert_eq!(call(5, 1, px, py, pz, 5, pw, 4, 5, 4, pi), -8);
+    assert_eq!(call(5, 2, px, py, pz, 5, pw, 5, 9, 4, pi), -9);
+    assert_eq!(call(5, 1, px, py, pz, 5, pw, 5, 5, -1, pi), -10);
+    assert_eq!(call(5, 1, px, py, pz, 5, pw, 5, 5, 4, null_mut()), -11);
+    // Nothing referenced: legal.
+    assert_eq!(
+        call(
+            5,
+            1,
+            null_mut(),
+            null_mut(),
+            null_mut(),
+            5,
+            null_mut(),
+            5,
+            5,
+            0,
+            null_mut()
+        ),
+        0
+    );
+    assert_eq!(
+        call(
+            0,
+            1,
+            null_mut(),
+            null_mut(),
+            null_mut(),
+            0,
+            null_mut(),
+            1,
+            1,
+            3,
+            pi
+        ),
+        0
+    );
+    assert_eq!(
+        unsafe {
+            sgtsv_spike_strided_batch(
+                5,
+                1,
+                null_mut(),
+                null_mut(),
+                null_mut(),
+                5,
+                null_mut(),
+                5,
+                5,
+                -2,
+                null_mut(),
+            )
+        },
+        -10
+    );
+    // Refused calls leave the data alone.
+    assert!(y.iter().all(|&v| v == 4.0) && w.iter().all(|&v| v == 1.0));
+}

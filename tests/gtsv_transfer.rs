@@ -1,0 +1,326 @@
+//! The host transfers of `xgtsv_spike`'s GPU path (`HYLAPACK_GTSV_HOST_TRANSFER`): each mode
+//! forced gives the pageable path's answer bit for bit (only the transfer changes), at odd
+//! sizes that cut into several staged pieces, with NRHS > 1 and LDB > N, in chunks; a
+//! registration the driver refuses (the memory is registered already) falls back; every
+//! registration is undone when the call returns, also when SPIKE's answer is rejected.
+//!
+//! GPU only: skipped without one unless `HYLAPACK_REQUIRE_GPU=1`, which makes them fail.
+
+use hylapack::config::{GtsvHostTransfer, GtsvTransfer};
+use hylapack::dispatch::Backend;
+use hylapack::gtsv::gpu::{last_phases, GpuOptions};
+use hylapack::gtsv::matrices::{self, Tridiag};
+use hylapack::gtsv::{self, Options, Solver};
+use hylapack::lapack::Lapack;
+use hylapack::real::Real;
+use hylapack::testmat::{seed_from_time, Rng};
+
+#[path = "common/gtsv.rs"]
+mod gtsv_common;
+use gtsv_common::*;
+
+/// Page-locking is process-wide: a test probing or locking pages while another's solve locks a
+/// neighbouring array on the same page would see a refusal that is not its own. One at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+const MODES: [GtsvHostTransfer; 3] = [
+    GtsvHostTransfer::Pageable,
+    GtsvHostTransfer::Staged,
+    GtsvHostTransfer::Register,
+];
+
+/// The GPU path at every size, host arrays moved by `mode`.
+fn forced(mode: GtsvHostTransfer, memory_limit: Option<u64>) -> Options {
+    Options {
+        gpu: GpuOptions {
+            transfer: GtsvTransfer {
+                mode,
+                ..GtsvTransfer::default()
+            },
+            memory_limit,
+            ..GpuOptions::default()
+        },
+        ..Options::default()
+    }
+}
+
+/// The arrays of one solve (in `T`), kept so that a test can look at them or lock them.
+struct Arrays<T> {
+    dl: Vec<T>,
+    d: Vec<T>,
+    du: Vec<T>,
+    b: Vec<T>,
+}
+
+impl<T: Real> Arrays<T> {
+    fn new(a: &Tridiag, b: &[f64]) -> Self {
+        Arrays {
+            dl: convert(&a.dl),
+            d: convert(&a.d),
+            du: convert(&a.du),
+            b: convert(b),
+        }
+    }
+}
+
+/// Solves on the GPU; asserts that the GPU ran SPIKE. Returns the report's solver and, for an
+/// in-core solve, the transfer it used.
+fn solve_gpu<T: Lapack>(
+    x: &mut Arrays<T>,
+    ldb: usize,
+    nrhs: usize,
+    o: &Options,
+) -> (Solver, i32, Option<GtsvHostTransfer>) {
+    let r = gtsv::gtsv_with(
+        o,
+        &mut x.dl,
+        &mut x.d,
+        &mut x.du,
+        &mut x.b,
+        ldb,
+        nrhs,
+        Backend::Gpu,
+    );
+    assert_eq!(
+        r.spike_backend,
+        Some(Backend::Gpu),
+        "GPU did not run: {:?}",
+        r.note
+    );
+    (r.solver, r.info, last_phases().transfer)
+}
+
+fn bits<T: Real>(v: &[T]) -> Vec<u64> {
+    v.iter().map(|x| x.to_f64().to_bits()).collect()
+}
+
+fn modes_agree<T: Lapack>(n: usize, nrhs: usize, ldb: usize, limit: Option<u64>, rng: &mut Rng) {
+    let a = matrices::random(n, rng);
+    let b = rhs(n, ldb, nrhs, rng);
+    let mut want: Option<Vec<u64>> = None;
+    for mode in MODES {
+        let mut x = Arrays::<T>::new(&a, &b);
+        let (solver, info, used) = solve_gpu(&mut x, ldb, nrhs, &forced(mode, limit));
+        let what = format!("{} n {n} nrhs {nrhs} ldb {ldb} {}", T::PREFIX, mode.name());
+        assert_eq!((solver, info), (Solver::Spike, 0), "{what}");
+        if limit.is_none() {
+            assert_eq!(used, Some(mode), "{what}: ran another transfer");
+        }
+        // Padding rows of B are never written.
+        for c in 0..nrhs {
+            for i in n..ldb {
+                assert_eq!(x.b[c * ldb + i].to_f64(), 777.0, "{what}: padding row {i}");
+            }
+        }
+        let got = bits(&x.b);
+        match &want {
+            None => want = Some(got),
+            Some(w) => assert!(*w == got, "{what}: differs from the pageable path"),
+        }
+    }
+}
+
+#[test]
+fn every_transfer_gives_the_same_answer_bit_for_bit() {
+    if !have_gpu_or_skip() {
+        eprintln!("skipped: no GPU");
+        return;
+    }
+    let _one_at_a_time = serial();
+    let mut rng = Rng::new(seed_from_time());
+    // 2^20 + 3 rows of f64 are three staged pieces of 4 MiB and a short one; f32 two.
+    for (n, nrhs, ldb) in [
+        (2, 1, 2),
+        (7, 2, 9),
+        (1000, 1, 1000),
+        (1000, 3, 1003),
+        ((1 << 20) + 3, 1, (1 << 20) + 3),
+        ((1 << 19) + 1, 3, (1 << 19) + 6),
+    ] {
+        modes_agree::<f64>(n, nrhs, ldb, None, &mut rng);
+        modes_agree::<f32>(n, nrhs, ldb, None, &mut rng);
+    }
+}
+
+#[test]
+fn every_transfer_in_chunks() {
+    if !have_gpu_or_skip() {
+        eprintln!("skipped: no GPU");
+        return;
+    }
+    let _one_at_a_time = serial();
+    // ~1.5 MB of GPU memory: chunks of ~20k rows, each moved by the transfer asked for.
+    let mut rng = Rng::new(seed_from_time());
+    modes_agree::<f64>(100_003, 2, 100_010, Some(1_500_000), &mut rng);
+    assert!(last_phases().chunks > 2);
+}
+
+/// Whether `bytes` at `p` can be page-locked now (and unlocks them again): false while any of
+/// their pages is locked already.
+fn lockable(p: *const u8, bytes: usize) -> bool {
+    let gpu = hylapack::device::gpu().expect("GPU");
+    // SAFETY: a live array of this test, unlocked again when the value drops.
+    unsafe { gpu.register_host(p.cast_mut(), bytes) }.is_ok()
+}
+
+fn all_unlocked<T>(x: &Arrays<T>) -> bool {
+    [&x.dl, &x.d, &x.du, &x.b]
+        .iter()
+        .all(|v| lockable(v.as_ptr().cast(), std::mem::size_of_val(v.as_slice())))
+}
+
+#[test]
+fn refused_registration_falls_back_to_staged() {
+    if !have_gpu_or_skip() {
+        eprintln!("skipped: no GPU");
+        return;
+    }
+    let _one_at_a_time = serial();
+    let gpu = hylapack::device::gpu().expect("GPU");
+    let mut rng = Rng::new(seed_from_time());
+    let (n, nrhs, ldb) = (300_001, 2, 300_004);
+    let a = matrices::random(n, &mut rng);
+    let b = rhs(n, ldb, nrhs, &mut rng);
+    let mut want = Arrays::<f64>::new(&a, &b);
+    solve_gpu(
+        &mut want,
+        ldb,
+        nrhs,
+        &forced(GtsvHostTransfer::Pageable, None),
+    );
+    let mut x = Arrays::<f64>::new(&a, &b);
+    // The caller has registered B already: the driver refuses a second registration
+    // (CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED).
+    // SAFETY: x.b lives until the end of the test, after `held` is dropped.
+    let held = unsafe { gpu.register_host(x.b.as_mut_ptr().cast(), x.b.len() * 8) }
+        .expect("registering B");
+    let (solver, info, used) =
+        solve_gpu(&mut x, ldb, nrhs, &forced(GtsvHostTransfer::Register, None));
+    assert_eq!((solver, info), (Solver::Spike, 0));
+    assert_eq!(used, Some(GtsvHostTransfer::Staged));
+    assert_eq!(bits(&x.b), bits(&want.b));
+    // The caller's registration is still in place (ours did not undo it) ...
+    assert!(!lockable(x.b.as_ptr().cast(), 8));
+    drop(held);
+    // ... and nothing of ours is left locked.
+    assert!(all_unlocked(&x));
+    // Under auto, the refusal falls back to auto's choice without registering.
+    let auto = GtsvTransfer {
+        mode: GtsvHostTransfer::Auto,
+        register_min_n: 1,
+        staged_min_n: usize::MAX,
+    };
+    let mut o = forced(GtsvHostTransfer::Auto, None);
+    o.gpu.transfer = auto;
+    let mut x = Arrays::<f64>::new(&a, &b);
+    // SAFETY: as above.
+    let held = unsafe { gpu.register_host(x.d.as_mut_ptr().cast(), x.d.len() * 8) }
+        .expect("registering D");
+    let (_, _, used) = solve_gpu(&mut x, ldb, nrhs, &o);
+    assert_eq!(used, Some(GtsvHostTransfer::Pageable));
+    assert_eq!(bits(&x.b), bits(&want.b));
+    drop(held);
+}
+
+#[test]
+fn registration_is_undone_on_every_exit() {
+    if !have_gpu_or_skip() {
+        eprintln!("skipped: no GPU");
+        return;
+    }
+    let _one_at_a_time = serial();
+    let mut rng = Rng::new(seed_from_time());
+    let register = forced(GtsvHostTransfer::Register, None);
+    // Accepted: the answer is in B and the arrays are unlocked.
+    let n = 50_000;
+    let a = matrices::random(n, &mut rng);
+    let b = rhs(n, n, 1, &mut rng);
+    let mut x = Arrays::<f64>::new(&a, &b);
+    let (solver, _, used) = solve_gpu(&mut x, n, 1, &register);
+    assert_eq!(
+        (solver, used),
+        (Solver::Spike, Some(GtsvHostTransfer::Register))
+    );
+    assert!(all_unlocked(&x), "left locked after an accepted answer");
+    // Rejected (a singular system: SPIKE's zero pivot, then LAPACK): LAPACK's INFO and B, and
+    // the arrays unlocked.
+    let mut s = matrices::random(n, &mut rng);
+    let row = n / 3;
+    s.d[row] = 0.0;
+    s.dl[row - 1] = 0.0;
+    s.du[row] = 0.0;
+    s.dl[row] = 0.0;
+    s.du[row - 1] = 0.0;
+    let mut x = Arrays::<f64>::new(&s, &b);
+    let r = gtsv::gtsv_with(
+        &register,
+        &mut x.dl,
+        &mut x.d,
+        &mut x.du,
+        &mut x.b,
+        n,
+        1,
+        Backend::Gpu,
+    );
+    let want = lapack::<f64>(&s, &b, n, 1);
+    assert_eq!(r.info, want.info, "{:?}", r.note);
+    assert!(r.info > 0);
+    assert_eq!(bits(&x.b), bits(&want.x));
+    assert!(all_unlocked(&x), "left locked after a rejected answer");
+    // Neighbouring arrays sharing pages (one allocation): locked once, then unlocked.
+    let mut one = vec![0.0f64; 4 * n];
+    let (dl, rest) = one.split_at_mut(n);
+    let (d, rest) = rest.split_at_mut(n);
+    let (du, bb) = rest.split_at_mut(n);
+    dl[..n - 1].copy_from_slice(&a.dl);
+    d.copy_from_slice(&a.d);
+    du[..n - 1].copy_from_slice(&a.du);
+    bb.copy_from_slice(&b);
+    let r = gtsv::gtsv_with(
+        &register,
+        &mut dl[..n - 1],
+        d,
+        &mut du[..n - 1],
+        bb,
+        n,
+        1,
+        Backend::Gpu,
+    );
+    assert_eq!((r.solver, r.info), (Solver::Spike, 0), "{:?}", r.note);
+    assert_eq!(last_phases().transfer, Some(GtsvHostTransfer::Register));
+    let mut fresh = Arrays::<f64>::new(&a, &b);
+    solve_gpu(&mut fresh, n, 1, &forced(GtsvHostTransfer::Pageable, None));
+    assert_eq!(bits(bb), bits(&fresh.b));
+    assert!(lockable(one.as_ptr().cast(), one.len() * 8));
+}
+
+#[test]
+fn auto_chooses_by_size() {
+    if !have_gpu_or_skip() {
+        eprintln!("skipped: no GPU");
+        return;
+    }
+    let _one_at_a_time = serial();
+    let mut rng = Rng::new(seed_from_time());
+    let mut o = forced(GtsvHostTransfer::Auto, None);
+    o.gpu.transfer = GtsvTransfer {
+        mode: GtsvHostTransfer::Auto,
+        register_min_n: 20_000,
+        staged_min_n: 2_000,
+    };
+    for (n, want) in [
+        (1_000, GtsvHostTransfer::Pageable),
+        (5_000, GtsvHostTransfer::Staged),
+        (30_000, GtsvHostTransfer::Register),
+    ] {
+        let a = matrices::diagonally_dominant(n, &mut rng);
+        let b = rhs(n, n, 1, &mut rng);
+        let mut x = Arrays::<f64>::new(&a, &b);
+        let (_, _, used) = solve_gpu(&mut x, n, 1, &o);
+        assert_eq!(used, Some(want), "n {n}");
+    }
+}
