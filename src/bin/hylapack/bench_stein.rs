@@ -196,9 +196,8 @@ pub fn bench_stein(args: &[String]) -> i32 {
             (None, None)
         };
         // Against LAPACK's pair, hylapack's own bisection is counted with its inverse iteration.
-        let ratio = |t: Option<f64>, ours: f64| {
-            t.map_or("-".to_string(), |t| format!("{:.1}x", t / ours))
-        };
+        let ratio =
+            |t: Option<f64>, ours: f64| t.map_or("-".to_string(), |t| format!("{:.1}x", t / ours));
         let q = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
         table.row(vec![
             fam.name().to_string(),
@@ -260,7 +259,19 @@ fn hylapack_stebz(range: u8, il: i32, iu: i32, d: &[f64], e: &[f64]) -> f64 {
     let (mut w, mut iblock, mut isplit) = (vec![0.0; n], vec![0; n], vec![0; n]);
     let t0 = Instant::now();
     let r = hylapack::stebz::stebz(
-        range, b'B', 0.0, 0.0, il, iu, 0.0, d, e, &mut w, &mut iblock, &mut isplit, Backend::Gpu,
+        range,
+        b'B',
+        0.0,
+        0.0,
+        il,
+        iu,
+        0.0,
+        d,
+        e,
+        &mut w,
+        &mut iblock,
+        &mut isplit,
+        Backend::Gpu,
     );
     let s = t0.elapsed().as_secs_f64();
     assert_eq!(r.info, 0, "hylapack stebz: INFO = {}", r.info);
