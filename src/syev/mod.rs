@@ -25,7 +25,7 @@
 mod driver;
 mod scale;
 
-pub use driver::{bandwidth, bandwidth_streaming, driver_bandwidths, wide_bandwidth};
+pub use driver::{bandwidth, bandwidth_streaming, driver_bandwidths, wide_bandwidth, StageTimes};
 
 use crate::dispatch::Backend;
 use crate::lapack::Dense;
@@ -208,6 +208,8 @@ pub struct EigReport {
     /// allocated (INFO = −1000): a caller that holds a workspace of LAPACK's size (the Fortran
     /// names' WORK) can run it there instead.
     pub lapack_without_workspace: bool,
+    /// With JOBZ = 'V' through the band reduction: the seconds of each stage.
+    pub stages: Option<StageTimes>,
 }
 
 impl EigReport {
@@ -219,6 +221,7 @@ impl EigReport {
             reduction: None,
             stebz_illegal: None,
             lapack_without_workspace: false,
+            stages: None,
         }
     }
 }
@@ -520,9 +523,10 @@ pub fn syev_vectors<T: SbrReal>(
     let rmax = (T::ONE / (T::SAFE_MIN / T::ULP)).sqrt();
     let sigma = scale_into_range(uplo, n, a, lda, anrm, rmax);
     match eigenvectors(uplo, n, a, lda, w, work, path) {
-        Ok((info, reduction)) => {
+        Ok((info, reduction, stages)) => {
             report.info = info;
             report.reduction = Some(reduction);
+            report.stages = Some(stages);
         }
         Err(why) => {
             no_host_memory(&mut report, &why);
@@ -805,7 +809,7 @@ pub fn syevx_vectors<T: SbrReal>(
             scaled.vu = vu * sigma;
         }
     }
-    let (kept, _, reduction) = match reduce_keeping(uplo, n, a, lda, work, path) {
+    let (mut kept, _, reduction) = match reduce_keeping(uplo, n, a, lda, work, path) {
         Ok(done) => done,
         Err(why) => {
             no_host_memory(&mut report, &why);
@@ -817,6 +821,7 @@ pub fn syevx_vectors<T: SbrReal>(
     // xSYEVX takes xSTEQR; bisection and inverse iteration if neither converges.
     let everything = range == b'A' || (range == b'I' && il == 1 && iu == n as i32);
     let mut done = false;
+    let clock = std::time::Instant::now();
     if everything && abstol <= T::ZERO {
         match all_vectors(&kept.d, &kept.e, w, z, ldz) {
             Ok(true) => {
@@ -838,11 +843,15 @@ pub fn syevx_vectors<T: SbrReal>(
             return report;
         }
     }
+    kept.times.tridiagonal_vectors = clock.elapsed().as_secs_f64();
     let m = report.m.max(0) as usize;
-    if let Err(why) = kept.back_transform(uplo, n, a, lda, m, z, ldz) {
-        no_host_memory(&mut report, &why);
-        report.m = 0;
-        return report;
+    match kept.back_transform(uplo, n, a, lda, m, z, ldz, path) {
+        Ok(stages) => report.stages = Some(stages),
+        Err(why) => {
+            no_host_memory(&mut report, &why);
+            report.m = 0;
+            return report;
+        }
     }
     if let Some(sigma) = sigma {
         let imax = syevx_unscaled(report.info, report.m, n);

@@ -1,0 +1,349 @@
+//! Q1 applied through an executor (cuBLAS on the GPU): Z := Q1 Z from the reflectors that
+//! [`super::syrdb`] leaves in A and TAU, in compact WY form. Panel p's block reflector is
+//! Q(p) = I − V T Vᵀ on rows s = (p + 1) kd .. n, where V (n − s x pk, unit diagonal, zeros
+//! above it) is xGEQRF's for UPLO = 'L' and the transpose of xGELQF's rows for 'U' (so that
+//! Q(p) is the transpose of that LQ factor's Q, as [`super::apply_q1`] applies with xORMLQ and
+//! TRANS = 'T'); T is xLARFT's forward factor. Each panel costs three GEMMs on all columns:
+//! W = Vᵀ Z, W := T W, Z −= V W, last panel first.
+//!
+//! T comes from the Gram matrix VᵀV formed on the executor (one GEMM per panel, all downloaded
+//! at once) by xLARFT's recurrence on the host: xLARFT itself on the host costs n² kd / 2 flops
+//! of BLAS 2 (seconds at n = 16384). The panels' V stay in executor memory when they fit beside
+//! block columns at least half as wide as without them; otherwise each is uploaded again for
+//! every block column. Z is uploaded by block columns (rows kd.., which Q1 leaves alone above)
+//! as wide as the budget allows: one when Z fits. Each block column is written back whole
+//! before the next one starts, so a failure leaves columns that are either done or untouched.
+
+use super::executor::{host_zeros, op, op_mut, ExecError, Executor};
+use super::panel::device::{gram_matrix, t_from_gram};
+use crate::real::Real;
+use std::time::Instant;
+
+/// How a run of [`apply_q1_on`] went: the seconds spent moving Z's block columns (each
+/// transfer timed between synchronisations of the executor) and the block width.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Q1Run {
+    pub transfer_secs: f64,
+    pub block_columns: usize,
+    pub width: usize,
+    /// The panels' V were kept in executor memory (else uploaded once per block column).
+    pub v_resident: bool,
+}
+
+/// Why [`apply_q1_on`] stopped: the executor's error and the leading columns of Z already
+/// done (the others untouched, unless `torn`: then column `done`'s block may be half written).
+#[derive(Debug)]
+pub struct Q1Stopped {
+    pub error: ExecError,
+    pub done: usize,
+    pub torn: bool,
+}
+
+/// The panels of a reduction of order n to kd off-diagonals (n > kd + 1): (i, s, pk) with the
+/// panel's first column i, its first row s = i + kd and its pk reflectors, first panel first.
+fn panels(n: usize, kd: usize) -> Vec<(usize, usize, usize)> {
+    (0..n - kd)
+        .step_by(kd)
+        .map(|i| (i, i + kd, kd.min(n - i - kd)))
+        .collect()
+}
+
+/// Where the executor holds things: the panels' V (packed one after the other, or one at a
+/// time), their T (kd x kd each), W (two kd x nb), and a block column of Z (n − kd x nb).
+struct Layout {
+    v_offsets: Vec<usize>,
+    v_len: usize,
+    resident: bool,
+    nb: usize,
+}
+
+/// The layout for `budget` bytes, or the bytes the narrowest one needs.
+fn layout(n: usize, kd: usize, m: usize, elem: usize, budget: u64) -> Result<Layout, u64> {
+    let ps = panels(n, kd);
+    let mut v_offsets = Vec::with_capacity(ps.len());
+    let mut total = 0;
+    for &(_, s, pk) in &ps {
+        v_offsets.push(total);
+        total += (n - s) * pk;
+    }
+    let one = (n - ps[0].1) * ps[0].2;
+    let fixed = ps.len() * kd * kd;
+    let per_column = (n - kd) + 2 * kd;
+    let width = |v: usize| {
+        let fits = (budget / elem as u64).saturating_sub((fixed + v) as u64) / per_column as u64;
+        fits.min(m as u64) as usize
+    };
+    let (with_v, without) = (width(total), width(one));
+    if without == 0 {
+        let need = (fixed + one + per_column) * elem;
+        return Err(need as u64);
+    }
+    // Resident V saves an upload of n²/2 entries per block column; narrower blocks cost more
+    // block columns, each of which moves its part of Z once either way.
+    let resident = with_v > 0 && 2 * with_v >= without;
+    Ok(Layout {
+        v_len: if resident { total } else { one },
+        v_offsets: if resident {
+            v_offsets
+        } else {
+            vec![0; ps.len()]
+        },
+        resident,
+        nb: if resident { with_v } else { without },
+    })
+}
+
+/// Uploads panel (i, s, pk)'s V into `dst` at `off`: for UPLO = 'L' n − s x pk (leading
+/// dimension n − s) from A's columns, for 'U' its transpose pk x n − s (leading dimension
+/// pk) from A's rows; the unit diagonal and the zeros beside it written here (A holds the
+/// band there).
+#[allow(clippy::too_many_arguments)]
+fn upload_v<T: Real, E: Executor<T>>(
+    exec: &mut E,
+    upper: bool,
+    n: usize,
+    a: &[T],
+    lda: usize,
+    (i, s, pk): (usize, usize, usize),
+    dst: &mut E::Buf,
+    off: usize,
+) -> Result<(), ExecError> {
+    let pn = n - s;
+    let (rows, cols) = if upper { (pk, pn) } else { (pn, pk) };
+    exec.upload_block(dst, off, rows, rows, cols, &mut |start, out| {
+        // Whole columns of the block: column c, row r is reflector (upper ? r : c) at
+        // position (upper ? c : r) of its n − s entries.
+        for (q, x) in out.iter_mut().enumerate() {
+            let (r, c) = ((start + q) % rows, (start + q) / rows);
+            let (refl, pos) = if upper { (r, c) } else { (c, r) };
+            *x = match pos.cmp(&refl) {
+                std::cmp::Ordering::Less => T::ZERO,
+                std::cmp::Ordering::Equal => T::ONE,
+                std::cmp::Ordering::Greater if upper => a[i + refl + (s + pos) * lda],
+                std::cmp::Ordering::Greater => a[s + pos + (i + refl) * lda],
+            };
+        }
+    })
+}
+
+/// Z := Q1 Z on `exec` (module notes), for the n x m `z` (leading dimension `ldz`), Q1 from
+/// the reflectors in the n x n `a` (leading dimension `lda`) and `tau` of a reduction of the
+/// `uplo` triangle to `kd` off-diagonals. On failure, columns `done..` of Z are untouched
+/// (see [`Q1Stopped`]).
+#[allow(clippy::too_many_arguments)]
+pub fn apply_q1_on<T: Real, E: Executor<T>>(
+    exec: &mut E,
+    uplo: u8,
+    n: usize,
+    kd: usize,
+    a: &[T],
+    lda: usize,
+    tau: &[T],
+    m: usize,
+    z: &mut [T],
+    ldz: usize,
+) -> Result<Q1Run, Q1Stopped> {
+    let mut run = Q1Run::default();
+    if n <= kd + 1 || m == 0 {
+        return Ok(run);
+    }
+    let stopped = |error| Q1Stopped {
+        error,
+        done: 0,
+        torn: false,
+    };
+    let upper = uplo.eq_ignore_ascii_case(&b'U');
+    let elem = std::mem::size_of::<T>();
+    let plan = layout(n, kd, m, elem, exec.budget()).map_err(|needed| {
+        stopped(ExecError::Budget {
+            needed,
+            budget: exec.budget(),
+        })
+    })?;
+    let ps = panels(n, kd);
+    let mut v = exec.alloc(plan.v_len.max(1)).map_err(stopped)?;
+    let mut t = exec.alloc(ps.len() * kd * kd).map_err(stopped)?;
+    form_t(exec, upper, n, kd, a, lda, tau, &ps, &plan, &mut v, &mut t).map_err(stopped)?;
+    let nb = plan.nb;
+    let rows = n - kd;
+    let mut w1 = exec.alloc(kd * nb).map_err(stopped)?;
+    let mut w2 = exec.alloc(kd * nb).map_err(stopped)?;
+    let mut zb = exec.alloc(rows * nb).map_err(stopped)?;
+    run.width = nb;
+    run.v_resident = plan.resident;
+    let mut j0 = 0;
+    while j0 < m {
+        let cols = nb.min(m - j0);
+        let stop = move |error, torn| Q1Stopped {
+            error,
+            done: j0,
+            torn,
+        };
+        let clock = Instant::now();
+        exec.upload_block(&mut zb, 0, rows, rows, cols, &mut |start, out| {
+            for (q, col) in out.chunks_mut(rows).enumerate() {
+                let j = j0 + start / rows + q;
+                col.copy_from_slice(&z[kd + j * ldz..kd + j * ldz + rows]);
+            }
+        })
+        .and_then(|()| exec.sync())
+        .map_err(|e| stop(e, false))?;
+        run.transfer_secs += clock.elapsed().as_secs_f64();
+        for (p, &panel) in ps.iter().enumerate().rev() {
+            let (_, s, pk) = panel;
+            if !plan.resident {
+                upload_v(exec, upper, n, a, lda, panel, &mut v, 0).map_err(|e| stop(e, false))?;
+            }
+            let vp = plan.v_offsets[p];
+            apply_panel(
+                exec,
+                upper,
+                (n - s, pk, kd, cols),
+                (&v, vp),
+                (&t, p * kd * kd),
+                (&mut w1, &mut w2),
+                &mut zb,
+                (s - kd, rows),
+            )
+            .map_err(|e| stop(e, false))?;
+        }
+        exec.sync().map_err(|e| stop(e, false))?;
+        let clock = Instant::now();
+        let mut written = false;
+        exec.download_block(&zb, 0, rows, rows, cols, &mut |start, piece| {
+            written = true;
+            for (q, col) in piece.chunks(rows).enumerate() {
+                let j = j0 + start / rows + q;
+                z[kd + j * ldz..kd + j * ldz + rows].copy_from_slice(col);
+            }
+        })
+        .map_err(|e| {
+            let torn = written || matches!(e, ExecError::Torn(_));
+            stop(e, torn)
+        })?;
+        run.transfer_secs += clock.elapsed().as_secs_f64();
+        run.block_columns += 1;
+        j0 += cols;
+    }
+    Ok(run)
+}
+
+/// Each panel's T into `t` (kd x kd apart, leading dimension kd), from the Gram matrices VᵀV
+/// formed in `t` on the executor and downloaded at once; the panels' V uploaded into `v` as
+/// `plan` lays them out.
+#[allow(clippy::too_many_arguments)]
+fn form_t<T: Real, E: Executor<T>>(
+    exec: &mut E,
+    upper: bool,
+    n: usize,
+    kd: usize,
+    a: &[T],
+    lda: usize,
+    tau: &[T],
+    ps: &[(usize, usize, usize)],
+    plan: &Layout,
+    v: &mut E::Buf,
+    t: &mut E::Buf,
+) -> Result<(), ExecError> {
+    for (p, &panel) in ps.iter().enumerate() {
+        let (_, s, pk) = panel;
+        let (pn, off) = (n - s, plan.v_offsets[p]);
+        upload_v(exec, upper, n, a, lda, panel, v, off)?;
+        let g = op_mut(t, p * kd * kd, kd);
+        if upper {
+            // V is stored transposed: VᵀV = W Wᵀ for the pk x pn W.
+            exec.gemm(
+                false,
+                true,
+                pk,
+                pk,
+                pn,
+                T::ONE,
+                op(v, off, pk),
+                op(v, off, pk),
+                T::ZERO,
+                g,
+            )?;
+        } else {
+            gram_matrix(exec, pn, pk, op(v, off, pn), g)?;
+        }
+    }
+    let total = ps.len() * kd * kd;
+    let mut grams = host_zeros(total)?;
+    exec.download(t, 0, total, &mut |start, piece| {
+        grams[start..start + piece.len()].copy_from_slice(piece)
+    })?;
+    let mut ts = host_zeros(total)?;
+    let mut g = host_zeros(kd * kd)?;
+    for (p, &(i, _, pk)) in ps.iter().enumerate() {
+        let at = p * kd * kd;
+        for c in 0..pk {
+            g[c * pk..(c + 1) * pk].copy_from_slice(&grams[at + c * kd..at + c * kd + pk]);
+        }
+        let tp = t_from_gram(pk, &g[..pk * pk], &tau[i..i + pk])?;
+        for c in 0..pk {
+            ts[at + c * kd..at + c * kd + pk].copy_from_slice(&tp[c * pk..(c + 1) * pk]);
+        }
+    }
+    exec.upload(t, 0, total, &mut |start, out| {
+        out.copy_from_slice(&ts[start..start + out.len()])
+    })
+}
+
+/// Z[r..r + pn, ..cols] −= V T Vᵀ Z[r..] for one panel: V (pn x pk, or stored transposed
+/// when `upper`) at `v`, its T (leading dimension kd, zeros below the diagonal) at `t`, W1 and
+/// W2 kd x cols each, Z's block column of leading dimension `ldz`.
+#[allow(clippy::too_many_arguments)]
+fn apply_panel<T: Real, E: Executor<T>>(
+    exec: &mut E,
+    upper: bool,
+    (pn, pk, kd, cols): (usize, usize, usize, usize),
+    (v, vp): (&E::Buf, usize),
+    (t, tp): (&E::Buf, usize),
+    (w1, w2): (&mut E::Buf, &mut E::Buf),
+    zb: &mut E::Buf,
+    (r, ldz): (usize, usize),
+) -> Result<(), ExecError> {
+    let ldv = if upper { pk } else { pn };
+    let vop = || op(v, vp, ldv);
+    // W1 = Vᵀ Z (pk x cols).
+    exec.gemm(
+        !upper,
+        false,
+        pk,
+        cols,
+        pn,
+        T::ONE,
+        vop(),
+        op(zb, r, ldz),
+        T::ZERO,
+        op_mut(w1, 0, kd),
+    )?;
+    // W2 = T W1: a GEMM on the k x k T costs a sliver of the other two.
+    exec.gemm(
+        false,
+        false,
+        pk,
+        cols,
+        pk,
+        T::ONE,
+        op(t, tp, kd),
+        op(w1, 0, kd),
+        T::ZERO,
+        op_mut(w2, 0, kd),
+    )?;
+    // Z −= V W2.
+    let minus = T::ZERO - T::ONE;
+    exec.gemm(
+        upper,
+        false,
+        pn,
+        cols,
+        pk,
+        minus,
+        vop(),
+        op(w2, 0, kd),
+        T::ONE,
+        op_mut(zb, r, ldz),
+    )
+}
