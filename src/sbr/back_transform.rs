@@ -111,17 +111,25 @@ fn upload_v<T: Real, E: Executor<T>>(
     let pn = n - s;
     let (rows, cols) = if upper { (pk, pn) } else { (pn, pk) };
     exec.upload_block(dst, off, rows, rows, cols, &mut |start, out| {
-        // Whole columns of the block: column c, row r is reflector (upper ? r : c) at
-        // position (upper ? c : r) of its n − s entries.
-        for (q, x) in out.iter_mut().enumerate() {
-            let (r, c) = ((start + q) % rows, (start + q) / rows);
-            let (refl, pos) = if upper { (r, c) } else { (c, r) };
-            *x = match pos.cmp(&refl) {
-                std::cmp::Ordering::Less => T::ZERO,
-                std::cmp::Ordering::Equal => T::ONE,
-                std::cmp::Ordering::Greater if upper => a[i + refl + (s + pos) * lda],
-                std::cmp::Ordering::Greater => a[s + pos + (i + refl) * lda],
-            };
+        // Whole columns of the block arrive, each a slice of A's column (or row) between the
+        // unit diagonal and the zeros.
+        for (q, col) in out.chunks_mut(rows).enumerate() {
+            let c = start / rows + q;
+            col.fill(T::ZERO);
+            if upper {
+                // Column c holds entry c of each reflector: A's entries for reflectors before c.
+                let k = c.min(pk);
+                let at = i + (s + c) * lda;
+                col[..k].copy_from_slice(&a[at..at + k]);
+                if c < pk {
+                    col[c] = T::ONE;
+                }
+            } else {
+                // Column c is reflector c: A's entries below row c.
+                let at = s + (i + c) * lda;
+                col[c] = T::ONE;
+                col[c + 1..].copy_from_slice(&a[at + c + 1..at + rows]);
+            }
         }
     })
 }
