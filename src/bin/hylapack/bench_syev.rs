@@ -106,14 +106,19 @@ fn parse(args: &[String]) -> Result<Options, String> {
 }
 
 /// `hylapack bench syev [--sizes 4096,8192] [--csv FILE] [--lapack-limit S] [--ooc-max N]
-/// [--kd 32,64] [--no-peers] [--reduction-only] [--in-place] [--ooc-uplo L|U]`.
+/// [--kd 32,64] [--no-peers] [--reduction-only] [--in-place] [--ooc-uplo L|U]`; with
+/// `--vectors`, the eigenvector rows instead (see `bench_syev_vectors`).
 pub fn bench_syev(args: &[String]) -> i32 {
+    if args.iter().any(|a| a == "--vectors") {
+        let rest: Vec<String> = args.iter().filter(|a| *a != "--vectors").cloned().collect();
+        return crate::bench_syev_vectors::bench_syev_vectors(&rest);
+    }
     match parse(args) {
         Ok(o) if o.in_place => run_in_place(&o),
         Ok(o) => run(&o),
         Err(e) => {
             eprintln!("hylapack bench syev: {e}");
-            eprintln!("usage: hylapack bench syev [--sizes 4096,8192,16384,32768] [--csv FILE] [--lapack-limit 60] [--ooc-max 16384] [--kd 32,64] [--no-peers] [--reduction-only] [--in-place] [--ooc-uplo L] [--quick]");
+            eprintln!("usage: hylapack bench syev [--vectors] [--sizes 4096,8192,16384,32768] [--csv FILE] [--lapack-limit 60] [--ooc-max 16384] [--kd 32,64] [--no-peers] [--reduction-only] [--in-place] [--ooc-uplo L] [--quick]");
             2
         }
     }
@@ -204,7 +209,7 @@ fn cusolver(a: &[f64], n: usize, syevd: bool) -> Result<(f64, Option<Vec<f64>>),
         // SAFETY: device arrays of the sizes cuSOLVER reads on the handle's stream.
         unsafe {
             if syevd {
-                blas::dsyevd_novector_buffer_size(h, ni, pa as _, ni, pw as _)
+                blas::dsyevd_buffer_size(h, false, ni, pa as _, ni, pw as _)
             } else {
                 blas::dsytrd_buffer_size(h, ni, pa as _, ni, pw as _, pe as _, pt as _)
             }
@@ -226,7 +231,9 @@ fn cusolver(a: &[f64], n: usize, syevd: bool) -> Result<(f64, Option<Vec<f64>>),
         // SAFETY: as above, with the workspace cuSOLVER asked for.
         unsafe {
             if syevd {
-                blas::dsyevd_novector(h, ni, pa as _, ni, pw as _, pwork as _, lwork, pinfo as _)
+                blas::dsyevd(
+                    h, false, ni, pa as _, ni, pw as _, pwork as _, lwork, pinfo as _,
+                )
             } else {
                 blas::dsytrd(
                     h, ni, pa as _, ni, pw as _, pe as _, pt as _, pwork as _, lwork, pinfo as _,
