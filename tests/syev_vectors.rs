@@ -968,7 +968,9 @@ fn gpu_q1_matches_host() {
                 let budget = q1_budget(n, kd, m.div_ceil(4).max(1), resident);
                 let mut exec = GpuExecutor::<f64>::new(Some(budget)).expect("GPU executor");
                 let run = q1_case(&mut exec, uplo, n, kd, m, s);
-                assert!(run.block_columns >= 4.min(m), "{run:?}");
+                // With room for V, it may still go one panel at a time in wider blocks.
+                assert_eq!(run.block_columns, m.div_ceil(run.width), "{run:?}");
+                assert!(resident || run.block_columns >= 4.min(m), "{run:?}");
             }
         }
     }
@@ -997,7 +999,11 @@ fn gpu_driver_eigenvectors() {
         println!("{what}: {stages:?}");
         if gpu_required() && n > 33 {
             assert!(stages.q1_on_gpu, "{what}: Q1 on the host");
-            assert!(!small || stages.q1_block_columns > 1, "{what}: {stages:?}");
+            // From n = 700 the small budget holds fewer columns than n.
+            assert!(
+                !small || n < 700 || stages.q1_block_columns > 1,
+                "{what}: {stages:?}"
+            );
         }
     };
     for uplo in [b'L', b'U'] {

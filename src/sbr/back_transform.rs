@@ -355,3 +355,77 @@ fn apply_panel<T: Real, E: Executor<T>>(
         op_mut(zb, r, ldz),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sbr::executor::cpu::CpuExecutor;
+    use crate::sbr::executor::flaky::Flaky;
+    use crate::sbr::{apply_q1, syrdb, Path};
+    use crate::testmat::{dense_symmetric, seed_from_time, DenseFamily, Rng};
+
+    /// The executor failing at each of its operations in turn, with block columns of 3: the
+    /// columns before `done` hold Q1 Z, the others are untouched, unless `torn` (a block's
+    /// download failed after its first column: the block's columns are each new or old).
+    #[test]
+    fn failure_leaves_columns_done_or_untouched() {
+        let seed = seed_from_time();
+        let (n, kd, m) = (40, 7, 13);
+        for uplo in [b'L', b'U'] {
+            let mut rng = Rng::new(seed);
+            let mut a = dense_symmetric::<f64>(DenseFamily::Random, n, &mut rng);
+            let (mut ab, mut tau) = (vec![0.0; (kd + 1) * n], vec![0.0; n - kd]);
+            let r = syrdb(
+                uplo,
+                n,
+                kd,
+                &mut a,
+                n,
+                &mut ab,
+                kd + 1,
+                &mut tau,
+                Path::Lapack,
+            );
+            assert_eq!(r.info, 0);
+            let z0: Vec<f64> = (0..n * m).map(|_| rng.range(-1.0, 1.0)).collect();
+            let mut want = z0.clone();
+            apply_q1(uplo, n, kd, &a, n, &tau, m, &mut want, n).expect("host memory");
+            let budget = (((n - kd) * kd + 5 * kd * kd + 3 * (n + kd)) * 8) as u64;
+            let (mut torn_seen, mut left) = (false, 0);
+            loop {
+                let what = format!("uplo {} left {left} seed {seed}", uplo as char);
+                let mut exec = Flaky::new(left, false, false);
+                exec.cpu = CpuExecutor::new(budget);
+                let mut z = z0.clone();
+                let got = apply_q1_on(&mut exec, uplo, n, kd, &a, n, &tau, m, &mut z, n);
+                let (done, torn) = match &got {
+                    Ok(run) => {
+                        assert_eq!((run.width, run.v_resident), (3, false), "{what}");
+                        (m, false)
+                    }
+                    Err(s) => (s.done, s.torn),
+                };
+                torn_seen |= torn;
+                for j in 0..m {
+                    let col = j * n..(j + 1) * n;
+                    let diff = (z[col.clone()].iter().zip(&want[col.clone()]))
+                        .fold(0.0f64, |d, (x, y)| d.max((x - y).abs()));
+                    let untouched = z[col.clone()] == z0[col];
+                    if j < done {
+                        assert!(diff <= 1e-13, "{what}: column {j} off by {diff}");
+                    } else if torn && j < done + 3 {
+                        // The torn block's columns: each whole, new or old.
+                        assert!(diff <= 1e-13 || untouched, "{what}: column {j} mixed");
+                    } else {
+                        assert!(untouched, "{what}: column {j} written");
+                    }
+                }
+                if got.is_ok() {
+                    break;
+                }
+                left += 1;
+            }
+            assert!(torn_seen, "no torn download among {left} failures");
+        }
+    }
+}
