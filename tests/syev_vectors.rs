@@ -10,12 +10,11 @@
 //! Seeds change from run to run and are printed; `HYLAPACK_TEST_SEED` replays one.
 
 mod common;
-use common::{gpu_required, reported};
+use common::{gpu_required, gpu_test, reported};
 
 use hylapack::lapack::{Dense, Orthogonal};
 use hylapack::real::Real;
-use hylapack::sbr::executor::{cpu::CpuExecutor, gpu::GpuExecutor};
-use hylapack::sbr::{self, sb2st, Executor, Path, SbrReal};
+use hylapack::sbr::{self, sb2st, Path, SbrReal};
 use hylapack::syev::EigReport;
 use hylapack::testmat::{self, DenseFamily, Rng};
 
@@ -823,156 +822,6 @@ fn exported_selected_eigenvectors() {
         assert_eq!(info, 0);
         check(m, &w, &z, &lam[5..31], "dsyevx_ooc_");
         assert!(ifail[..m as usize].iter().all(|&i| i == 0));
-    }
-}
-
-/// Whether the GPU tests run (`HYLAPACK_DEVICE=gpu`): then, without a GPU, they fail if
-/// `HYLAPACK_REQUIRE_GPU=1` and are skipped otherwise.
-fn gpu_test() -> bool {
-    if std::env::var("HYLAPACK_DEVICE").as_deref() != Ok("gpu") {
-        return false;
-    }
-    if let Err(e) = hylapack::device::gpu() {
-        assert!(!gpu_required(), "HYLAPACK_REQUIRE_GPU=1 but no GPU: {e}");
-        return false;
-    }
-    true
-}
-
-/// Q1 through `exec` ([`sbr::apply_q1_on`]) against the host's xORMQR/xORMLQ
-/// ([`sbr::apply_q1`]) on an n x m Z, the reflectors from LAPACK's xSYTRD_SY2SB: equal within
-/// 100 n ε max|Z|. Returns how the executor ran.
-fn q1_case<E: Executor<f64>>(
-    exec: &mut E,
-    uplo: u8,
-    n: usize,
-    kd: usize,
-    m: usize,
-    seed: u64,
-) -> sbr::Q1Run {
-    let mut rng = Rng::new(seed);
-    let mut a = testmat::dense_symmetric::<f64>(DenseFamily::Random, n, &mut rng);
-    let (mut ab, mut tau) = (
-        vec![0.0; (kd + 1) * n],
-        vec![0.0; n.saturating_sub(kd).max(1)],
-    );
-    let report = sbr::syrdb(
-        uplo,
-        n,
-        kd,
-        &mut a,
-        n,
-        &mut ab,
-        kd + 1,
-        &mut tau,
-        Path::Lapack,
-    );
-    assert_eq!(report.info, 0);
-    let ldz = n + 1;
-    let z0: Vec<f64> = (0..ldz * m).map(|_| rng.range(-1.0, 1.0)).collect();
-    let mut want = z0.clone();
-    sbr::apply_q1(uplo, n, kd, &a, n, &tau, m, &mut want, ldz).expect("host memory");
-    let mut got = z0.clone();
-    let what = format!("uplo {} n {n} kd {kd} m {m} seed {seed}", uplo as char);
-    let run = sbr::apply_q1_on(exec, uplo, n, kd, &a, n, &tau, m, &mut got, ldz)
-        .unwrap_or_else(|e| panic!("{what}: {e:?}"));
-    let norm = want.iter().fold(0.0f64, |x, y| x.max(y.abs()));
-    let mut diff = 0.0f64;
-    for j in 0..m {
-        for i in 0..ldz {
-            let (x, y) = (got[i + j * ldz], want[i + j * ldz]);
-            if i >= n {
-                // Row n, inside LDZ, is not Z's: untouched.
-                assert_eq!(
-                    x.to_bits(),
-                    z0[i + j * ldz].to_bits(),
-                    "{what}: row {i} written"
-                );
-            }
-            diff = diff.max((x - y).abs());
-        }
-    }
-    let ratio = diff / (n as f64 * f64::EPSILON * norm);
-    println!("Q1 {what}: {run:?}, max difference {ratio:.3} n ε max|Z|");
-    assert!(ratio <= 100.0, "{what}: {ratio}");
-    run
-}
-
-/// The bytes for which [`sbr::apply_q1_on`] takes block columns of `nb` with the panels'
-/// V resident (`resident`) or one panel at a time, as its layout sizes them.
-fn q1_budget(n: usize, kd: usize, nb: usize, resident: bool) -> u64 {
-    let panels: Vec<(usize, usize)> = (0..n - kd)
-        .step_by(kd)
-        .map(|i| (n - i - kd, kd.min(n - i - kd)))
-        .collect();
-    let v = if resident {
-        panels.iter().map(|&(pn, pk)| pn * pk).sum()
-    } else {
-        panels[0].0 * panels[0].1
-    };
-    ((panels.len() * kd * kd + v + nb * (n + kd)) * 8) as u64
-}
-
-/// Q1 by block columns on the CPU executor (the GPU's tiling on the host's BLAS): in core, by
-/// block columns with the panels resident, and one panel at a time, both UPLO.
-#[test]
-fn q1_by_block_columns() {
-    let seed = common::seed();
-    let mut seen = [false; 2];
-    for uplo in [b'L', b'U'] {
-        for (n, kd, m) in [
-            (3, 1, 3),
-            (4, 2, 4),
-            (10, 3, 10),
-            (40, 7, 13),
-            (150, 32, 150),
-            (301, 16, 40),
-        ] {
-            let s = seed ^ (n * 1000 + kd) as u64;
-            let run = q1_case(&mut CpuExecutor::new(u64::MAX), uplo, n, kd, m, s);
-            assert!(run.block_columns <= 1 && run.v_resident, "{run:?}");
-            // The rooms for V resident beside block columns of 3 (V goes one panel at a
-            // time if that makes them more than twice as wide), then for one panel's V.
-            for resident in [true, false] {
-                let budget = q1_budget(n, kd, 3, resident);
-                let run = q1_case(&mut CpuExecutor::new(budget), uplo, n, kd, m, s);
-                assert!(resident || run.width <= 3, "{run:?}");
-                assert_eq!(run.block_columns, m.div_ceil(run.width), "{run:?}");
-                seen[run.v_resident as usize] |= run.block_columns > 1;
-            }
-        }
-    }
-    assert_eq!(seen, [true, true], "block columns with V resident and not");
-}
-
-/// Q1 through cuBLAS ([`sbr::apply_q1_on`] on the GPU executor) equals the host's, in core and
-/// by block columns (V resident or not), both UPLO. With `HYLAPACK_DEVICE=gpu`.
-#[test]
-fn gpu_q1_matches_host() {
-    if !gpu_test() {
-        return;
-    }
-    let seed = common::seed();
-    for uplo in [b'L', b'U'] {
-        for (n, kd, m) in [
-            (10, 3, 10),
-            (300, 32, 300),
-            (1000, 64, 1000),
-            (1500, 32, 15),
-        ] {
-            let s = seed ^ (n * 1000 + kd) as u64;
-            let mut exec = GpuExecutor::<f64>::new(None).expect("GPU executor");
-            let run = q1_case(&mut exec, uplo, n, kd, m, s);
-            assert_eq!(run.block_columns, 1, "{run:?}");
-            for resident in [true, false] {
-                let budget = q1_budget(n, kd, m.div_ceil(4).max(1), resident);
-                let mut exec = GpuExecutor::<f64>::new(Some(budget)).expect("GPU executor");
-                let run = q1_case(&mut exec, uplo, n, kd, m, s);
-                // With room for V, it may still go one panel at a time in wider blocks.
-                assert_eq!(run.block_columns, m.div_ceil(run.width), "{run:?}");
-                assert!(resident || run.block_columns >= 4.min(m), "{run:?}");
-            }
-        }
     }
 }
 

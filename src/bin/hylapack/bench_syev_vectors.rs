@@ -18,13 +18,14 @@
 //! by host GEMMs; eigenvalues against the reference spectrum, max |Δλ| / (n ε ‖A‖). Each row is
 //! printed as soon as it is measured, the aligned table (and `--csv`) at the end.
 
+use crate::bench_cusolver::{self, Job, Timed};
+use crate::bench_syev::{secs, shared_option};
 use crate::table::{time, Table};
 use hylapack::lapack::{Dense, Orthogonal};
 use hylapack::sbr::Path;
 use hylapack::syev::{EigReport, StageTimes};
 use hylapack::testmat::{self, DenseFamily, Rng};
 use std::io::Write;
-use std::time::Instant;
 
 struct Options {
     sizes: Vec<usize>,
@@ -47,18 +48,14 @@ fn parse(args: &[String]) -> Result<Options, String> {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--sizes" => {
-                let v = it.next().ok_or("--sizes needs a list")?;
-                o.sizes = v
-                    .split(',')
-                    .map(|s| s.trim().parse().map_err(|_| format!("bad size {s}")))
-                    .collect::<Result<_, _>>()?;
-            }
-            "--csv" => o.csv = Some(it.next().ok_or("--csv needs a file")?.clone()),
-            "--lapack-limit" => {
-                let v = it.next().ok_or("--lapack-limit needs seconds")?;
-                o.lapack_limit_s = v.parse().map_err(|_| format!("bad limit {v}"))?;
-            }
+            other
+                if shared_option(
+                    other,
+                    &mut it,
+                    &mut o.sizes,
+                    &mut o.csv,
+                    &mut o.lapack_limit_s,
+                )? => {}
             "--no-peers" => o.no_peers = true,
             "--uplo" => {
                 o.uplo = match it.next().map(String::as_str) {
@@ -66,10 +63,6 @@ fn parse(args: &[String]) -> Result<Options, String> {
                     Some("U" | "u") => b'U',
                     v => return Err(format!("bad --uplo {v:?}")),
                 };
-            }
-            "--quick" => {
-                o.sizes = vec![1024, 2048];
-                o.lapack_limit_s = 10.0;
             }
             other => return Err(format!("unknown option {other}")),
         }
@@ -211,84 +204,6 @@ fn sampled_ratios(a: &[f64], n: usize, anorm1: f64, w: &[f64], z: &[f64]) -> (f6
     (resid / (unit * anorm1), ortho / unit)
 }
 
-fn secs(f: impl FnOnce()) -> f64 {
-    let t = Instant::now();
-    f();
-    t.elapsed().as_secs_f64()
-}
-
-/// cuSOLVER Dsyevd (JOBZ = V), or with `range` Dsyevdx (RANGE = I, the il-th to iu-th), on a
-/// device copy of `a` (its lower triangle): the seconds, the eigenvalues and the n x M vectors.
-fn cusolver_vectors(
-    a: &[f64],
-    n: usize,
-    range: Option<(i32, i32)>,
-) -> Result<(f64, Vec<f64>, Vec<f64>), String> {
-    use cudarc::driver::{DevicePtr, DevicePtrMut};
-    use hylapack::device::blas;
-    if !hylapack::device::libraries().cusolver {
-        return Err("cuSOLVER not installed".into());
-    }
-    let gpu = hylapack::device::gpu().map_err(|e| e.to_string())?;
-    let mut la = gpu.linalg().map_err(|e| e.to_string())?;
-    let stream = la.stream.clone();
-    let h = la.solver().map_err(|e| e.to_string())?.cu();
-    let de = |e: cudarc::driver::DriverError| e.to_string();
-    let ds = |e: hylapack::device::DeviceError| e.to_string();
-    let mut a_d = stream.clone_htod(a).map_err(de)?;
-    let mut w_d = stream.alloc_zeros::<f64>(n).map_err(de)?;
-    let mut info_d = stream.alloc_zeros::<i32>(1).map_err(de)?;
-    let ni = n as i32;
-    let lwork = {
-        let (pa, _g1) = a_d.device_ptr(&stream);
-        let (pw, _g2) = w_d.device_ptr(&stream);
-        // SAFETY: device arrays of the sizes cuSOLVER reads on the handle's stream.
-        unsafe {
-            match range {
-                None => blas::dsyevd_buffer_size(h, true, ni, pa as _, ni, pw as _),
-                Some(r) => blas::dsyevdx_index_buffer_size(h, ni, pa as _, ni, r, pw as _),
-            }
-        }
-        .map_err(ds)?
-    };
-    let mut work = stream
-        .alloc_zeros::<f64>(lwork.max(1) as usize)
-        .map_err(de)?;
-    stream.synchronize().map_err(de)?;
-    let t = Instant::now();
-    let m = {
-        let (pa, _g1) = a_d.device_ptr_mut(&stream);
-        let (pw, _g2) = w_d.device_ptr_mut(&stream);
-        let (pwork, _g3) = work.device_ptr_mut(&stream);
-        let (pinfo, _g4) = info_d.device_ptr_mut(&stream);
-        // SAFETY: as above, with the workspace cuSOLVER asked for.
-        unsafe {
-            match range {
-                None => blas::dsyevd(
-                    h, true, ni, pa as _, ni, pw as _, pwork as _, lwork, pinfo as _,
-                )
-                .map(|()| ni),
-                Some(r) => blas::dsyevdx_index(
-                    h, ni, pa as _, ni, r, pw as _, pwork as _, lwork, pinfo as _,
-                ),
-            }
-        }
-        .map_err(ds)?
-    };
-    stream.synchronize().map_err(de)?;
-    let s = t.elapsed().as_secs_f64();
-    let info = stream.clone_dtoh(&info_d).map_err(de)?;
-    if info[0] != 0 {
-        return Err(format!("devInfo = {}", info[0]));
-    }
-    let m = m.max(0) as usize;
-    let mut w = stream.clone_dtoh(&w_d).map_err(de)?;
-    let mut z = stream.clone_dtoh(&a_d).map_err(de)?;
-    w.truncate(m);
-    z.truncate(n * m);
-    Ok((s, w, z))
-}
-
 /// The stages of a driver's `report` as rows below it (`syev_vectors`), or as one note.
 fn stage_rows(stages: &StageTimes) -> Vec<(String, f64, String)> {
     let q1 = if stages.q1_on_gpu {
@@ -334,11 +249,15 @@ fn stage_note(report: &EigReport) -> String {
         .join("; ")
 }
 
-/// Loads the kernels and cuBLAS/cuSOLVER handles the timed rows use, outside them.
-fn warm_up(uplo: u8) {
+/// Loads the kernels, the CUDA libraries and the handles the timed rows use, outside them.
+fn warm_up(uplo: u8, peers: bool) {
     let n = 512;
-    let mut a = testmat::dense_symmetric::<f64>(DenseFamily::Random, n, &mut Rng::new(1));
-    let mut w = vec![0.0; n];
+    let a = testmat::dense_symmetric::<f64>(DenseFamily::Random, n, &mut Rng::new(1));
+    if peers && hylapack::device::gpu().is_ok() {
+        let _ = bench_cusolver::run(&a, n, Job::Syevd { vectors: true });
+        let _ = bench_cusolver::run(&a, n, Job::SyevdxIndex { il: 1, iu: 5 });
+    }
+    let (mut a, mut w) = (a, vec![0.0; n]);
     hylapack::syev::syev_vectors(uplo, n, &mut a, n, &mut w, Path::Gpu { budget: None });
 }
 
@@ -353,7 +272,7 @@ fn run(o: &Options) -> i32 {
         ),
         Err(e) => println!("no GPU ({e}): hylapack's GPU path falls back to the CPU"),
     }
-    warm_up(o.uplo);
+    warm_up(o.uplo, !o.no_peers);
     let header = [
         "n",
         "method",
@@ -386,8 +305,8 @@ fn run(o: &Options) -> i32 {
         };
         let (il, iu) = (1, (n / 100).max(1) as i32);
         if gpu.is_ok() && !o.no_peers {
-            match cusolver_vectors(&a, n, None) {
-                Ok((s, w, z)) => {
+            match bench_cusolver::run(&a, n, Job::Syevd { vectors: true }) {
+                Ok(Timed { secs: s, w, z }) => {
                     order.reference = Some(w.clone());
                     order.dsyevd = Some(s);
                     let note = "device-resident".to_string();
@@ -402,8 +321,8 @@ fn run(o: &Options) -> i32 {
         }
         hylapack_rows(&mut order, o.uplo, (il, iu));
         if gpu.is_ok() && !o.no_peers {
-            match cusolver_vectors(&a, n, Some((il, iu))) {
-                Ok((s, w, z)) => order.add(Row {
+            match bench_cusolver::run(&a, n, Job::SyevdxIndex { il, iu }) {
+                Ok(Timed { secs: s, w, z }) => order.add(Row {
                     w: Some(w),
                     z: Some(z),
                     ..Row::timed(

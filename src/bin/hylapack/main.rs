@@ -2,6 +2,7 @@
 //! example checked against LAPACK (`demo`), and timings against peers (`bench <family>`).
 
 mod bench;
+mod bench_cusolver;
 mod bench_gtsv;
 mod bench_interval;
 mod bench_overhead;
