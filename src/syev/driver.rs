@@ -311,7 +311,7 @@ pub(super) fn reduce_keeping<T: SbrReal>(
 
 impl<T: SbrReal> Kept<T> {
     /// Z := Q1 Q2 Z for the n x m `z` (leading dimension `ldz`), `a`, `uplo` and `path` those
-    /// given to [`reduce_keeping`] (Q1 as [`apply_q1`] does): the stages' times; fails, with
+    /// given to [`reduce_keeping`] (Q1 as [`Q1::apply`] does): the stages' times; fails, with
     /// why, for want of host memory.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn back_transform(

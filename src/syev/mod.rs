@@ -9,11 +9,14 @@
 //! factors, B = Q1ᵀ A Q1 (dense → band; Q1's reflectors in A and TAU as xSYTRD_SY2SB leaves
 //! them) and T = Q2ᵀ B Q2 (bulge chasing on the CPU, its reflectors in the compact layout of
 //! [`crate::sbr::sb2st::Reflectors`]). With T = Z_T Λ Z_Tᵀ (xSTEDC, or xSTEQR), A = Z Λ Zᵀ for
-//! Z = Q1 (Q2 Z_T): Q2 is applied first (its reflectors in the reverse of the chase's order),
-//! then Q1 (xORMQR / xORMLQ per panel, last panel first). Scaling A by σ scales Λ only; W is
-//! scaled back, Z is not. A matrix reduced out of core through a wide first band (sbrdb's
-//! narrowing), or one whose workspace does not fit before A is touched, runs the system
-//! LAPACK's xSYEV on the untouched A instead.
+//! Z = Q1 (Q2 Z_T): Q2 is applied first (its reflectors in the reverse of the chase's order,
+//! on the host's threads), then Q1, last panel first: on the GPU path by cuBLAS GEMMs from the
+//! panels' compact WY form ([`crate::sbr::apply_q1_on`]; Z by block columns where the GPU
+//! budget cannot hold it), else, and for the columns a failing GPU left untouched, by the
+//! host's xORMQR / xORMLQ per panel ([`EigReport::stages`] times the stages). Scaling A by σ
+//! scales Λ only; W is scaled back, Z is not. A matrix reduced out of core through a wide
+//! first band (sbrdb's narrowing), or one whose workspace does not fit before A is touched,
+//! runs the system LAPACK's xSYEV on the untouched A instead.
 //!
 //! xSYEVX with JOBZ = 'V' ([`syevx_vectors`]) reduces the same way, keeping Q1 and Q2; all
 //! eigenvectors with ABSTOL ≤ 0 come from xSTEDC (xSTEQR if it fails; LAPACK takes xSTEQR),
