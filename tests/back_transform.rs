@@ -71,23 +71,8 @@ fn q1_case<E: Executor<f64>>(
     run
 }
 
-/// The bytes for which [`sbr::apply_q1_on`] takes block columns of `nb` with the panels'
-/// V resident (`resident`) or one panel at a time, as its layout sizes them.
-fn q1_budget(n: usize, kd: usize, nb: usize, resident: bool) -> u64 {
-    let panels: Vec<(usize, usize)> = (0..n - kd)
-        .step_by(kd)
-        .map(|i| (n - i - kd, kd.min(n - i - kd)))
-        .collect();
-    let v = if resident {
-        panels.iter().map(|&(pn, pk)| pn * pk).sum()
-    } else {
-        panels[0].0 * panels[0].1
-    };
-    ((panels.len() * kd * kd + v + nb * (n + kd)) * 8) as u64
-}
-
 /// Q1 by block columns on the CPU executor (the GPU's tiling on the host's BLAS): in core, by
-/// block columns with the panels resident, and one panel at a time, both UPLO.
+/// block columns with the blocks of V resident, and one block at a time, both UPLO.
 #[test]
 fn q1_by_block_columns() {
     let seed = common::seed();
@@ -100,19 +85,31 @@ fn q1_by_block_columns() {
             (40, 7, 13),
             (150, 32, 150),
             (301, 16, 40),
+            // Several blocks of 256 reflectors, and blocks of kd > 256.
+            (600, 32, 50),
+            (700, 300, 20),
         ] {
             let s = seed ^ (n * 1000 + kd) as u64;
             let run = q1_case(&mut CpuExecutor::new(u64::MAX), uplo, n, kd, m, s);
             assert!(run.block_columns <= 1 && run.v_resident, "{run:?}");
-            // The rooms for V resident beside block columns of 3 (V goes one panel at a
-            // time if that makes them more than twice as wide), then for one panel's V.
+            // The rooms for V resident beside block columns of 3 (V goes one block at a
+            // time if that makes them more than twice as wide), then for one block's V.
             for resident in [true, false] {
-                let budget = q1_budget(n, kd, 3, resident);
+                let budget = sbr::q1_bytes(n, kd, 3, resident, false, 8);
                 let run = q1_case(&mut CpuExecutor::new(budget), uplo, n, kd, m, s);
                 assert!(resident || run.width <= 3, "{run:?}");
                 assert_eq!(run.block_columns, m.div_ceil(run.width), "{run:?}");
                 seen[run.v_resident as usize] |= run.block_columns > 1;
             }
+            // No room for blocks of 256 reflectors: blocks of kd.
+            let narrow = sbr::q1_bytes(n, kd, 3, false, true, 8);
+            let run = q1_case(&mut CpuExecutor::new(narrow), uplo, n, kd, m, s);
+            assert_eq!(run.block_columns, m.div_ceil(run.width), "{run:?}");
+            let wide = sbr::q1_bytes(n, kd, 1, false, false, 8);
+            assert!(
+                narrow >= wide || run.reflectors == kd.min(n - kd),
+                "{run:?}"
+            );
         }
     }
     assert_eq!(seen, [true, true], "block columns with V resident and not");
@@ -138,10 +135,10 @@ fn gpu_q1_matches_host() {
             let run = q1_case(&mut exec, uplo, n, kd, m, s);
             assert_eq!(run.block_columns, 1, "{run:?}");
             for resident in [true, false] {
-                let budget = q1_budget(n, kd, m.div_ceil(4).max(1), resident);
+                let budget = sbr::q1_bytes(n, kd, m.div_ceil(4).max(1), resident, false, 8);
                 let mut exec = GpuExecutor::<f64>::new(Some(budget)).expect("GPU executor");
                 let run = q1_case(&mut exec, uplo, n, kd, m, s);
-                // With room for V, it may still go one panel at a time in wider blocks.
+                // With room for V, it may still go one block at a time in wider block columns.
                 assert_eq!(run.block_columns, m.div_ceil(run.width), "{run:?}");
                 assert!(resident || run.block_columns >= 4.min(m), "{run:?}");
             }

@@ -826,7 +826,8 @@ fn exported_selected_eigenvectors() {
 }
 
 /// A GPU budget that streams the reduction of order n in block columns of 16 at kd = 32 (too
-/// small for a wide first band) and leaves Q1 several block columns.
+/// small for a wide first band) and leaves Q1 several block columns (of blocks of kd
+/// reflectors: blocks of 256 do not fit).
 fn small_gpu_budget(n: usize) -> u64 {
     sbr::streaming_budget(n, 32.min(n - 1), 16, 8)
 }

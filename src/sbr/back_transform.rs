@@ -3,14 +3,15 @@
 //! Q(p) = I − V T Vᵀ on rows s = (p + 1) kd .. n, where V (n − s x pk, unit diagonal, zeros
 //! above it) is xGEQRF's for UPLO = 'L' and the transpose of xGELQF's rows for 'U' (so that
 //! Q(p) is the transpose of that LQ factor's Q, as [`super::apply_q1`] applies with xORMLQ and
-//! TRANS = 'T'); T is xLARFT's forward factor. Each panel costs three GEMMs on all columns:
-//! W = Vᵀ Z, W := T W, Z −= V W, last panel first.
+//! TRANS = 'T'); T is xLARFT's forward factor. Consecutive panels together are such a block
+//! reflector too, so Q1 goes in blocks of 256 reflectors (see `BLOCK`), each three GEMMs on
+//! all columns: W = Vᵀ Z, W := T W, Z −= V W, last block first.
 //!
-//! T comes from the Gram matrix VᵀV formed on the executor (one GEMM per panel, all downloaded
-//! at once) by xLARFT's recurrence on the host: xLARFT itself on the host costs n² kd / 2 flops
-//! of BLAS 2 (seconds at n = 16384). The panels' V stay in executor memory when they fit beside
-//! block columns at least half as wide as without them; otherwise each is uploaded again for
-//! every block column. Z is uploaded by block columns (rows kd.., which Q1 leaves alone above)
+//! T comes from the Gram matrix VᵀV formed on the executor (one GEMM per block, all downloaded
+//! at once) by xLARFT's recurrence on the host: xLARFT itself on the host costs n² w / 2 flops
+//! of BLAS 2 for blocks of w (seconds at n = 16384). The blocks' V stay in executor memory when
+//! they fit beside block columns of Z at least half as wide as without them; otherwise each is
+//! uploaded again for every block column. Z is uploaded by block columns (rows kd.., which Q1 leaves alone above)
 //! as wide as the budget allows: one when Z fits. Each block column is written back whole
 //! before the next one starts, so a failure leaves columns that are either done or untouched.
 
@@ -26,6 +27,8 @@ pub struct Q1Run {
     pub transfer_secs: f64,
     pub block_columns: usize,
     pub width: usize,
+    /// Reflectors applied at once (BLOCK, or kd where the budget is short).
+    pub reflectors: usize,
     /// The panels' V were kept in executor memory (else uploaded once per block column).
     pub v_resident: bool,
 }
@@ -39,61 +42,119 @@ pub struct Q1Stopped {
     pub torn: bool,
 }
 
-/// The panels of a reduction of order n to kd off-diagonals (n > kd + 1): (i, s, pk) with the
-/// panel's first column i, its first row s = i + kd and its pk reflectors, first panel first.
-fn panels(n: usize, kd: usize) -> Vec<(usize, usize, usize)> {
+/// The reflectors applied together: consecutive panels' reflectors form one unit lower
+/// trapezoidal V (reflector j's unit at row j + kd, its entries below, whatever its panel), so
+/// blocks of BLOCK of them are applied at once, a GEMM's inner dimension of 256 instead of kd
+/// (32 or 64), which runs much nearer cuBLAS's peak for the same flops. Where the budget cannot
+/// hold such blocks (their T and V take about 2 n · 256 entries), blocks of kd.
+const BLOCK: usize = 256;
+
+/// The blocks of w reflectors of a reduction of order n to kd off-diagonals (n > kd + 1): (i,
+/// s, k) with the block's first reflector i (A's column i of the lower view), its first row
+/// s = i + kd and its k reflectors, first block first.
+fn blocks(n: usize, kd: usize, w: usize) -> Vec<(usize, usize, usize)> {
     (0..n - kd)
-        .step_by(kd)
-        .map(|i| (i, i + kd, kd.min(n - i - kd)))
+        .step_by(w)
+        .map(|i| (i, i + kd, w.min(n - kd - i)))
         .collect()
 }
 
-/// Where the executor holds things: the panels' V (packed one after the other, or one at a
-/// time), their T (kd x kd each), W (two kd x nb), and a block column of Z (n − kd x nb).
+/// The reflectors of a block: BLOCK (or, `narrow`, kd), at least kd, at most all of them.
+fn width(n: usize, kd: usize, narrow: bool) -> usize {
+    let w = if narrow { kd } else { kd.max(BLOCK) };
+    w.min(n - kd)
+}
+
+/// The executor memory (elements) apart from Z's block columns: the blocks' T (w x w each,
+/// w their width), all blocks' V or the largest one's; and per column of a block column.
+struct Sizes {
+    t: usize,
+    v_all: usize,
+    v_one: usize,
+    per_column: usize,
+}
+
+fn sizes(n: usize, kd: usize, w: usize) -> Sizes {
+    let bs = blocks(n, kd, w);
+    Sizes {
+        t: bs.len() * w * w,
+        v_all: bs.iter().map(|&(_, s, k)| (n - s) * k).sum(),
+        v_one: (n - kd) * bs[0].2,
+        per_column: (n - kd) + 2 * w,
+    }
+}
+
+/// The bytes [`apply_q1_on`] holds on its executor for block columns of `nb` (n > kd + 1),
+/// with all of V resident or one block's at a time, in blocks of BLOCK reflectors (or,
+/// `narrow`, of kd); its layout takes the widest block columns the executor's budget holds
+/// (resident V where that leaves them at least half as wide), in blocks of BLOCK where they
+/// fit.
+pub fn q1_bytes(n: usize, kd: usize, nb: usize, resident: bool, narrow: bool, elem: usize) -> u64 {
+    let z = sizes(n, kd, width(n, kd, narrow));
+    let v = if resident { z.v_all } else { z.v_one };
+    ((z.t + v + nb * z.per_column) * elem) as u64
+}
+
+/// Where the executor holds things: the blocks' V (packed one after the other, or one at a
+/// time), their T (w x w each), W (two w x nb), and a block column of Z (n − kd x nb).
 struct Layout {
+    w: usize,
     v_offsets: Vec<usize>,
     v_len: usize,
     resident: bool,
     nb: usize,
 }
 
-/// The layout for `budget` bytes, or the bytes the narrowest one needs.
+/// The layout for `budget` bytes in blocks of BLOCK reflectors, else of kd; or the bytes the
+/// narrowest one needs.
 fn layout(n: usize, kd: usize, m: usize, elem: usize, budget: u64) -> Result<Layout, u64> {
-    let ps = panels(n, kd);
-    let mut v_offsets = Vec::with_capacity(ps.len());
-    let mut total = 0;
-    for &(_, s, pk) in &ps {
-        v_offsets.push(total);
-        total += (n - s) * pk;
-    }
-    let one = (n - ps[0].1) * ps[0].2;
-    let fixed = ps.len() * kd * kd;
-    let per_column = (n - kd) + 2 * kd;
+    fit(n, kd, m, elem, budget, false).or_else(|_| fit(n, kd, m, elem, budget, true))
+}
+
+/// [`layout`] with blocks of BLOCK reflectors, or (`narrow`) of kd.
+fn fit(
+    n: usize,
+    kd: usize,
+    m: usize,
+    elem: usize,
+    budget: u64,
+    narrow: bool,
+) -> Result<Layout, u64> {
+    let w = width(n, kd, narrow);
+    let z = sizes(n, kd, w);
     let width = |v: usize| {
-        let fits = (budget / elem as u64).saturating_sub((fixed + v) as u64) / per_column as u64;
-        fits.min(m as u64) as usize
+        let room = (budget / elem as u64).saturating_sub((z.t + v) as u64);
+        (room / z.per_column as u64).min(m as u64) as usize
     };
-    let (with_v, without) = (width(total), width(one));
+    let (with_v, without) = (width(z.v_all), width(z.v_one));
     if without == 0 {
-        let need = (fixed + one + per_column) * elem;
-        return Err(need as u64);
+        return Err(q1_bytes(n, kd, 1, false, narrow, elem));
     }
     // Resident V saves an upload of n²/2 entries per block column; narrower blocks cost more
     // block columns, each of which moves its part of Z once either way.
     let resident = with_v > 0 && 2 * with_v >= without;
+    let bs = blocks(n, kd, w);
+    let v_offsets = if resident {
+        let mut at = 0;
+        bs.iter()
+            .map(|&(_, s, k)| {
+                at += (n - s) * k;
+                at - (n - s) * k
+            })
+            .collect()
+    } else {
+        vec![0; bs.len()]
+    };
     Ok(Layout {
-        v_len: if resident { total } else { one },
-        v_offsets: if resident {
-            v_offsets
-        } else {
-            vec![0; ps.len()]
-        },
+        w,
+        v_len: if resident { z.v_all } else { z.v_one },
+        v_offsets,
         resident,
         nb: if resident { with_v } else { without },
     })
 }
 
-/// Uploads panel (i, s, pk)'s V into `dst` at `off`: for UPLO = 'L' n − s x pk (leading
+/// Uploads block (i, s, pk)'s V into `dst` at `off`: for UPLO = 'L' n − s x pk (leading
 /// dimension n − s) from A's columns, for 'U' its transpose pk x n − s (leading dimension
 /// pk) from A's rows; the unit diagonal and the zeros beside it written here (A holds the
 /// band there).
@@ -168,16 +229,16 @@ pub fn apply_q1_on<T: Real, E: Executor<T>>(
             budget: exec.budget(),
         })
     })?;
-    let ps = panels(n, kd);
+    let (ps, w) = (blocks(n, kd, plan.w), plan.w);
     let mut v = exec.alloc(plan.v_len.max(1)).map_err(stopped)?;
-    let mut t = exec.alloc(ps.len() * kd * kd).map_err(stopped)?;
-    form_t(exec, upper, n, kd, a, lda, tau, &ps, &plan, &mut v, &mut t).map_err(stopped)?;
+    let mut t = exec.alloc(ps.len() * w * w).map_err(stopped)?;
+    form_t(exec, upper, n, w, a, lda, tau, &ps, &plan, &mut v, &mut t).map_err(stopped)?;
     let nb = plan.nb;
     let rows = n - kd;
-    let mut w1 = exec.alloc(kd * nb).map_err(stopped)?;
-    let mut w2 = exec.alloc(kd * nb).map_err(stopped)?;
+    let mut w1 = exec.alloc(w * nb).map_err(stopped)?;
+    let mut w2 = exec.alloc(w * nb).map_err(stopped)?;
     let mut zb = exec.alloc(rows * nb).map_err(stopped)?;
-    run.width = nb;
+    (run.width, run.reflectors) = (nb, w);
     run.v_resident = plan.resident;
     let mut j0 = 0;
     while j0 < m {
@@ -206,9 +267,9 @@ pub fn apply_q1_on<T: Real, E: Executor<T>>(
             apply_panel(
                 exec,
                 upper,
-                (n - s, pk, kd, cols),
+                (n - s, pk, w, cols),
                 (&v, vp),
-                (&t, p * kd * kd),
+                (&t, p * w * w),
                 (&mut w1, &mut w2),
                 &mut zb,
                 (s - kd, rows),
@@ -236,15 +297,15 @@ pub fn apply_q1_on<T: Real, E: Executor<T>>(
     Ok(run)
 }
 
-/// Each panel's T into `t` (kd x kd apart, leading dimension kd), from the Gram matrices VᵀV
-/// formed in `t` on the executor and downloaded at once; the panels' V uploaded into `v` as
+/// Each block's T into `t` (w x w apart, leading dimension w), from the Gram matrices VᵀV
+/// formed in `t` on the executor and downloaded at once; the blocks' V uploaded into `v` as
 /// `plan` lays them out.
 #[allow(clippy::too_many_arguments)]
 fn form_t<T: Real, E: Executor<T>>(
     exec: &mut E,
     upper: bool,
     n: usize,
-    kd: usize,
+    w: usize,
     a: &[T],
     lda: usize,
     tau: &[T],
@@ -257,7 +318,7 @@ fn form_t<T: Real, E: Executor<T>>(
         let (_, s, pk) = panel;
         let (pn, off) = (n - s, plan.v_offsets[p]);
         upload_v(exec, upper, n, a, lda, panel, v, off)?;
-        let g = op_mut(t, p * kd * kd, kd);
+        let g = op_mut(t, p * w * w, w);
         if upper {
             // V is stored transposed: VᵀV = W Wᵀ for the pk x pn W.
             exec.gemm(
@@ -276,21 +337,21 @@ fn form_t<T: Real, E: Executor<T>>(
             gram_matrix(exec, pn, pk, op(v, off, pn), g)?;
         }
     }
-    let total = ps.len() * kd * kd;
+    let total = ps.len() * w * w;
     let mut grams = host_zeros(total)?;
     exec.download(t, 0, total, &mut |start, piece| {
         grams[start..start + piece.len()].copy_from_slice(piece)
     })?;
     let mut ts = host_zeros(total)?;
-    let mut g = host_zeros(kd * kd)?;
+    let mut g = host_zeros(w * w)?;
     for (p, &(i, _, pk)) in ps.iter().enumerate() {
-        let at = p * kd * kd;
+        let at = p * w * w;
         for c in 0..pk {
-            g[c * pk..(c + 1) * pk].copy_from_slice(&grams[at + c * kd..at + c * kd + pk]);
+            g[c * pk..(c + 1) * pk].copy_from_slice(&grams[at + c * w..at + c * w + pk]);
         }
         let tp = t_from_gram(pk, &g[..pk * pk], &tau[i..i + pk])?;
         for c in 0..pk {
-            ts[at + c * kd..at + c * kd + pk].copy_from_slice(&tp[c * pk..(c + 1) * pk]);
+            ts[at + c * w..at + c * w + pk].copy_from_slice(&tp[c * pk..(c + 1) * pk]);
         }
     }
     exec.upload(t, 0, total, &mut |start, out| {
@@ -298,14 +359,14 @@ fn form_t<T: Real, E: Executor<T>>(
     })
 }
 
-/// Z[r..r + pn, ..cols] −= V T Vᵀ Z[r..] for one panel: V (pn x pk, or stored transposed
-/// when `upper`) at `v`, its T (leading dimension kd, zeros below the diagonal) at `t`, W1 and
-/// W2 kd x cols each, Z's block column of leading dimension `ldz`.
+/// Z[r..r + pn, ..cols] −= V T Vᵀ Z[r..] for one block: V (pn x pk, or stored transposed
+/// when `upper`) at `v`, its T (leading dimension w, zeros below the diagonal) at `t`, W1 and
+/// W2 w x cols each, Z's block column of leading dimension `ldz`.
 #[allow(clippy::too_many_arguments)]
 fn apply_panel<T: Real, E: Executor<T>>(
     exec: &mut E,
     upper: bool,
-    (pn, pk, kd, cols): (usize, usize, usize, usize),
+    (pn, pk, w, cols): (usize, usize, usize, usize),
     (v, vp): (&E::Buf, usize),
     (t, tp): (&E::Buf, usize),
     (w1, w2): (&mut E::Buf, &mut E::Buf),
@@ -325,7 +386,7 @@ fn apply_panel<T: Real, E: Executor<T>>(
         vop(),
         op(zb, r, ldz),
         T::ZERO,
-        op_mut(w1, 0, kd),
+        op_mut(w1, 0, w),
     )?;
     // W2 = T W1: a GEMM on the k x k T costs a sliver of the other two.
     exec.gemm(
@@ -335,10 +396,10 @@ fn apply_panel<T: Real, E: Executor<T>>(
         cols,
         pk,
         T::ONE,
-        op(t, tp, kd),
-        op(w1, 0, kd),
+        op(t, tp, w),
+        op(w1, 0, w),
         T::ZERO,
-        op_mut(w2, 0, kd),
+        op_mut(w2, 0, w),
     )?;
     // Z −= V W2.
     let minus = T::ZERO - T::ONE;
@@ -350,7 +411,7 @@ fn apply_panel<T: Real, E: Executor<T>>(
         pk,
         minus,
         vop(),
-        op(w2, 0, kd),
+        op(w2, 0, w),
         T::ONE,
         op_mut(zb, r, ldz),
     )
@@ -390,7 +451,7 @@ mod tests {
             let z0: Vec<f64> = (0..n * m).map(|_| rng.range(-1.0, 1.0)).collect();
             let mut want = z0.clone();
             apply_q1(uplo, n, kd, &a, n, &tau, m, &mut want, n).expect("host memory");
-            let budget = (((n - kd) * kd + 5 * kd * kd + 3 * (n + kd)) * 8) as u64;
+            let budget = q1_bytes(n, kd, 3, false, false, 8);
             let (mut torn_seen, mut left) = (false, 0);
             loop {
                 let what = format!("uplo {} left {left} seed {seed}", uplo as char);
@@ -400,7 +461,7 @@ mod tests {
                 let got = apply_q1_on(&mut exec, uplo, n, kd, &a, n, &tau, m, &mut z, n);
                 let (done, torn) = match &got {
                     Ok(run) => {
-                        assert_eq!((run.width, run.v_resident), (3, false), "{what}");
+                        assert_eq!(run.width, 3, "{what}");
                         (m, false)
                     }
                     Err(s) => (s.done, s.torn),

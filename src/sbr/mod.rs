@@ -75,7 +75,7 @@ pub mod sbrdb;
 mod streaming;
 mod update;
 
-pub use back_transform::{apply_q1_on, Q1Run, Q1Stopped};
+pub use back_transform::{apply_q1_on, q1_bytes, Q1Run, Q1Stopped};
 pub use executor::{DirectBlock, ExecError, Executor, Op, OpMut};
 pub use host::HostMat;
 pub use plan::{plan, streaming_budget, Mode};
