@@ -10,11 +10,12 @@
 //! Seeds change from run to run and are printed; `HYLAPACK_TEST_SEED` replays one.
 
 mod common;
-use common::reported;
+use common::{gpu_required, gpu_test, reported};
 
 use hylapack::lapack::{Dense, Orthogonal};
 use hylapack::real::Real;
 use hylapack::sbr::{self, sb2st, Path, SbrReal};
+use hylapack::syev::EigReport;
 use hylapack::testmat::{self, DenseFamily, Rng};
 
 /// The threshold of LAPACK's SEP tester (sep.in).
@@ -230,7 +231,14 @@ fn dense_to_band_reflectors() {
 
 /// The driver's answer for the full symmetric `full` (its `uplo` triangle given) on `path`
 /// against the system LAPACK's DSYEV with JOBZ = 'V'.
-fn driver_case(family: DenseFamily, uplo: u8, n: usize, path: Path, scale: f64, seed: u64) {
+fn driver_case(
+    family: DenseFamily,
+    uplo: u8,
+    n: usize,
+    path: Path,
+    scale: f64,
+    seed: u64,
+) -> EigReport {
     let mut rng = Rng::new(seed);
     let mut full = testmat::dense_symmetric::<f64>(family, n, &mut rng);
     full.iter_mut().for_each(|x| *x *= scale);
@@ -279,6 +287,7 @@ fn driver_case(family: DenseFamily, uplo: u8, n: usize, path: Path, scale: f64, 
             "{what}"
         );
     }
+    report
 }
 
 /// `syev_vectors` (DSYEV with JOBZ = 'V') on the in-core CPU path, the streaming tiling, the
@@ -501,7 +510,8 @@ fn selections(lam: &[f64]) -> Vec<Select> {
 
 /// `syevx_vectors` (DSYEVX with JOBZ = 'V') on `path` against the system LAPACK's DSYEVX:
 /// M, INFO and IFAIL equal, eigenvalues within 10 n ε ‖A‖, residual and orthogonality.
-fn syevx_case(family: DenseFamily, uplo: u8, n: usize, path: Path, seed: u64) {
+fn syevx_case(family: DenseFamily, uplo: u8, n: usize, path: Path, seed: u64) -> Vec<EigReport> {
+    let mut reports = Vec::new();
     let mut rng = Rng::new(seed);
     let full = testmat::dense_symmetric::<f64>(family, n, &mut rng);
     let lda = n + 2;
@@ -601,7 +611,9 @@ fn syevx_case(family: DenseFamily, uplo: u8, n: usize, path: Path, seed: u64) {
             let rows = if j < m { n..ldz } else { 0..ldz };
             assert!(z[j * ldz..][rows].iter().all(|x| x.is_nan()), "{what}");
         }
+        reports.push(report);
     }
+    reports
 }
 
 /// `syevx_vectors` on the in-core CPU path, the streaming tiling, and LAPACK itself, for
@@ -810,5 +822,54 @@ fn exported_selected_eigenvectors() {
         assert_eq!(info, 0);
         check(m, &w, &z, &lam[5..31], "dsyevx_ooc_");
         assert!(ifail[..m as usize].iter().all(|&i| i == 0));
+    }
+}
+
+/// A GPU budget that streams the reduction of order n in block columns of 16 at kd = 32 (too
+/// small for a wide first band) and leaves Q1 several block columns (of blocks of kd
+/// reflectors: blocks of 256 do not fit).
+fn small_gpu_budget(n: usize) -> u64 {
+    sbr::streaming_budget(n, 32.min(n - 1), 16, 8)
+}
+
+/// `syev_vectors` and `syevx_vectors` on the GPU path, in core and with a budget small enough
+/// that the reduction streams and Q1 goes by block columns, both UPLO: the ratio tests, and Q1
+/// on the GPU when HYLAPACK_REQUIRE_GPU=1. With `HYLAPACK_DEVICE=gpu`.
+#[test]
+fn gpu_driver_eigenvectors() {
+    if !gpu_test() {
+        return;
+    }
+    let seed = common::seed();
+    let check = |report: &EigReport, n: usize, small: bool, what: &str| {
+        let Some(stages) = report.stages else {
+            assert!(n < 2, "{what}: no stage times ({:?})", report.reduction);
+            return;
+        };
+        println!("{what}: {stages:?}");
+        if gpu_required() && n > 33 {
+            assert!(stages.q1_on_gpu, "{what}: Q1 on the host");
+            // From n = 700 the small budget holds fewer columns than n.
+            assert!(
+                !small || n < 700 || stages.q1_block_columns > 1,
+                "{what}: {stages:?}"
+            );
+        }
+    };
+    for uplo in [b'L', b'U'] {
+        for n in [2, 3, 10, 100, 700, 1500] {
+            let s = seed ^ n as u64;
+            for small in [false, true] {
+                let budget = small.then(|| small_gpu_budget(n.max(2)));
+                let path = Path::Gpu { budget };
+                let report = driver_case(DenseFamily::Random, uplo, n, path, 1.0, s);
+                check(&report, n, small, &format!("syev n {n} {path:?}"));
+                if n <= 700 {
+                    for report in syevx_case(DenseFamily::Random, uplo, n, path, s) {
+                        check(&report, n, small, &format!("syevx n {n} {path:?}"));
+                    }
+                }
+            }
+        }
     }
 }

@@ -442,35 +442,48 @@ pub unsafe fn dgetrs(
     DeviceError::check_cusolver("cusolverDnDgetrs", st)
 }
 
-/// cusolverDnDsyevd_bufferSize with JOBZ = N (eigenvalues only), UPLO = lower.
+/// cuSOLVER's eigenvector mode: JOBZ = V if `vectors`, else N.
+fn eig_mode(vectors: bool) -> cs::cusolverEigMode_t {
+    if vectors {
+        cs::cusolverEigMode_t::CUSOLVER_EIG_MODE_VECTOR
+    } else {
+        cs::cusolverEigMode_t::CUSOLVER_EIG_MODE_NOVECTOR
+    }
+}
+
+/// cusolverDnDsyevd_bufferSize with JOBZ = V if `vectors` (else N), UPLO = lower.
 ///
 /// # Safety
 /// `h` is a live handle; `a` holds n x n entries at `lda`, `w` n entries (device memory).
-pub unsafe fn dsyevd_novector_buffer_size(
+pub unsafe fn dsyevd_buffer_size(
     h: cs::cusolverDnHandle_t,
+    vectors: bool,
     n: i32,
     a: *const f64,
     lda: i32,
     w: *const f64,
 ) -> Result<i32, DeviceError> {
     let mut lwork = 0i32;
-    let novector = cs::cusolverEigMode_t::CUSOLVER_EIG_MODE_NOVECTOR;
-    let lower = cs::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER;
+    let (jobz, lower) = (
+        eig_mode(vectors),
+        cs::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER,
+    );
     // SAFETY: as the caller promises; lwork is host memory.
-    let st =
-        unsafe { cs::cusolverDnDsyevd_bufferSize(h, novector, lower, n, a, lda, w, &mut lwork) };
+    let st = unsafe { cs::cusolverDnDsyevd_bufferSize(h, jobz, lower, n, a, lda, w, &mut lwork) };
     DeviceError::check_cusolver("cusolverDnDsyevd_bufferSize", st)?;
     Ok(lwork)
 }
 
-/// cusolverDnDsyevd with JOBZ = N, UPLO = lower: the eigenvalues of `a` into `w`.
+/// cusolverDnDsyevd with JOBZ = V if `vectors` (else N), UPLO = lower: the eigenvalues of `a`
+/// into `w` (and its eigenvectors over `a`).
 ///
 /// # Safety
-/// As for [`dsyevd_novector_buffer_size`], with a device workspace of `lwork` elements (at least
-/// what it returned) and one device `info`, all on the handle's stream.
+/// As for [`dsyevd_buffer_size`], with a device workspace of `lwork` elements (at least what
+/// it returned) and one device `info`, all on the handle's stream.
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn dsyevd_novector(
+pub unsafe fn dsyevd(
     h: cs::cusolverDnHandle_t,
+    vectors: bool,
     n: i32,
     a: *mut f64,
     lda: i32,
@@ -479,11 +492,70 @@ pub unsafe fn dsyevd_novector(
     lwork: i32,
     info: *mut i32,
 ) -> Result<(), DeviceError> {
-    let novector = cs::cusolverEigMode_t::CUSOLVER_EIG_MODE_NOVECTOR;
-    let lower = cs::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER;
+    let (jobz, lower) = (
+        eig_mode(vectors),
+        cs::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER,
+    );
     // SAFETY: as the caller promises.
-    let st = unsafe { cs::cusolverDnDsyevd(h, novector, lower, n, a, lda, w, work, lwork, info) };
+    let st = unsafe { cs::cusolverDnDsyevd(h, jobz, lower, n, a, lda, w, work, lwork, info) };
     DeviceError::check_cusolver("cusolverDnDsyevd", st)
+}
+
+/// cusolverDnDsyevdx_bufferSize with JOBZ = V, RANGE = I (the il-th to iu-th eigenvalues,
+/// 1-based), UPLO = lower.
+///
+/// # Safety
+/// `h` is a live handle; `a` holds n x n entries at `lda`, `w` n entries (device memory).
+pub unsafe fn dsyevdx_index_buffer_size(
+    h: cs::cusolverDnHandle_t,
+    n: i32,
+    a: *const f64,
+    lda: i32,
+    (il, iu): (i32, i32),
+    w: *const f64,
+) -> Result<i32, DeviceError> {
+    let (mut lwork, mut meig) = (0i32, 0i32);
+    let (jobz, lower) = (eig_mode(true), cs::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER);
+    let range = cs::cusolverEigRange_t::CUSOLVER_EIG_RANGE_I;
+    // SAFETY: as the caller promises; lwork and meig are host memory.
+    let st = unsafe {
+        cs::cusolverDnDsyevdx_bufferSize(
+            h, jobz, range, lower, n, a, lda, 0.0, 0.0, il, iu, &mut meig, w, &mut lwork,
+        )
+    };
+    DeviceError::check_cusolver("cusolverDnDsyevdx_bufferSize", st)?;
+    Ok(lwork)
+}
+
+/// cusolverDnDsyevdx with JOBZ = V, RANGE = I, UPLO = lower: the il-th to iu-th eigenvalues
+/// of `a` into `w`, their eigenvectors over the first columns of `a`; returns how many.
+///
+/// # Safety
+/// As for [`dsyevdx_index_buffer_size`], with a device workspace of `lwork` elements (at least
+/// what it returned) and one device `info`, all on the handle's stream.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn dsyevdx_index(
+    h: cs::cusolverDnHandle_t,
+    n: i32,
+    a: *mut f64,
+    lda: i32,
+    (il, iu): (i32, i32),
+    w: *mut f64,
+    work: *mut f64,
+    lwork: i32,
+    info: *mut i32,
+) -> Result<i32, DeviceError> {
+    let mut meig = 0i32;
+    let (jobz, lower) = (eig_mode(true), cs::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER);
+    let range = cs::cusolverEigRange_t::CUSOLVER_EIG_RANGE_I;
+    // SAFETY: as the caller promises; meig is host memory.
+    let st = unsafe {
+        cs::cusolverDnDsyevdx(
+            h, jobz, range, lower, n, a, lda, 0.0, 0.0, il, iu, &mut meig, w, work, lwork, info,
+        )
+    };
+    DeviceError::check_cusolver("cusolverDnDsyevdx", st)?;
+    Ok(meig)
 }
 
 /// cusolverDnDsytrd_bufferSize with UPLO = lower.

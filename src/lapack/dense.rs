@@ -297,7 +297,12 @@ pub trait Dense: Lapack + Triangular + Orthogonal {
         work: &mut [Self],
     ) -> i32;
     /// xSYEVD with JOBZ = 'N'. Returns INFO.
-    fn syevd_values(uplo: u8, n: usize, a: &mut [Self], lda: usize, w: &mut [Self]) -> i32;
+    fn syevd_values(uplo: u8, n: usize, a: &mut [Self], lda: usize, w: &mut [Self]) -> i32 {
+        Self::syevd(b'N', uplo, n, a, lda, w)
+    }
+    /// xSYEVD with JOBZ = `jobz` ('V': the eigenvectors over `a`), its workspace allocated
+    /// here. Returns INFO.
+    fn syevd(jobz: u8, uplo: u8, n: usize, a: &mut [Self], lda: usize, w: &mut [Self]) -> i32;
     /// xSYEVX with JOBZ = 'N'. Returns (M, INFO).
     fn syevx_values(
         range: u8,
@@ -720,8 +725,15 @@ macro_rules! impl_dense {
                 info
             }
 
-            fn syevd_values(uplo: u8, n: usize, a: &mut [Self], lda: usize, w: &mut [Self]) -> i32 {
-                let (jobz, uplo) = (b'N' as c_char, uplo as c_char);
+            fn syevd(
+                jobz: u8,
+                uplo: u8,
+                n: usize,
+                a: &mut [Self],
+                lda: usize,
+                w: &mut [Self],
+            ) -> i32 {
+                let (jobz, uplo) = (jobz as c_char, uplo as c_char);
                 let (n_, lda_) = (c_int_of(n), c_int_of(lda.max(1)));
                 let (mut wq, mut iwq, minus_one, mut info) =
                     ([<$t>::default()], [0 as c_int], -1 as c_int, 0);

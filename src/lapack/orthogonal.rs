@@ -1,14 +1,15 @@
 //! The routines of the eigenvector back-transformation: xORMQR and xORMLQ (apply the
 //! reflectors a QR or LQ factorization left), xSTEQR and xSTEDC (eigenvectors of a symmetric
-//! tridiagonal matrix), and xSYEV with eigenvectors (the drivers' fallback), behind
-//! [`Orthogonal`].
+//! tridiagonal matrix), xSYEV with eigenvectors (the drivers' fallback) and xSYEVR (a
+//! benchmark's peer), behind [`Orthogonal`].
 
 use super::{c_int_of, mut_ptr_for, ptr_for, span, symbols};
 use std::os::raw::{c_char, c_int};
 
 // Declared with the hidden CHARACTER lengths.
 macro_rules! orthogonal_externs {
-    ($t:ty, $ormqr:ident, $ormlq:ident, $steqr:ident, $stedc:ident, $syev:ident) => {
+    ($t:ty, $ormqr:ident, $ormlq:ident, $steqr:ident, $stedc:ident, $syev:ident,
+     $syevr:ident) => {
         symbols::system_routines! {
             fn $ormqr(
                 side: *const c_char,
@@ -82,12 +83,38 @@ macro_rules! orthogonal_externs {
                 jobz_len: usize,
                 uplo_len: usize,
             );
+            fn $syevr(
+                jobz: *const c_char,
+                range: *const c_char,
+                uplo: *const c_char,
+                n: *const c_int,
+                a: *mut $t,
+                lda: *const c_int,
+                vl: *const $t,
+                vu: *const $t,
+                il: *const c_int,
+                iu: *const c_int,
+                abstol: *const $t,
+                m: *mut c_int,
+                w: *mut $t,
+                z: *mut $t,
+                ldz: *const c_int,
+                isuppz: *mut c_int,
+                work: *mut $t,
+                lwork: *const c_int,
+                iwork: *mut c_int,
+                liwork: *const c_int,
+                info: *mut c_int,
+                jobz_len: usize,
+                range_len: usize,
+                uplo_len: usize,
+            );
         }
     };
 }
 
-orthogonal_externs!(f64, dormqr_, dormlq_, dsteqr_, dstedc_, dsyev_);
-orthogonal_externs!(f32, sormqr_, sormlq_, ssteqr_, sstedc_, ssyev_);
+orthogonal_externs!(f64, dormqr_, dormlq_, dsteqr_, dstedc_, dsyev_, dsyevr_);
+orthogonal_externs!(f32, sormqr_, sormlq_, ssteqr_, sstedc_, ssyev_, ssyevr_);
 
 /// The back-transformation's LAPACK routines in one precision. Characters are LAPACK's; sizes
 /// are checked against the slices before the call; every routine works in the caller's WORK
@@ -153,11 +180,88 @@ pub trait Orthogonal: Sized {
         w: &mut [Self],
         work: &mut [Self],
     ) -> i32;
+    /// xSYEVR's (LWORK, LIWORK) for order n: LAPACK's optimal (NB + 6) N for ILAENV's block
+    /// sizes up to 64 (reference LAPACK and OpenBLAS say 32), and 10 N.
+    fn syevr_sizes(n: usize) -> (usize, usize) {
+        ((70 * n).max(1), (10 * n).max(1))
+    }
+    /// xSYEVR with JOBZ = 'V' and RANGE = 'I' (the il-th to iu-th eigenvalues, 1-based) on the
+    /// caller's WORK and IWORK (at least [`Orthogonal::syevr_sizes`]): the eigenvalues into
+    /// `w`, their vectors into the n x (iu − il + 1) `z`, ISUPPZ 2 (iu − il + 1). (M, INFO).
+    fn syevr_index_in(
+        uplo: u8,
+        n: usize,
+        a: &mut [Self],
+        lda: usize,
+        range: (i32, i32),
+        w: &mut [Self],
+        z: (&mut [Self], usize),
+        isuppz: &mut [i32],
+        work: &mut [Self],
+        iwork: &mut [i32],
+    ) -> (i32, i32);
 }
 
 macro_rules! impl_orthogonal {
-    ($t:ty, $ormqr:ident, $ormlq:ident, $steqr:ident, $stedc:ident, $syev:ident) => {
+    ($t:ty, $ormqr:ident, $ormlq:ident, $steqr:ident, $stedc:ident, $syev:ident,
+     $syevr:ident) => {
         impl Orthogonal for $t {
+            fn syevr_index_in(
+                uplo: u8,
+                n: usize,
+                a: &mut [Self],
+                lda: usize,
+                (il, iu): (i32, i32),
+                w: &mut [Self],
+                (z, ldz): (&mut [Self], usize),
+                isuppz: &mut [i32],
+                work: &mut [Self],
+                iwork: &mut [i32],
+            ) -> (i32, i32) {
+                let cols = (iu - il + 1).max(1) as usize;
+                let (lw, liw) = Self::syevr_sizes(n);
+                assert!(
+                    work.len() >= lw && iwork.len() >= liw,
+                    "xSYEVR's workspace too short"
+                );
+                assert!(isuppz.len() >= 2 * cols, "xSYEVR's ISUPPZ too short");
+                let (jobz, range, uplo) = (b'V' as c_char, b'I' as c_char, uplo as c_char);
+                let (n_, lda_, ldz_) = (c_int_of(n), c_int_of(lda.max(1)), c_int_of(ldz.max(1)));
+                let (lw_, liw_) = (c_int_of(work.len()), c_int_of(iwork.len()));
+                let (zero, (mut m, mut info)) = (<$t>::default(), (0, 0));
+                // SAFETY: a spans n x n, w n, z n x cols, isuppz 2 cols, the workspaces their
+                // lengths (at least LAPACK's minimum, asserted); VL and VU are not referenced.
+                unsafe {
+                    $syevr(
+                        &jobz,
+                        &range,
+                        &uplo,
+                        &n_,
+                        mut_ptr_for(a, span(n, n, lda)),
+                        &lda_,
+                        &zero,
+                        &zero,
+                        &il,
+                        &iu,
+                        &zero,
+                        &mut m,
+                        mut_ptr_for(w, n),
+                        mut_ptr_for(z, span(n, cols, ldz)),
+                        &ldz_,
+                        isuppz.as_mut_ptr(),
+                        work.as_mut_ptr(),
+                        &lw_,
+                        iwork.as_mut_ptr(),
+                        &liw_,
+                        &mut info,
+                        1,
+                        1,
+                        1,
+                    )
+                };
+                (m, info)
+            }
+
             fn ormqr_left(
                 trans: u8,
                 m: usize,
@@ -350,5 +454,5 @@ macro_rules! impl_orthogonal {
     };
 }
 
-impl_orthogonal!(f64, dormqr_, dormlq_, dsteqr_, dstedc_, dsyev_);
-impl_orthogonal!(f32, sormqr_, sormlq_, ssteqr_, sstedc_, ssyev_);
+impl_orthogonal!(f64, dormqr_, dormlq_, dsteqr_, dstedc_, dsyev_, dsyevr_);
+impl_orthogonal!(f32, sormqr_, sormlq_, ssteqr_, sstedc_, ssyev_, ssyevr_);

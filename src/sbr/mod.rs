@@ -62,6 +62,7 @@
 //! that step's panel, `Z` and partial `X` off the host matrix (its band columns and τ are
 //! written early, and again by a resumption, which redoes that step whole).
 
+mod back_transform;
 mod driver;
 pub mod executor;
 mod host;
@@ -74,6 +75,7 @@ pub mod sbrdb;
 mod streaming;
 mod update;
 
+pub use back_transform::{apply_q1_on, q1_bytes, Q1Run, Q1Stopped};
 pub use executor::{DirectBlock, ExecError, Executor, Op, OpMut};
 pub use host::HostMat;
 pub use plan::{plan, streaming_budget, Mode};

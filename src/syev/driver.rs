@@ -9,7 +9,9 @@ use crate::sbr::executor::gpu::{self, GpuExecutor};
 use crate::sbr::executor::host_zeros;
 use crate::sbr::sbrdb::{self, narrow as narrow_band};
 use crate::sbr::SbrReal;
+use crate::sbr::{apply_q1_on, Executor, Q1Stopped};
 use crate::sbr::{plan, sb2st, streaming_budget, syrdb_band, Mode, Path, SyrdbReport};
+use std::time::Instant;
 
 /// The bandwidth of the intermediate band matrix when the matrix fits in the executor's
 /// memory. A wider band makes the dense → band reduction's rank-2kd updates faster on the GPU
@@ -231,14 +233,38 @@ impl<T: Real> VectorWork<T> {
     }
 }
 
+/// Seconds per stage of an eigenvector call, as the driver's clock saw them (0 for a stage
+/// that did not run); for benchmarks, never printed by the library.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StageTimes {
+    /// Dense → band (transfers included).
+    pub reduction: f64,
+    /// Band → tridiagonal, keeping Q2.
+    pub chase: f64,
+    /// The tridiagonal's eigenvectors (xSTEDC, or bisection and inverse iteration).
+    pub tridiagonal_vectors: f64,
+    /// Z := Q2 Z.
+    pub q2: f64,
+    /// Z := Q1 Z (transfers included).
+    pub q1: f64,
+    /// Of the above, the time spent moving matrices between host and GPU: the resident
+    /// reduction's and Q1's block columns (each timed between synchronisations).
+    pub transfers: f64,
+    /// Q1 ran on the GPU (cuBLAS), else on the host.
+    pub q1_on_gpu: bool,
+    /// The block columns Z went through the executor in (0: Q1 on the host's xORMQR/xORMLQ).
+    pub q1_block_columns: usize,
+}
+
 /// A matrix reduced to the tridiagonal (d, e) keeping both orthogonal factors: Q1's reflectors
-/// in A (with `tau`) and Q2's in `q2`.
+/// in A (with `tau`) and Q2's in `q2`; the stages' times so far.
 pub(super) struct Kept<T> {
     pub(super) d: Vec<T>,
     pub(super) e: Vec<T>,
     kd: usize,
     tau: Vec<T>,
     q2: sb2st::Reflectors<T>,
+    pub(super) times: StageTimes,
 }
 
 /// Dense → band keeping Q1 in `a` ([`crate::sbr::syrdb`] on `path`), band → tridiagonal keeping
@@ -260,18 +286,33 @@ pub(super) fn reduce_keeping<T: SbrReal>(
         ..
     } = band;
     let ldab = kd + 1;
+    let mut times = StageTimes::default();
+    let clock = Instant::now();
     let report = crate::sbr::syrdb(uplo, n, kd, a, lda, &mut ab, ldab, &mut tau, path);
+    times.reduction = clock.elapsed().as_secs_f64();
+    times.transfers = report.transfer_secs.unwrap_or(0.0);
     if report.info != 0 {
         return Err(report.note.unwrap_or_default());
     }
+    let clock = Instant::now();
     let (d, e) = sb2st::tridiagonalize_keeping(uplo, n, kd, &ab, ldab, 0, &mut q2)
         .ok_or("bulge chasing: cannot allocate its host memory")?;
-    Ok((Kept { d, e, kd, tau, q2 }, z, report))
+    times.chase = clock.elapsed().as_secs_f64();
+    let kept = Kept {
+        d,
+        e,
+        kd,
+        tau,
+        q2,
+        times,
+    };
+    Ok((kept, z, report))
 }
 
 impl<T: SbrReal> Kept<T> {
-    /// Z := Q1 Q2 Z for the n x m `z` (leading dimension `ldz`), `a` and `uplo` those given to
-    /// [`reduce_keeping`]; fails, with why, for want of host memory.
+    /// Z := Q1 Q2 Z for the n x m `z` (leading dimension `ldz`), `a`, `uplo` and `path` those
+    /// given to [`reduce_keeping`] (Q1 as [`Q1::apply`] does): the stages' times; fails, with
+    /// why, for want of host memory.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn back_transform(
         self,
@@ -282,11 +323,129 @@ impl<T: SbrReal> Kept<T> {
         m: usize,
         z: &mut [T],
         ldz: usize,
-    ) -> Result<(), String> {
-        let Kept { kd, tau, q2, .. } = self;
+        path: Path,
+    ) -> Result<StageTimes, String> {
+        let Kept {
+            kd,
+            tau,
+            q2,
+            mut times,
+            ..
+        } = self;
+        let clock = Instant::now();
         q2.apply_left(m, z, ldz, 0);
         drop(q2);
-        crate::sbr::apply_q1(uplo, n, kd, a, lda, &tau, m, z, ldz)
+        times.q2 = clock.elapsed().as_secs_f64();
+        let clock = Instant::now();
+        let q1 = Q1 {
+            uplo,
+            n,
+            kd,
+            a,
+            lda,
+            tau: &tau,
+        };
+        q1.apply(path, m, z, ldz, &mut times)?;
+        times.q1 = clock.elapsed().as_secs_f64();
+        Ok(times)
+    }
+}
+
+/// Q1 of a reduction: its reflectors in `a` and `tau` (see [`crate::sbr::apply_q1`]).
+struct Q1<'a, T> {
+    uplo: u8,
+    n: usize,
+    kd: usize,
+    a: &'a [T],
+    lda: usize,
+    tau: &'a [T],
+}
+
+impl<T: SbrReal> Q1<'_, T> {
+    /// Z := Q1 Z for the n x m `z`: on `path`'s executor ([`apply_q1_on`]: cuBLAS on the GPU's;
+    /// the CPU's BLAS for `Path::CpuBlocked`, which runs the GPU's tiling without one), and by
+    /// the host's xORMQR/xORMLQ for LAPACK's path and for the columns an executor that failed
+    /// left untouched. Fails, with why, for want of host memory.
+    fn apply(
+        &self,
+        path: Path,
+        m: usize,
+        z: &mut [T],
+        ldz: usize,
+        times: &mut StageTimes,
+    ) -> Result<(), String> {
+        let done = match path {
+            Path::Gpu { budget } => match GpuExecutor::<T>::new(budget) {
+                Ok(mut exec) => self.on(&mut exec, Backend::Gpu, m, z, ldz, times),
+                Err(e) => {
+                    dispatch::debug(|| format!("syev: Q1 on the host: {e}"));
+                    0
+                }
+            },
+            Path::CpuBlocked { budget } => {
+                let mut exec = CpuExecutor::new(budget);
+                self.on(&mut exec, Backend::Cpu, m, z, ldz, times)
+            }
+            Path::Lapack => 0,
+        };
+        if done == m {
+            return Ok(());
+        }
+        let Q1 {
+            uplo,
+            n,
+            kd,
+            a,
+            lda,
+            tau,
+        } = *self;
+        crate::sbr::apply_q1(
+            uplo,
+            n,
+            kd,
+            a,
+            lda,
+            tau,
+            m - done,
+            &mut z[done * ldz..],
+            ldz,
+        )
+    }
+
+    /// [`apply_q1_on`] on `exec`: the columns of Z it transformed (the others are untouched).
+    /// Panics if it failed while writing a block column back, which leaves neither Z nor the
+    /// result (as the band reduction's torn download does; the API reports it as an internal
+    /// error).
+    fn on<E: Executor<T>>(
+        &self,
+        exec: &mut E,
+        backend: Backend,
+        m: usize,
+        z: &mut [T],
+        ldz: usize,
+        times: &mut StageTimes,
+    ) -> usize {
+        let (uplo, n, kd, a, lda, tau) = (self.uplo, self.n, self.kd, self.a, self.lda, self.tau);
+        match apply_q1_on(exec, uplo, n, kd, a, lda, tau, m, z, ldz) {
+            Ok(run) => {
+                times.transfers += run.transfer_secs;
+                times.q1_on_gpu = backend == Backend::Gpu;
+                times.q1_block_columns = run.block_columns;
+                m
+            }
+            Err(Q1Stopped {
+                error,
+                done,
+                torn: true,
+            }) => panic!(
+                "syev: Q1 failed while writing columns from {done} of Z back ({error}); \
+                 the eigenvectors are lost"
+            ),
+            Err(Q1Stopped { error, done, .. }) => {
+                dispatch::debug(|| format!("syev: Q1 on the host from column {done}: {error}"));
+                done
+            }
+        }
     }
 }
 
@@ -303,16 +462,18 @@ pub(super) fn eigenvectors<T: SbrReal>(
     w: &mut [T],
     work: VectorWork<T>,
     path: Path,
-) -> Result<(i32, SyrdbReport), String> {
+) -> Result<(i32, SyrdbReport, StageTimes), String> {
     let (mut kept, mut z, report) = reduce_keeping(uplo, n, a, lda, work, path)?;
     let (mut d, mut e) = (std::mem::take(&mut kept.d), std::mem::take(&mut kept.e));
+    let clock = Instant::now();
     let info = tridiagonal_vectors(&mut d, &mut e, &mut z, n)?;
-    kept.back_transform(uplo, n, a, lda, n, &mut z, n)?;
+    kept.times.tridiagonal_vectors = clock.elapsed().as_secs_f64();
+    let times = kept.back_transform(uplo, n, a, lda, n, &mut z, n, path)?;
     for (dst, src) in a.chunks_mut(lda).zip(z.chunks(n)) {
         dst[..n].copy_from_slice(src);
     }
     w[..n].copy_from_slice(&d);
-    Ok((info, report))
+    Ok((info, report, times))
 }
 
 /// All eigenvalues of the tridiagonal (d, e) (order n ≥ 2) into `w` (ascending) and its

@@ -9,11 +9,14 @@
 //! factors, B = Q1ᵀ A Q1 (dense → band; Q1's reflectors in A and TAU as xSYTRD_SY2SB leaves
 //! them) and T = Q2ᵀ B Q2 (bulge chasing on the CPU, its reflectors in the compact layout of
 //! [`crate::sbr::sb2st::Reflectors`]). With T = Z_T Λ Z_Tᵀ (xSTEDC, or xSTEQR), A = Z Λ Zᵀ for
-//! Z = Q1 (Q2 Z_T): Q2 is applied first (its reflectors in the reverse of the chase's order),
-//! then Q1 (xORMQR / xORMLQ per panel, last panel first). Scaling A by σ scales Λ only; W is
-//! scaled back, Z is not. A matrix reduced out of core through a wide first band (sbrdb's
-//! narrowing), or one whose workspace does not fit before A is touched, runs the system
-//! LAPACK's xSYEV on the untouched A instead.
+//! Z = Q1 (Q2 Z_T): Q2 is applied first (its reflectors in the reverse of the chase's order,
+//! on the host's threads), then Q1, last panel first: on the GPU path by cuBLAS GEMMs from the
+//! panels' compact WY form ([`crate::sbr::apply_q1_on`]; Z by block columns where the GPU
+//! budget cannot hold it), else, and for the columns a failing GPU left untouched, by the
+//! host's xORMQR / xORMLQ per panel ([`EigReport::stages`] times the stages). Scaling A by σ
+//! scales Λ only; W is scaled back, Z is not. A matrix reduced out of core through a wide
+//! first band (sbrdb's narrowing), or one whose workspace does not fit before A is touched,
+//! runs the system LAPACK's xSYEV on the untouched A instead.
 //!
 //! xSYEVX with JOBZ = 'V' ([`syevx_vectors`]) reduces the same way, keeping Q1 and Q2; all
 //! eigenvectors with ABSTOL ≤ 0 come from xSTEDC (xSTEQR if it fails; LAPACK takes xSTEQR),
@@ -25,7 +28,7 @@
 mod driver;
 mod scale;
 
-pub use driver::{bandwidth, bandwidth_streaming, driver_bandwidths, wide_bandwidth};
+pub use driver::{bandwidth, bandwidth_streaming, driver_bandwidths, wide_bandwidth, StageTimes};
 
 use crate::dispatch::Backend;
 use crate::lapack::Dense;
@@ -206,6 +209,8 @@ pub struct EigReport {
     /// allocated (INFO = −1000): a caller that holds a workspace of LAPACK's size (the Fortran
     /// names' WORK) can run it there instead.
     pub lapack_without_workspace: bool,
+    /// With JOBZ = 'V' through the band reduction: the seconds of each stage.
+    pub stages: Option<StageTimes>,
 }
 
 impl EigReport {
@@ -217,6 +222,7 @@ impl EigReport {
             reduction: None,
             stebz_illegal: None,
             lapack_without_workspace: false,
+            stages: None,
         }
     }
 }
@@ -514,9 +520,10 @@ pub fn syev_vectors<T: SbrReal>(
     let rmax = (T::ONE / (T::SAFE_MIN / T::ULP)).sqrt();
     let sigma = scale_into_range(uplo, n, a, lda, anrm, rmax);
     match eigenvectors(uplo, n, a, lda, w, work, path) {
-        Ok((info, reduction)) => {
+        Ok((info, reduction, stages)) => {
             report.info = info;
             report.reduction = Some(reduction);
+            report.stages = Some(stages);
         }
         Err(why) => {
             no_host_memory(&mut report, &why);
@@ -795,7 +802,7 @@ pub fn syevx_vectors<T: SbrReal>(
             scaled.vu = vu * sigma;
         }
     }
-    let (kept, _, reduction) = match reduce_keeping(uplo, n, a, lda, work, path) {
+    let (mut kept, _, reduction) = match reduce_keeping(uplo, n, a, lda, work, path) {
         Ok(done) => done,
         Err(why) => {
             no_host_memory(&mut report, &why);
@@ -807,6 +814,7 @@ pub fn syevx_vectors<T: SbrReal>(
     // xSYEVX takes xSTEQR; bisection and inverse iteration if neither converges.
     let everything = range == b'A' || (range == b'I' && il == 1 && iu == n as i32);
     let mut done = false;
+    let clock = std::time::Instant::now();
     if everything && abstol <= T::ZERO {
         match all_vectors(&kept.d, &kept.e, w, z, ldz) {
             Ok(true) => {
@@ -828,11 +836,15 @@ pub fn syevx_vectors<T: SbrReal>(
             return report;
         }
     }
+    kept.times.tridiagonal_vectors = clock.elapsed().as_secs_f64();
     let m = report.m.max(0) as usize;
-    if let Err(why) = kept.back_transform(uplo, n, a, lda, m, z, ldz) {
-        no_host_memory(&mut report, &why);
-        report.m = 0;
-        return report;
+    match kept.back_transform(uplo, n, a, lda, m, z, ldz, path) {
+        Ok(stages) => report.stages = Some(stages),
+        Err(why) => {
+            no_host_memory(&mut report, &why);
+            report.m = 0;
+            return report;
+        }
     }
     if let Some(sigma) = sigma {
         let imax = syevx_unscaled(report.info, report.m, n);

@@ -54,3 +54,16 @@ pub fn seed() -> u64 {
 pub fn gpu_required() -> bool {
     std::env::var("HYLAPACK_REQUIRE_GPU").as_deref() == Ok("1")
 }
+
+/// Whether a GPU test runs (`HYLAPACK_DEVICE=gpu`): then, without a GPU, it fails if
+/// `HYLAPACK_REQUIRE_GPU=1` and is skipped otherwise.
+pub fn gpu_test() -> bool {
+    if std::env::var("HYLAPACK_DEVICE").as_deref() != Ok("gpu") {
+        return false;
+    }
+    if let Err(e) = hylapack::device::gpu() {
+        assert!(!gpu_required(), "HYLAPACK_REQUIRE_GPU=1 but no GPU: {e}");
+        return false;
+    }
+    true
+}

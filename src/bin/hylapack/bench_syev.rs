@@ -20,6 +20,7 @@
 //! Eigenvalues are checked against the first full spectrum computed for that order (cuSOLVER
 //! Dsyevd, else LAPACK dsyevd): max |Δλ| / (n ε ‖A‖).
 
+use crate::bench_cusolver::{self, Job, Timed};
 use crate::table::{time, Table};
 use hylapack::lapack::{Dense, Lapack};
 use hylapack::sbr::executor::gpu::GpuExecutor;
@@ -61,18 +62,14 @@ fn parse(args: &[String]) -> Result<Options, String> {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--sizes" => {
-                let v = it.next().ok_or("--sizes needs a list")?;
-                o.sizes = v
-                    .split(',')
-                    .map(|s| s.trim().parse().map_err(|_| format!("bad size {s}")))
-                    .collect::<Result<_, _>>()?;
-            }
-            "--csv" => o.csv = Some(it.next().ok_or("--csv needs a file")?.clone()),
-            "--lapack-limit" => {
-                let v = it.next().ok_or("--lapack-limit needs seconds")?;
-                o.lapack_limit_s = v.parse().map_err(|_| format!("bad limit {v}"))?;
-            }
+            other
+                if shared_option(
+                    other,
+                    &mut it,
+                    &mut o.sizes,
+                    &mut o.csv,
+                    &mut o.lapack_limit_s,
+                )? => {}
             "--ooc-max" => {
                 let v = it.next().ok_or("--ooc-max needs an order")?;
                 o.ooc_max_n = v.parse().map_err(|_| format!("bad order {v}"))?;
@@ -95,25 +92,57 @@ fn parse(args: &[String]) -> Result<Options, String> {
                     _ => return Err(format!("bad --ooc-uplo {v}")),
                 };
             }
-            "--quick" => {
-                o.sizes = vec![1024, 2048];
-                o.lapack_limit_s = 10.0;
-            }
             other => return Err(format!("unknown option {other}")),
         }
     }
     Ok(o)
 }
 
+/// The options both syev benchmarks take (`--sizes`, `--csv`, `--lapack-limit`, `--quick`),
+/// read into `sizes`, `csv` and `limit`: false if `a` is none of them.
+pub(crate) fn shared_option(
+    a: &str,
+    it: &mut std::slice::Iter<'_, String>,
+    sizes: &mut Vec<usize>,
+    csv: &mut Option<String>,
+    limit: &mut f64,
+) -> Result<bool, String> {
+    match a {
+        "--sizes" => {
+            let v = it.next().ok_or("--sizes needs a list")?;
+            *sizes = v
+                .split(',')
+                .map(|s| s.trim().parse().map_err(|_| format!("bad size {s}")))
+                .collect::<Result<_, _>>()?;
+        }
+        "--csv" => *csv = Some(it.next().ok_or("--csv needs a file")?.clone()),
+        "--lapack-limit" => {
+            let v = it.next().ok_or("--lapack-limit needs seconds")?;
+            *limit = v.parse().map_err(|_| format!("bad limit {v}"))?;
+        }
+        "--quick" => {
+            *sizes = vec![1024, 2048];
+            *limit = 10.0;
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
 /// `hylapack bench syev [--sizes 4096,8192] [--csv FILE] [--lapack-limit S] [--ooc-max N]
-/// [--kd 32,64] [--no-peers] [--reduction-only] [--in-place] [--ooc-uplo L|U]`.
+/// [--kd 32,64] [--no-peers] [--reduction-only] [--in-place] [--ooc-uplo L|U]`; with
+/// `--vectors`, the eigenvector rows instead (see `bench_syev_vectors`).
 pub fn bench_syev(args: &[String]) -> i32 {
+    if args.iter().any(|a| a == "--vectors") {
+        let rest: Vec<String> = args.iter().filter(|a| *a != "--vectors").cloned().collect();
+        return crate::bench_syev_vectors::bench_syev_vectors(&rest);
+    }
     match parse(args) {
         Ok(o) if o.in_place => run_in_place(&o),
         Ok(o) => run(&o),
         Err(e) => {
             eprintln!("hylapack bench syev: {e}");
-            eprintln!("usage: hylapack bench syev [--sizes 4096,8192,16384,32768] [--csv FILE] [--lapack-limit 60] [--ooc-max 16384] [--kd 32,64] [--no-peers] [--reduction-only] [--in-place] [--ooc-uplo L] [--quick]");
+            eprintln!("usage: hylapack bench syev [--vectors] [--sizes 4096,8192,16384,32768] [--csv FILE] [--lapack-limit 60] [--ooc-max 16384] [--kd 32,64] [--no-peers] [--reduction-only] [--in-place] [--ooc-uplo L] [--quick]");
             2
         }
     }
@@ -124,7 +153,7 @@ fn profile() -> bool {
     hylapack::config::get().sbr.profile
 }
 
-fn secs(f: impl FnOnce()) -> f64 {
+pub(crate) fn secs(f: impl FnOnce()) -> f64 {
     let t = Instant::now();
     f();
     t.elapsed().as_secs_f64()
@@ -174,79 +203,6 @@ fn dgemm_rate(m: usize) -> Result<f64, String> {
     go(&mut exec, &mut c)?;
     let s = go(&mut exec, &mut c)?;
     Ok(3.0 * 2.0 * (m as f64).powi(3) / s / 1e9)
-}
-
-/// cuSOLVER Dsytrd or Dsyevd (JOBZ = N) on a device copy of `a`: (seconds, eigenvalues from
-/// Dsyevd).
-fn cusolver(a: &[f64], n: usize, syevd: bool) -> Result<(f64, Option<Vec<f64>>), String> {
-    use cudarc::driver::{DevicePtr, DevicePtrMut};
-    use hylapack::device::blas;
-    if !hylapack::device::libraries().cusolver {
-        return Err("cuSOLVER not installed".into());
-    }
-    let gpu = hylapack::device::gpu().map_err(|e| e.to_string())?;
-    let mut la = gpu.linalg().map_err(|e| e.to_string())?;
-    let stream = la.stream.clone();
-    let h = la.solver().map_err(|e| e.to_string())?.cu();
-    let de = |e: cudarc::driver::DriverError| e.to_string();
-    let ds = |e: hylapack::device::DeviceError| e.to_string();
-    let mut a_d = stream.clone_htod(a).map_err(de)?;
-    let mut w_d = stream.alloc_zeros::<f64>(n).map_err(de)?;
-    let mut e_d = stream.alloc_zeros::<f64>(n).map_err(de)?;
-    let mut tau_d = stream.alloc_zeros::<f64>(n).map_err(de)?;
-    let mut info_d = stream.alloc_zeros::<i32>(1).map_err(de)?;
-    let ni = n as i32;
-    let lwork = {
-        let (pa, _g1) = a_d.device_ptr(&stream);
-        let (pw, _g2) = w_d.device_ptr(&stream);
-        let (pe, _g3) = e_d.device_ptr(&stream);
-        let (pt, _g4) = tau_d.device_ptr(&stream);
-        // SAFETY: device arrays of the sizes cuSOLVER reads on the handle's stream.
-        unsafe {
-            if syevd {
-                blas::dsyevd_novector_buffer_size(h, ni, pa as _, ni, pw as _)
-            } else {
-                blas::dsytrd_buffer_size(h, ni, pa as _, ni, pw as _, pe as _, pt as _)
-            }
-        }
-        .map_err(ds)?
-    };
-    let mut work = stream
-        .alloc_zeros::<f64>(lwork.max(1) as usize)
-        .map_err(de)?;
-    stream.synchronize().map_err(de)?;
-    let t = Instant::now();
-    {
-        let (pa, _g1) = a_d.device_ptr_mut(&stream);
-        let (pw, _g2) = w_d.device_ptr_mut(&stream);
-        let (pe, _g3) = e_d.device_ptr_mut(&stream);
-        let (pt, _g4) = tau_d.device_ptr_mut(&stream);
-        let (pwork, _g5) = work.device_ptr_mut(&stream);
-        let (pinfo, _g6) = info_d.device_ptr_mut(&stream);
-        // SAFETY: as above, with the workspace cuSOLVER asked for.
-        unsafe {
-            if syevd {
-                blas::dsyevd_novector(h, ni, pa as _, ni, pw as _, pwork as _, lwork, pinfo as _)
-            } else {
-                blas::dsytrd(
-                    h, ni, pa as _, ni, pw as _, pe as _, pt as _, pwork as _, lwork, pinfo as _,
-                )
-            }
-        }
-        .map_err(ds)?;
-    }
-    stream.synchronize().map_err(de)?;
-    let s = t.elapsed().as_secs_f64();
-    let info = stream.clone_dtoh(&info_d).map_err(de)?;
-    if info[0] != 0 {
-        return Err(format!("devInfo = {}", info[0]));
-    }
-    let w = if syevd {
-        Some(stream.clone_dtoh(&w_d).map_err(de)?)
-    } else {
-        None
-    };
-    Ok((s, w))
 }
 
 /// One row of the table: method, seconds, GFLOP/s, eigenvalues to check, note.
@@ -592,8 +548,8 @@ fn run(o: &Options) -> i32 {
             if o.no_peers {
                 // cuSOLVER and the host's LAPACK are left out.
             } else {
-                match cusolver(&a, n, false) {
-                    Ok((s, _)) => add(
+                match bench_cusolver::run(&a, n, Job::Sytrd) {
+                    Ok(Timed { secs: s, .. }) => add(
                         &mut rows,
                         "cuSOLVER Dsytrd (device-resident)",
                         s,
@@ -603,8 +559,9 @@ fn run(o: &Options) -> i32 {
                     ),
                     Err(e) => println!("n={n}: cuSOLVER Dsytrd: {e}"),
                 }
-                match cusolver(&a, n, true) {
-                    Ok((s, w)) => {
+                match bench_cusolver::run(&a, n, Job::Syevd { vectors: false }) {
+                    Ok(Timed { secs: s, w, .. }) => {
+                        let w = Some(w);
                         reference = w.clone();
                         add(
                             &mut rows,

@@ -2,6 +2,7 @@
 //! example checked against LAPACK (`demo`), and timings against peers (`bench <family>`).
 
 mod bench;
+mod bench_cusolver;
 mod bench_gtsv;
 mod bench_gtsv_batch;
 mod bench_interval;
@@ -9,6 +10,7 @@ mod bench_overhead;
 mod bench_processes;
 mod bench_stein;
 mod bench_syev;
+mod bench_syev_vectors;
 mod demo;
 mod info;
 mod table;
@@ -33,6 +35,9 @@ const USAGE: &str = "usage: hylapack <command>
       --sizes 4096,8192   problem orders (default: 4096,8192,16384,32768)
       --ooc-max N         out-of-core runs up to order N (default: 16384)
       --ooc-uplo L|U      the triangle the out-of-core rows read (default: L)
+      --vectors           eigenvectors instead: dsyev_ooc/dsyevx_ooc JOBZ=V (per-stage times)
+                          against cuSOLVER Dsyevd/Dsyevdx, LAPACK dsyevd/dsyevr (default
+                          sizes 4096,8192,16384; --lapack-limit S, --uplo L|U, --no-peers)
   bench interval [opts] time dgemm_rounded, digemm and dgesv_verified against cuBLAS DGEMM,
                        cuSOLVER and LAPACK LU solves
       --sizes 1024,8192   orders (default: 1024,2048,4096,8192,16384)

@@ -1,0 +1,481 @@
+//! `hylapack bench syev --vectors`: dense symmetric eigenvectors (JOBZ = 'V') against cuSOLVER
+//! and the host's LAPACK, in one run.
+//!
+//! Rows per order n (a random symmetric matrix; its lower triangle, or `--uplo U`):
+//! - cuSOLVER Dsyevd with JOBZ = V, device-resident (the matrix is on the GPU before the timer
+//!   starts, the vectors stay there): the reference spectrum and the column "vs Dsyevd";
+//! - hylapack `syev_vectors` on the GPU path (host matrix in, host vectors out), and below it
+//!   the stages the driver timed: dense → band, band → tridiagonal keeping Q2, the
+//!   tridiagonal's eigenvectors, Q2 applied (host threads), Q1 applied (cuBLAS by block
+//!   columns, or the host), and of these the time spent moving matrices to and from the GPU;
+//! - hylapack `syevx_vectors` with RANGE = 'I', the lowest 1% (at least one), its stages in the
+//!   note, and cuSOLVER Dsyevdx with the same selection (device-resident);
+//! - the host's LAPACK dsyevd (JOBZ = V) and dsyevr (RANGE = I, the same 1%), each only where
+//!   its time extrapolated (n³) from the previous order stays below `--lapack-limit`.
+//!
+//! Accuracy on a sample S of the columns (24 spread over them, or all of fewer): residual
+//! max_{j∈S} ‖A z_j − λ_j z_j‖₁ / (n ‖A‖₁ ε) and orthogonality max_{j∈S} ‖Zᵀ z_j − e_j‖₁ / (n ε),
+//! by host GEMMs; eigenvalues against the reference spectrum, max |Δλ| / (n ε ‖A‖). Each row is
+//! printed as soon as it is measured, the aligned table (and `--csv`) at the end.
+
+use crate::bench_cusolver::{self, Job, Timed};
+use crate::bench_syev::{secs, shared_option};
+use crate::table::{time, Table};
+use hylapack::lapack::{Dense, Orthogonal};
+use hylapack::sbr::Path;
+use hylapack::syev::{EigReport, StageTimes};
+use hylapack::testmat::{self, DenseFamily, Rng};
+use std::io::Write;
+
+struct Options {
+    sizes: Vec<usize>,
+    csv: Option<String>,
+    /// Host LAPACK methods run only where their predicted time stays below this.
+    lapack_limit_s: f64,
+    /// Skip cuSOLVER and the host's LAPACK.
+    no_peers: bool,
+    uplo: u8,
+}
+
+fn parse(args: &[String]) -> Result<Options, String> {
+    let mut o = Options {
+        sizes: vec![4096, 8192, 16384],
+        csv: None,
+        lapack_limit_s: 60.0,
+        no_peers: false,
+        uplo: b'L',
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            other
+                if shared_option(
+                    other,
+                    &mut it,
+                    &mut o.sizes,
+                    &mut o.csv,
+                    &mut o.lapack_limit_s,
+                )? => {}
+            "--no-peers" => o.no_peers = true,
+            "--uplo" => {
+                o.uplo = match it.next().map(String::as_str) {
+                    Some("L" | "l") => b'L',
+                    Some("U" | "u") => b'U',
+                    v => return Err(format!("bad --uplo {v:?}")),
+                };
+            }
+            other => return Err(format!("unknown option {other}")),
+        }
+    }
+    if o.sizes.iter().any(|&n| n < 2) {
+        return Err("sizes must be at least 2".into());
+    }
+    Ok(o)
+}
+
+/// `hylapack bench syev --vectors [--sizes 4096,8192,16384] [--csv FILE] [--lapack-limit S]
+/// [--no-peers] [--uplo L|U] [--quick]`.
+pub fn bench_syev_vectors(args: &[String]) -> i32 {
+    match parse(args) {
+        Ok(o) => run(&o),
+        Err(e) => {
+            eprintln!("hylapack bench syev --vectors: {e}");
+            eprintln!("usage: hylapack bench syev --vectors [--sizes 4096,8192,16384] [--csv FILE] [--lapack-limit 60] [--no-peers] [--uplo L] [--quick]");
+            2
+        }
+    }
+}
+
+/// One measured row: method, seconds, and what to check (eigenvalues, the first of which is
+/// the il-th; vectors n x M), note.
+struct Row {
+    what: String,
+    secs: f64,
+    w: Option<Vec<f64>>,
+    first: usize,
+    z: Option<Vec<f64>>,
+    note: String,
+}
+
+impl Row {
+    fn timed(what: &str, secs: f64, note: String) -> Row {
+        Row {
+            what: what.to_string(),
+            secs,
+            w: None,
+            first: 0,
+            z: None,
+            note,
+        }
+    }
+}
+
+/// The rows of one order: the matrix, its reference spectrum and the table they go into,
+/// printing each row when it is added.
+struct Order<'a> {
+    n: usize,
+    a: &'a [f64],
+    anorm1: f64,
+    reference: Option<Vec<f64>>,
+    /// cuSOLVER Dsyevd's seconds.
+    dsyevd: Option<f64>,
+    table: &'a mut Table,
+    failures: usize,
+}
+
+impl Order<'_> {
+    fn add(&mut self, row: Row) {
+        let n = self.n;
+        let eps = f64::EPSILON;
+        let err = match (&row.w, &self.reference) {
+            (Some(w), Some(r)) => {
+                let norm = r.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+                let e = w
+                    .iter()
+                    .zip(&r[row.first..])
+                    .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+                let scaled = e / (n as f64 * eps * norm);
+                self.failures += (scaled > 2.0) as usize;
+                format!("{scaled:.3}")
+            }
+            _ => "-".into(),
+        };
+        let (resid, ortho) = match (&row.w, &row.z) {
+            (Some(w), Some(z)) => {
+                let (r, o) = sampled_ratios(self.a, n, self.anorm1, w, z);
+                self.failures += (!(r < 20.0 && o < 20.0)) as usize;
+                (format!("{r:.3}"), format!("{o:.3}"))
+            }
+            _ => ("-".into(), "-".into()),
+        };
+        let versus = match self.dsyevd {
+            Some(s) if row.z.as_ref().is_some_and(|z| z.len() == n * n) => {
+                format!("{:.2}x", s / row.secs)
+            }
+            _ => "-".into(),
+        };
+        let cells = vec![
+            n.to_string(),
+            row.what,
+            time(row.secs),
+            versus,
+            err,
+            resid,
+            ortho,
+            row.note,
+        ];
+        println!(
+            "{:>6}  {:<52} {:>10} {:>8} {:>8} {:>8} {:>8}  {}",
+            cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], cells[7]
+        );
+        let _ = std::io::stdout().flush();
+        // The CSV has no quoting: commas in notes (the library's) become semicolons.
+        self.table
+            .row(cells.into_iter().map(|c| c.replace(',', ";")).collect());
+    }
+}
+
+/// (residual, orthogonality) of the pairs (w, Z) of the full symmetric n x n `a` (‖A‖₁ =
+/// `anorm1`) over a sample of Z's columns (module notes), by host GEMMs.
+fn sampled_ratios(a: &[f64], n: usize, anorm1: f64, w: &[f64], z: &[f64]) -> (f64, f64) {
+    let m = z.len() / n;
+    let k = m.min(24);
+    let cols: Vec<usize> = (0..k).map(|q| q * (m - 1) / (k - 1).max(1)).collect();
+    let mut zs = vec![0.0; n * k];
+    for (q, &j) in cols.iter().enumerate() {
+        zs[q * n..(q + 1) * n].copy_from_slice(&z[j * n..(j + 1) * n]);
+    }
+    let mut r = vec![0.0; n * k];
+    f64::gemm(b'N', b'N', n, k, n, 1.0, (a, n), (&zs, n), 0.0, &mut r, n);
+    let mut g = vec![0.0; m * k];
+    f64::gemm(b'T', b'N', m, k, n, 1.0, (z, n), (&zs, n), 0.0, &mut g, m);
+    let (mut resid, mut ortho) = (0.0f64, 0.0f64);
+    for (q, &j) in cols.iter().enumerate() {
+        let col: f64 = (0..n)
+            .map(|i| (r[i + q * n] - w[j] * zs[i + q * n]).abs())
+            .sum();
+        resid = resid.max(col);
+        let dots: f64 = (0..m)
+            .map(|i| (g[i + q * m] - if i == j { 1.0 } else { 0.0 }).abs())
+            .sum();
+        ortho = ortho.max(dots);
+    }
+    let unit = n as f64 * f64::EPSILON;
+    (resid / (unit * anorm1), ortho / unit)
+}
+
+/// The stages of a driver's `report` as rows below it (`syev_vectors`), or as one note.
+fn stage_rows(stages: &StageTimes) -> Vec<(String, f64, String)> {
+    let q1 = if stages.q1_on_gpu {
+        format!("cuBLAS in {} block column(s)", stages.q1_block_columns)
+    } else {
+        "host xORMQR/xORMLQ".into()
+    };
+    vec![
+        ("  dense → band".into(), stages.reduction, String::new()),
+        (
+            "  band → tridiagonal keeping Q2".into(),
+            stages.chase,
+            "host threads".into(),
+        ),
+        (
+            "  tridiagonal eigenvectors".into(),
+            stages.tridiagonal_vectors,
+            String::new(),
+        ),
+        ("  Q2 applied".into(), stages.q2, "host threads".into()),
+        ("  Q1 applied".into(), stages.q1, q1),
+        (
+            "  of which host↔GPU transfers".into(),
+            stages.transfers,
+            String::new(),
+        ),
+    ]
+}
+
+fn stage_note(report: &EigReport) -> String {
+    let note = report.reduction.as_ref().and_then(|r| r.note.clone());
+    let stages = report.stages.as_ref().map(|s| {
+        stage_rows(s)
+            .iter()
+            .map(|(what, t, _)| format!("{} {}", what.trim(), time(*t)))
+            .collect::<Vec<_>>()
+            .join(" / ")
+    });
+    [Some(format!("info {}", report.info)), stages, note]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Loads the kernels, the CUDA libraries and the handles the timed rows use, outside them.
+fn warm_up(uplo: u8, peers: bool) {
+    let n = 512;
+    let a = testmat::dense_symmetric::<f64>(DenseFamily::Random, n, &mut Rng::new(1));
+    if peers && hylapack::device::gpu().is_ok() {
+        let _ = bench_cusolver::run(&a, n, Job::Syevd { vectors: true });
+        let _ = bench_cusolver::run(&a, n, Job::SyevdxIndex { il: 1, iu: 5 });
+    }
+    let (mut a, mut w) = (a, vec![0.0; n]);
+    hylapack::syev::syev_vectors(uplo, n, &mut a, n, &mut w, Path::Gpu { budget: None });
+}
+
+fn run(o: &Options) -> i32 {
+    let gpu = hylapack::device::gpu();
+    match &gpu {
+        Ok(g) => println!(
+            "GPU: {} ({} MiB), budget {} MiB",
+            g.info.name,
+            g.info.total_memory >> 20,
+            g.budget.limit() >> 20
+        ),
+        Err(e) => println!("no GPU ({e}): hylapack's GPU path falls back to the CPU"),
+    }
+    warm_up(o.uplo, !o.no_peers);
+    let header = [
+        "n",
+        "method",
+        "time",
+        "vs Dsyevd",
+        "λ err/(nε|A|)",
+        "resid",
+        "ortho",
+        "note",
+    ];
+    println!("{}", header.join(" | "));
+    let mut table = Table::new(&header);
+    let mut rng = Rng::new(testmat::seed_from_time());
+    let mut failures = 0;
+    // Seconds / n³ of the two LAPACK rows at the last order they ran.
+    let mut lapack_rate: [Option<f64>; 2] = [None, None];
+    for &n in &o.sizes {
+        let a = testmat::dense_symmetric::<f64>(DenseFamily::Random, n, &mut rng);
+        let anorm1 = (0..n)
+            .map(|j| a[j * n..(j + 1) * n].iter().map(|x| x.abs()).sum::<f64>())
+            .fold(0.0, f64::max);
+        let mut order = Order {
+            n,
+            a: &a,
+            anorm1,
+            reference: None,
+            dsyevd: None,
+            table: &mut table,
+            failures: 0,
+        };
+        let (il, iu) = (1, (n / 100).max(1) as i32);
+        if gpu.is_ok() && !o.no_peers {
+            match bench_cusolver::run(&a, n, Job::Syevd { vectors: true }) {
+                Ok(Timed { secs: s, w, z }) => {
+                    order.reference = Some(w.clone());
+                    order.dsyevd = Some(s);
+                    let note = "device-resident".to_string();
+                    order.add(Row {
+                        w: Some(w),
+                        z: Some(z),
+                        ..Row::timed("cuSOLVER Dsyevd JOBZ=V", s, note)
+                    });
+                }
+                Err(e) => println!("n={n}: cuSOLVER Dsyevd: {e}"),
+            }
+        }
+        hylapack_rows(&mut order, o.uplo, (il, iu));
+        if gpu.is_ok() && !o.no_peers {
+            match bench_cusolver::run(&a, n, Job::SyevdxIndex { il, iu }) {
+                Ok(Timed { secs: s, w, z }) => order.add(Row {
+                    w: Some(w),
+                    z: Some(z),
+                    ..Row::timed(
+                        &format!("cuSOLVER Dsyevdx JOBZ=V RANGE=I {il}..{iu}"),
+                        s,
+                        "device-resident".into(),
+                    )
+                }),
+                Err(e) => println!("n={n}: cuSOLVER Dsyevdx: {e}"),
+            }
+        }
+        if !o.no_peers {
+            lapack_rows(&mut order, o, (il, iu), &mut lapack_rate);
+        }
+        failures += order.failures;
+    }
+    println!();
+    table.print();
+    if let Some(path) = &o.csv {
+        if let Err(e) = table.write_csv(path) {
+            eprintln!("hylapack bench syev --vectors: cannot write {path}: {e}");
+        }
+    }
+    if failures > 0 {
+        println!("{failures} results off: eigenvalues by more than 2 n ε ‖A‖, or a ratio ≥ 20");
+    }
+    failures.min(255) as i32
+}
+
+/// hylapack's `syev_vectors` (with its stages) and `syevx_vectors` for the il-th to iu-th
+/// pairs, on the GPU path.
+fn hylapack_rows(order: &mut Order<'_>, uplo: u8, (il, iu): (i32, i32)) {
+    let n = order.n;
+    let path = Path::Gpu { budget: None };
+    let mut work = order.a.to_vec();
+    let mut w = vec![0.0; n];
+    let mut report = None;
+    let s = secs(|| {
+        report = Some(hylapack::syev::syev_vectors(
+            uplo, n, &mut work, n, &mut w, path,
+        ));
+    });
+    let report = report.expect("set above");
+    let note = report.reduction.as_ref().and_then(|r| r.note.clone());
+    let ok = report.info == 0;
+    if order.reference.is_none() && ok {
+        order.reference = Some(w.clone());
+    }
+    order.add(Row {
+        w: ok.then_some(w),
+        z: ok.then_some(work),
+        ..Row::timed(
+            &format!("hylapack dsyev_ooc JOBZ=V UPLO={}", uplo as char),
+            s,
+            format!("info {}; {}", report.info, note.unwrap_or_default()),
+        )
+    });
+    for (what, t, note) in report.stages.as_ref().map(stage_rows).unwrap_or_default() {
+        order.add(Row::timed(&what, t, note));
+    }
+    let mut work = order.a.to_vec();
+    let cols = (iu - il + 1) as usize;
+    let (mut w, mut z, mut ifail) = (vec![0.0; n], vec![0.0; n * cols], vec![0; n]);
+    let mut report = None;
+    let s = secs(|| {
+        report = Some(hylapack::syev::syevx_vectors(
+            b'I', uplo, n, &mut work, n, 0.0, 0.0, il, iu, 0.0, &mut w, &mut z, n, &mut ifail, path,
+        ));
+    });
+    let report = report.expect("set above");
+    let m = report.m.max(0) as usize;
+    let ok = report.info == 0;
+    w.truncate(m);
+    z.truncate(n * m);
+    order.add(Row {
+        w: ok.then_some(w),
+        first: il as usize - 1,
+        z: ok.then_some(z),
+        ..Row::timed(
+            &format!(
+                "hylapack dsyevx_ooc JOBZ=V RANGE=I {il}..{iu} UPLO={}",
+                uplo as char
+            ),
+            s,
+            stage_note(&report),
+        )
+    });
+}
+
+/// The host's LAPACK dsyevd (JOBZ = V) and dsyevr (RANGE = I, il..iu), each where its time
+/// extrapolated from `rate` (seconds / n³ at its last run) stays within the limit.
+fn lapack_rows(
+    order: &mut Order<'_>,
+    o: &Options,
+    (il, iu): (i32, i32),
+    rate: &mut [Option<f64>; 2],
+) {
+    let n = order.n;
+    let n3 = (n as f64).powi(3);
+    // The first order runs LAPACK unless the limit is 0 (no rate is known yet to predict).
+    let fits =
+        |r: Option<f64>| o.lapack_limit_s > 0.0 && r.is_none_or(|r| r * n3 <= o.lapack_limit_s);
+    if fits(rate[0]) {
+        let mut work = order.a.to_vec();
+        let mut w = vec![0.0; n];
+        let mut info = 0;
+        let s = secs(|| info = f64::syevd(b'V', o.uplo, n, &mut work, n, &mut w));
+        rate[0] = Some(s / n3);
+        if order.reference.is_none() && info == 0 {
+            order.reference = Some(w.clone());
+        }
+        order.add(Row {
+            w: (info == 0).then_some(w),
+            z: (info == 0).then_some(work),
+            ..Row::timed("LAPACK dsyevd JOBZ=V (host)", s, format!("info {info}"))
+        });
+    } else {
+        println!("n={n}: LAPACK dsyevd left out (predicted above --lapack-limit)");
+    }
+    if fits(rate[1]) {
+        let cols = (iu - il + 1) as usize;
+        let mut work = order.a.to_vec();
+        let (mut w, mut z, mut isuppz) = (vec![0.0; n], vec![0.0; n * cols], vec![0; 2 * cols]);
+        let (lw, liw) = f64::syevr_sizes(n);
+        let (mut wk, mut iwk) = (vec![0.0; lw], vec![0; liw]);
+        let mut got = (0, 0);
+        let s = secs(|| {
+            got = f64::syevr_index_in(
+                o.uplo,
+                n,
+                &mut work,
+                n,
+                (il, iu),
+                &mut w,
+                (&mut z, n),
+                &mut isuppz,
+                &mut wk,
+                &mut iwk,
+            )
+        });
+        rate[1] = Some(s / n3);
+        let (m, info) = (got.0.max(0) as usize, got.1);
+        w.truncate(m);
+        z.truncate(n * m);
+        order.add(Row {
+            w: (info == 0).then_some(w),
+            first: il as usize - 1,
+            z: (info == 0).then_some(z),
+            ..Row::timed(
+                &format!("LAPACK dsyevr JOBZ=V RANGE=I {il}..{iu} (host)"),
+                s,
+                format!("info {info}"),
+            )
+        });
+    }
+}
