@@ -99,7 +99,9 @@ fn bits<T: Real>(v: &[T]) -> Vec<u64> {
 }
 
 fn modes_agree<T: Lapack>(n: usize, nrhs: usize, ldb: usize, limit: Option<u64>, rng: &mut Rng) {
-    let a = matrices::random(n, rng);
+    // SPIKE must answer (LAPACK's fallback moves no data through these transfers): a random
+    // f32 system of order 2^20 failed its acceptance test on an H200 and went to LAPACK.
+    let a = matrices::diagonally_dominant(n, rng);
     let b = rhs(n, ldb, nrhs, rng);
     let mut want: Option<Vec<u64>> = None;
     for mode in MODES {

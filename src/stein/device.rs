@@ -157,6 +157,11 @@ pub unsafe fn stein_device<T: SteinReal>(
             units.extend((col..col + count).map(|j| (row, j)));
         }
     }
+    if covered == 0 {
+        // LAPACK's block loop reaches no column (IBLOCK(1) < 1): nothing to write, and no
+        // GPU memory to ask for (an empty allocation is an error to the driver).
+        return Ok(run);
+    }
     let mut failed = try_vec(m, false).ok_or(NoMemory::of::<bool>(m))?;
     let on_device = OnDevice {
         d: a.d,
