@@ -99,12 +99,17 @@ pub unsafe fn host_copies<T: SteinReal>(
         // SAFETY: the caller's live stream (this function's contract).
         unsafe { device::wait_for_stream(&stream, s)? };
     }
+    let iblock: Vec<i32> = fetch(&stream, a.iblock, m, 0)?;
+    stream.synchronize().map_err(DeviceError::from)?;
+    // LAPACK reads ISPLIT only up to the last block IBLOCK names: a caller may pass no more
+    // (and the driver refuses a copy past the end of an allocation).
+    let blocks = iblock.iter().copied().max().unwrap_or(0).clamp(0, n as i32) as usize;
     let copies = HostCopies {
         d: fetch(&stream, a.d, n, T::ZERO)?,
         e: fetch(&stream, a.e, n - 1, T::ZERO)?,
         w: fetch(&stream, a.w, m, T::ZERO)?,
-        iblock: fetch(&stream, a.iblock, m, 0)?,
-        isplit: fetch(&stream, a.isplit, n, 0)?,
+        iblock,
+        isplit: fetch(&stream, a.isplit, blocks, 0)?,
     };
     stream.synchronize().map_err(DeviceError::from)?;
     Ok(copies)
