@@ -502,6 +502,15 @@ impl<T: SteinReal> Run<'_, T> {
         let last = group[group.len() - 1];
         let end = self.cols.partition_point(|c| c.col < last.col + last.k);
         let cols = &self.cols[first..end];
+        // Stage times for `HYLAPACK_LOG=debug` (each stage ends in a download, so they hold).
+        let started = std::time::Instant::now();
+        let mut stages: Vec<String> = Vec::new();
+        let mut lap = |what: String| {
+            stages.push(format!(
+                "{what} {:.1} ms",
+                started.elapsed().as_secs_f64() * 1e3
+            ));
+        };
         // ‖iterate‖₂ / ‖iterate‖∞ per column of the group.
         let mut nu = host_vec(cols.len(), 0.0f64)?;
         for (b, chunk) in cols.chunks(self.batch).enumerate() {
@@ -518,12 +527,14 @@ impl<T: SteinReal> Run<'_, T> {
         // Positions in `cols` (blocks of order 1 may sit between clusters).
         let pos = |col: usize| cols.partition_point(|c| c.col < col);
         let mut refine: Vec<usize> = host_room(cols.len())?;
+        lap(format!("iterate {}:", cols.len()));
         for c in group.iter().filter(|c| c.k >= 2) {
             let at = pos(c.col);
             for j in self.orthogonalize(c, 0, &nu[at..at + c.k], RHO_POLISH)? {
                 refine.push(c.col + j);
             }
         }
+        lap("orthogonalize:".to_string());
         for round in 0..=REFINE_ROUNDS {
             if refine.is_empty() {
                 break;
@@ -557,9 +568,20 @@ impl<T: SteinReal> Run<'_, T> {
                     next.push(c.col + j);
                 }
             }
+            lap(format!("refine {} (round {round}):", refine.len()));
             refine = next;
         }
-        self.finish(cols)
+        self.finish(cols)?;
+        lap("finish:".to_string());
+        let largest = group.iter().map(|c| c.k).max().unwrap_or(0);
+        crate::dispatch::debug(|| {
+            format!(
+                "stein gpu: {} clusters (largest {largest}); {}",
+                group.len(),
+                stages.join(", ")
+            )
+        });
+        Ok(())
     }
 
     fn upload<U: cudarc::driver::DeviceRepr>(&self, v: &[U]) -> Result<CudaSlice<U>, DeviceError> {
