@@ -98,12 +98,14 @@ pub struct GtsvTransfer {
 
 impl Default for GtsvTransfer {
     fn default() -> Self {
-        // Not measured yet: `auto` stays on the pageable path at every size until
-        // `hylapack bench gtsv --host-transfer register,staged,pageable` has run on a GPU host.
+        // On an H200 host (docs/bench/2026-11-26-h200-session17.txt), random systems with one
+        // right-hand side: staged was the fastest at every order measured, 2^18 to 2^26 (2^23:
+        // 19.6 ms against 26.4 pageable and 28.3 registered); registering cost more than it
+        // saved from 2^22 up, so `auto` never registers.
         GtsvTransfer {
             mode: GtsvHostTransfer::Auto,
             register_min_n: usize::MAX,
-            staged_min_n: usize::MAX,
+            staged_min_n: 1 << 18,
         }
     }
 }
@@ -538,7 +540,8 @@ mod tests {
     fn gtsv_host_transfer_per_size() {
         let c = load_from(&[]);
         assert_eq!(c.gtsv_transfer, GtsvTransfer::default());
-        assert_eq!(c.gtsv_transfer.for_n(1 << 26), GtsvHostTransfer::Pageable);
+        assert_eq!(c.gtsv_transfer.for_n(1 << 17), GtsvHostTransfer::Pageable);
+        assert_eq!(c.gtsv_transfer.for_n(1 << 26), GtsvHostTransfer::Staged);
         let c = load_from(&[
             ("HYLAPACK_GTSV_REGISTER_MIN_N", "1000"),
             ("HYLAPACK_GTSV_STAGED_MIN_N", "100"),
