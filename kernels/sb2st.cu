@@ -25,6 +25,13 @@
 
 #define DONE 0xffffffffu
 
+// Where sweep i's reflectors start in Q2's compact layout of order n (src/sbr/sb2st/mod.rs,
+// sweep_offset): after the n - 1, n - 2, ... entries of the sweeps before.
+__device__ __forceinline__ size_t sweep_offset(int n, int i) {
+    const size_t si = (size_t)i;
+    return si * (size_t)(n - 1) - (i > 0 ? si * (si - 1) / 2 : 0);
+}
+
 __device__ __forceinline__ unsigned long long now_ns() {
     unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -247,7 +254,7 @@ struct Step {
 
 template <typename T, int R, int G>
 __device__ void chase(T *w, int n, int b, int ld, unsigned lag, unsigned *done, unsigned *failed,
-                      unsigned long long timeout_ns, unsigned long long *prof_out) {
+                      unsigned long long timeout_ns, unsigned long long *prof_out, T *q) {
     using St = Step<T, R, G>;
     constexpr int S = St::S, CG = St::CG;
     extern __shared__ __align__(16) unsigned char smem[];
@@ -278,6 +285,7 @@ __device__ void chase(T *w, int n, int b, int ld, unsigned lag, unsigned *done, 
         if (g == 0) {
             p.sv[r] = v;
             if (r < m) __stcg(w + (st + r - i) + (size_t)i * ld, r == 0 ? beta : T(0));
+            if (q != nullptr && r < m) q[sweep_offset(n, i) + r] = r == 0 ? tau : v;
         }
         __syncthreads();
         p.two_sided(w, ld, st, m, v, tau);
@@ -315,6 +323,7 @@ __device__ void chase(T *w, int n, int b, int ld, unsigned lag, unsigned *done, 
             if (g == 0) {
                 p.sv[r] = v;
                 p.sb[r] = r == 0 ? beta : T(0);
+                if (q != nullptr && r < lm) q[sweep_offset(n, i) + (j1 - i - 1) + r] = r == 0 ? tau : v;
             }
             __syncthreads();
             // ... and goes to the rest of B from the left, column c = t / G by its G
@@ -355,6 +364,8 @@ __device__ void chase(T *w, int n, int b, int ld, unsigned lag, unsigned *done, 
     prof.flush();
 }
 
+// With q non-null, each step also records its reflector in Q2's compact layout (tau in place
+// of the unit entry, then v's others), as the CPU chase keeps it.
 // R rows, G x R threads, two CTAs per SM at least (at b = 64 one CTA of 512 threads per SM
 // would hold fewer sweeps than the pipeline has from n = 32768 on). Shared memory: two blocks
 // of R x (R + 1), G + 2 vectors of R, and one entry per warp for reductions (the host computes
@@ -362,8 +373,8 @@ __device__ void chase(T *w, int n, int b, int ld, unsigned lag, unsigned *done, 
 #define CHASE(NAME, T, R, G)                                                                   \
     extern "C" __global__ void __launch_bounds__(G * R, 2)                                        \
         NAME(T *w, int n, int b, int ld, unsigned lag, unsigned *done, unsigned *failed,       \
-             unsigned long long timeout_ns, unsigned long long *prof) {                        \
-        chase<T, R, G>(w, n, b, ld, lag, done, failed, timeout_ns, prof);                      \
+             unsigned long long timeout_ns, unsigned long long *prof, T *q) {                  \
+        chase<T, R, G>(w, n, b, ld, lag, done, failed, timeout_ns, prof, q);                   \
     }
 
 // Eight threads per row. On an H100 at n = 16384, with sweeps three steps apart, the chase
@@ -374,3 +385,4 @@ CHASE(sb2st_chase_s32, float, 32, 8)
 CHASE(sb2st_chase_d32, double, 32, 8)
 CHASE(sb2st_chase_s64, float, 64, 8)
 CHASE(sb2st_chase_d64, double, 64, 8)
+

@@ -140,6 +140,11 @@ pub struct SbrTuning {
     /// the call and moves block columns by DMA, without staging copies. `0` is for a matrix
     /// that page-locking would cost more than it saves (e.g. 80 GB never written: 23 s).
     pub direct: bool,
+    /// `HYLAPACK_SBR_Q2_GROUP` (16 or 32, default 16): sweeps per pass over Z when the GPU
+    /// applies the bulge chasing's reflectors to eigenvectors (each pass reads and writes Z
+    /// once; more sweeps hold more rows of Z in registers, and at bandwidth 64 spill them: on
+    /// an H200 at n = 16384, Q2 took 3.28 s with 16 and 3.98 s with 32).
+    pub q2_group: usize,
 }
 
 impl Default for SbrTuning {
@@ -147,6 +152,7 @@ impl Default for SbrTuning {
         SbrTuning {
             profile: false,
             direct: true,
+            q2_group: 16,
         }
     }
 }
@@ -381,6 +387,14 @@ pub fn load(env: impl Fn(&str) -> Option<String>) -> Config {
         direct: s
             .lookup("HYLAPACK_SBR_DIRECT", "sbr.direct", parse_bool, "0 or 1")
             .unwrap_or(SbrTuning::default().direct),
+        q2_group: s
+            .lookup(
+                "HYLAPACK_SBR_Q2_GROUP",
+                "sbr.q2_group",
+                |v| v.parse::<usize>().ok().filter(|&g| g == 16 || g == 32),
+                "16 or 32",
+            )
+            .unwrap_or(SbrTuning::default().q2_group),
     };
     let cache_dir = s
         .lookup(

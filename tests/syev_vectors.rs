@@ -322,6 +322,27 @@ fn driver_eigenvectors() {
     }
 }
 
+/// From the order where the drivers find all of the tridiagonal's eigenvectors by bisection
+/// and inverse iteration instead of xSTEDC (the CPU executor's path mirrors the GPU's), every
+/// family of matrices, DSYEV's and DSYEVX's contracts on the CPU executor.
+#[test]
+fn all_vectors_by_inverse_iteration() {
+    let seed = testmat::seed_from_time();
+    println!("seed {seed}");
+    let n = hylapack::syev::INVERSE_ITERATION_FROM + 76;
+    let path = Path::CpuBlocked { budget: u64::MAX };
+    for (k, family) in DenseFamily::all().into_iter().enumerate() {
+        let uplo = if k % 2 == 0 { b'L' } else { b'U' };
+        let report = driver_case(family, uplo, n, path, 1.0, seed ^ k as u64);
+        let stages = report.stages.expect("stage times");
+        assert!(
+            family != DenseFamily::Random || stages.inverse_iteration,
+            "random matrix: xSTEDC instead of inverse iteration"
+        );
+    }
+    syevx_case(DenseFamily::Random, b'U', n, path, seed);
+}
+
 /// The exported names: JOBZ = 'V' through the C and the Fortran convention, a workspace
 /// query, illegal arguments reported through `xerbla_` in LAPACK's numbering.
 #[test]
@@ -849,6 +870,7 @@ fn gpu_driver_eigenvectors() {
         println!("{what}: {stages:?}");
         if gpu_required() && n > 33 {
             assert!(stages.q1_on_gpu, "{what}: Q1 on the host");
+            assert!(stages.q2_on_gpu, "{what}: Q2 on the host");
             // From n = 700 the small budget holds fewer columns than n.
             assert!(
                 !small || n < 700 || stages.q1_block_columns > 1,
@@ -870,6 +892,89 @@ fn gpu_driver_eigenvectors() {
                     }
                 }
             }
+        }
+    }
+}
+
+/// A band of order n and bandwidth kd chased on the GPU keeping Q2, and Q2 applied on the GPU
+/// (both sweep groups) to the tridiagonal's eigenvectors: the ratio tests, and the same Z as
+/// the host's application of that Q2 within 100 n ε. With `HYLAPACK_DEVICE=gpu`.
+fn gpu_band_q2_case<T: SbrReal>(uplo: u8, n: usize, kd: usize, seed: u64) {
+    let mut rng = Rng::new(seed);
+    let (full, ab) = random_band::<T>(uplo, n, kd, &mut rng);
+    let mut q2 = sb2st::Reflectors::new(n, kd).expect("host memory");
+    let chased = sb2st::gpu::tridiagonalize_keeping(uplo, n, kd, &ab, kd + 1, &mut q2);
+    let (d, e) = match chased {
+        Ok(de) => de,
+        Err(e) if !gpu_required() => {
+            println!("no GPU chase: {e}");
+            return;
+        }
+        Err(e) => panic!("GPU chase n {n} kd {kd}: {e}"),
+    };
+    let (w, z0) = tridiagonal_vectors(d, e);
+    let mut host = z0.clone();
+    q2.apply_left(n, &mut host, n.max(1), 0);
+    for group in [16, 32] {
+        // A leading dimension past n: rows n .. ldz are not written.
+        let ldz = n + 3;
+        let mut z = vec![T::from_f64(7.0); ldz * n];
+        for j in 0..n {
+            z[j * ldz..j * ldz + n].copy_from_slice(&z0[j * n..(j + 1) * n]);
+        }
+        let on_gpu = sb2st::apply_gpu::apply_left(&q2, n, &mut z, ldz, group);
+        if let Err(e) = on_gpu {
+            assert!(!gpu_required() || !sb2st::apply_gpu::supports(kd), "{e:?}");
+            println!("no GPU Q2: {e:?}");
+            return;
+        }
+        let (resid, ortho) = ratios(n, &full, &w, &z, ldz);
+        let mut diff = 0.0f64;
+        for j in 0..n {
+            for i in 0..n {
+                diff = diff.max((z[i + j * ldz].to_f64() - host[i + j * n].to_f64()).abs());
+            }
+            assert!(z[j * ldz + n..(j + 1) * ldz]
+                .iter()
+                .all(|x| x.to_f64() == 7.0));
+        }
+        let diff = diff / (n as f64 * T::ULP.to_f64());
+        let what = format!(
+            "{}: uplo {} n {n} kd {kd} group {group} seed {seed}: residual {resid:.2}, \
+             orthogonality {ortho:.2}, from the host's Q2 Z by {diff:.2} n ε",
+            T::PREFIX,
+            uplo as char
+        );
+        println!("{what}");
+        assert!(
+            resid < THRESHOLD && ortho < THRESHOLD && diff < 100.0,
+            "{what}"
+        );
+    }
+}
+
+/// The GPU chase keeping Q2 and the GPU's Q2 application, both precisions, both UPLO, the
+/// bandwidths the kernel takes and one it does not. With `HYLAPACK_DEVICE=gpu`.
+#[test]
+fn gpu_band_to_tridiagonal_reflectors() {
+    if !gpu_test() {
+        return;
+    }
+    let seed = common::seed();
+    for uplo in [b'L', b'U'] {
+        for (n, kd) in [
+            (3, 2),
+            (40, 7),
+            (33, 32),
+            (100, 32),
+            (130, 64),
+            (257, 32),
+            (700, 64),
+            (1000, 32),
+        ] {
+            let s = seed ^ (n * 1000 + kd) as u64;
+            gpu_band_q2_case::<f64>(uplo, n, kd, s);
+            gpu_band_q2_case::<f32>(uplo, n, kd, s);
         }
     }
 }

@@ -55,6 +55,13 @@ pub static SB2ST: KernelSource = KernelSource {
     options: EXACT,
 };
 
+/// The bulge chasing's reflectors applied to eigenvectors (Q2 of the dense eigenvector path).
+pub static SB2ST_Q2: KernelSource = KernelSource {
+    name: "sb2st_q2",
+    source: include_str!("../../kernels/sb2st_q2.cu"),
+    options: EXACT,
+};
+
 /// Inverse iteration for tridiagonal eigenvectors.
 pub static STEIN: KernelSource = KernelSource {
     name: "stein",
@@ -63,7 +70,15 @@ pub static STEIN: KernelSource = KernelSource {
 };
 
 /// Every kernel family (the compile test walks this list).
-pub static ALL: &[&KernelSource] = &[&STEBZ, &GTSV, &GTSV_SLICE, &INTERVAL, &SB2ST, &STEIN];
+pub static ALL: &[&KernelSource] = &[
+    &STEBZ,
+    &GTSV,
+    &GTSV_SLICE,
+    &INTERVAL,
+    &SB2ST,
+    &SB2ST_Q2,
+    &STEIN,
+];
 
 /// IEEE division and square root, no flush-to-zero and no contraction into FMA: for kernels
 /// whose correctness argument needs each operation rounded as written — Sturm counts that must

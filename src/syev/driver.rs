@@ -7,6 +7,7 @@ use crate::real::Real;
 use crate::sbr::executor::cpu::CpuExecutor;
 use crate::sbr::executor::gpu::{self, GpuExecutor};
 use crate::sbr::executor::host_zeros;
+use crate::sbr::sb2st::apply_gpu::Q2Stopped;
 use crate::sbr::sbrdb::{self, narrow as narrow_band};
 use crate::sbr::SbrReal;
 use crate::sbr::{apply_q1_on, Executor, Q1Stopped};
@@ -250,6 +251,14 @@ pub struct StageTimes {
     /// Of the above, the time spent moving matrices between host and GPU: the resident
     /// reduction's and Q1's block columns (each timed between synchronisations).
     pub transfers: f64,
+    /// The chase ran on the GPU, else on the host's threads.
+    pub chase_on_gpu: bool,
+    /// All of the tridiagonal's eigenvectors came from bisection and inverse iteration (on
+    /// the GPU for the GPU path), else from xSTEDC / xSTEQR (or, for a selection, bisection and
+    /// inverse iteration).
+    pub inverse_iteration: bool,
+    /// Q2 ran on the GPU, else on the host's threads.
+    pub q2_on_gpu: bool,
     /// Q1 ran on the GPU (cuBLAS), else on the host.
     pub q1_on_gpu: bool,
     /// The block columns Z went through the executor in (0: Q1 on the host's xORMQR/xORMLQ).
@@ -295,8 +304,24 @@ pub(super) fn reduce_keeping<T: SbrReal>(
         return Err(report.note.unwrap_or_default());
     }
     let clock = Instant::now();
-    let (d, e) = sb2st::tridiagonalize_keeping(uplo, n, kd, &ab, ldab, 0, &mut q2)
-        .ok_or("bulge chasing: cannot allocate its host memory")?;
+    let on_gpu = match path {
+        Path::Gpu { .. } if kd <= sb2st::gpu::MAX_BANDWIDTH => {
+            match sb2st::gpu::tridiagonalize_keeping(uplo, n, kd, &ab, ldab, &mut q2) {
+                Ok(de) => Some(de),
+                Err(e) => {
+                    dispatch::debug(|| format!("syev: bulge chasing on the host: {e}"));
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
+    times.chase_on_gpu = on_gpu.is_some();
+    let (d, e) = match on_gpu {
+        Some(de) => de,
+        None => sb2st::tridiagonalize_keeping(uplo, n, kd, &ab, ldab, 0, &mut q2)
+            .ok_or("bulge chasing: cannot allocate its host memory")?,
+    };
     times.chase = clock.elapsed().as_secs_f64();
     let kept = Kept {
         d,
@@ -333,7 +358,7 @@ impl<T: SbrReal> Kept<T> {
             ..
         } = self;
         let clock = Instant::now();
-        q2.apply_left(m, z, ldz, 0);
+        apply_q2(&q2, path, m, z, ldz, &mut times);
         drop(q2);
         times.q2 = clock.elapsed().as_secs_f64();
         let clock = Instant::now();
@@ -349,6 +374,36 @@ impl<T: SbrReal> Kept<T> {
         times.q1 = clock.elapsed().as_secs_f64();
         Ok(times)
     }
+}
+
+/// Z := Q2 Z for the n x m `z`: on the GPU for `Path::Gpu` where its kernel takes the
+/// bandwidth, else (or if it fails before Z comes back) on the host's threads. Panics if the
+/// GPU failed while writing Z back, which leaves neither Z nor the result (as Q1's torn
+/// download does).
+fn apply_q2<T: SbrReal>(
+    q2: &sb2st::Reflectors<T>,
+    path: Path,
+    m: usize,
+    z: &mut [T],
+    ldz: usize,
+    times: &mut StageTimes,
+) {
+    if let Path::Gpu { .. } = path {
+        let group = crate::config::get().sbr.q2_group;
+        match sb2st::apply_gpu::apply_left(q2, m, z, ldz, group) {
+            Ok(()) => {
+                times.q2_on_gpu = true;
+                return;
+            }
+            Err(Q2Stopped { error, torn: true }) => {
+                panic!("syev: Q2 failed while writing Z back ({error}); the eigenvectors are lost")
+            }
+            Err(Q2Stopped { error, .. }) => {
+                dispatch::debug(|| format!("syev: Q2 on the host: {error}"));
+            }
+        }
+    }
+    q2.apply_left(m, z, ldz, 0);
 }
 
 /// Q1 of a reduction: its reflectors in `a` and `tau` (see [`crate::sbr::apply_q1`]).
@@ -466,7 +521,13 @@ pub(super) fn eigenvectors<T: SbrReal>(
     let (mut kept, mut z, report) = reduce_keeping(uplo, n, a, lda, work, path)?;
     let (mut d, mut e) = (std::mem::take(&mut kept.d), std::mem::take(&mut kept.e));
     let clock = Instant::now();
-    let info = tridiagonal_vectors(&mut d, &mut e, &mut z, n)?;
+    let info = if by_inverse_iteration(path, n) && inverse_iteration(&d, &e, w, &mut z, n, path)? {
+        d.copy_from_slice(&w[..n]);
+        kept.times.inverse_iteration = true;
+        0
+    } else {
+        tridiagonal_vectors(&mut d, &mut e, &mut z, n)?
+    };
     kept.times.tridiagonal_vectors = clock.elapsed().as_secs_f64();
     let times = kept.back_transform(uplo, n, a, lda, n, &mut z, n, path)?;
     for (dst, src) in a.chunks_mut(lda).zip(z.chunks(n)) {
@@ -476,19 +537,97 @@ pub(super) fn eigenvectors<T: SbrReal>(
     Ok((info, report, times))
 }
 
+/// The order from which the GPU path, and the CPU executor's that mirrors it, find all of the
+/// tridiagonal's eigenvectors by bisection and inverse iteration ([`inverse_iteration`])
+/// rather than by xSTEDC. On an H200 host at n = 16000, the GPU's inverse iteration took
+/// 0.5-0.6 s where the host's xSTEDC took 4.0 s in the same run, and 45 s inside the
+/// driver (docs/bench/2026-11-26-h200-session17.txt); below about this order the GPU's
+/// inverse iteration does not pay (`dispatch::decide_stein`).
+pub const INVERSE_ITERATION_FROM: usize = 1024;
+
+/// Whether `path` finds all of an order-n tridiagonal's eigenvectors by inverse iteration.
+pub(super) fn by_inverse_iteration(path: Path, n: usize) -> bool {
+    n >= INVERSE_ITERATION_FROM && matches!(path, Path::Gpu { .. } | Path::CpuBlocked { .. })
+}
+
+/// All eigenvalues of the tridiagonal (d, e) (order n ≥ 2) ascending into `w` and their
+/// eigenvectors into the n x n `z` (leading dimension `ldz`), as xSYEVX finds selected ones:
+/// bisection with ORDER = 'B' ([`crate::stebz`]) and inverse iteration ([`crate::stein`]), on
+/// the GPU for `Path::Gpu`, then the pairs sorted. False when bisection or inverse iteration
+/// did not converge for every eigenpair (then `w` and `z` hold nothing of use); fails, with
+/// why, for want of host memory.
+pub(super) fn inverse_iteration<T: SbrReal>(
+    d: &[T],
+    e: &[T],
+    w: &mut [T],
+    z: &mut [T],
+    ldz: usize,
+    path: Path,
+) -> Result<bool, String> {
+    let n = d.len();
+    let backend = if matches!(path, Path::Gpu { .. }) {
+        Backend::Gpu
+    } else {
+        Backend::Cpu
+    };
+    let (Some(mut iblock), Some(mut isplit)) = (try_vec(n, 0), try_vec(n, 0)) else {
+        return Err("xSTEBZ's IBLOCK and ISPLIT".into());
+    };
+    let zero = T::ZERO;
+    let r = crate::stebz::stebz_or_lapack(
+        b'A',
+        b'B',
+        zero,
+        zero,
+        0,
+        0,
+        zero,
+        d,
+        &e[..n - 1],
+        w,
+        &mut iblock,
+        &mut isplit,
+        backend,
+        None,
+    );
+    if r.info == crate::stebz::INFO_NO_HOST_MEMORY {
+        return Err("xSTEBZ's workspace".into());
+    }
+    if r.info != 0 || r.m != n as i32 {
+        dispatch::debug(|| format!("syev: bisection ended with INFO = {}", r.info));
+        return Ok(false);
+    }
+    let run = crate::stein::stein_with(backend, d, &e[..n - 1], &w[..n], &iblock, &isplit, z, ldz)
+        .map_err(|e| format!("xSTEIN's workspace ({e})"))?;
+    if run.report.info != 0 {
+        dispatch::debug(|| {
+            let info = run.report.info;
+            format!("syev: inverse iteration missed {info} vectors; xSTEDC instead")
+        });
+        return Ok(false);
+    }
+    super::sort_pairs(0, n, n, w, z, ldz, &mut []);
+    Ok(true)
+}
+
 /// All eigenvalues of the tridiagonal (d, e) (order n ≥ 2) into `w` (ascending) and its
 /// eigenvectors into the n x n `z` (leading dimension `ldz`), as xSYEVX's shortcut: by
-/// xSTEDC, or where its workspace cannot be allocated or it fails, by xSTEQR, on copies of
-/// (d, e). False when neither converged (then bisection and inverse iteration take over);
-/// fails, with why, when not even xSTEQR's memory can be had.
+/// [`inverse_iteration`] where [`by_inverse_iteration`] says so, else (or if it did not
+/// converge) by xSTEDC, or where its workspace cannot be allocated or it fails, by xSTEQR, on
+/// copies of (d, e). False when none converged (then bisection and inverse iteration take
+/// over); fails, with why, when not even xSTEQR's memory can be had.
 pub(super) fn all_vectors<T: SbrReal>(
     d: &[T],
     e: &[T],
     w: &mut [T],
     z: &mut [T],
     ldz: usize,
+    path: Path,
 ) -> Result<bool, String> {
     let n = d.len();
+    if by_inverse_iteration(path, n) && inverse_iteration(d, e, w, z, ldz, path)? {
+        return Ok(true);
+    }
     let (lw, liw) = T::stedc_sizes(n);
     let copies = (
         crate::host::try_vec(n, T::ZERO),

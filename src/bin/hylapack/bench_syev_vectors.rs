@@ -204,6 +204,15 @@ fn sampled_ratios(a: &[f64], n: usize, anorm1: f64, w: &[f64], z: &[f64]) -> (f6
     (resid / (unit * anorm1), ortho / unit)
 }
 
+/// Where a stage ran.
+fn where_(on_gpu: bool) -> &'static str {
+    if on_gpu {
+        "GPU"
+    } else {
+        "host threads"
+    }
+}
+
 /// The stages of a driver's `report` as rows below it (`syev_vectors`), or as one note.
 fn stage_rows(stages: &StageTimes) -> Vec<(String, f64, String)> {
     let q1 = if stages.q1_on_gpu {
@@ -216,14 +225,23 @@ fn stage_rows(stages: &StageTimes) -> Vec<(String, f64, String)> {
         (
             "  band → tridiagonal keeping Q2".into(),
             stages.chase,
-            "host threads".into(),
+            where_(stages.chase_on_gpu).into(),
         ),
         (
             "  tridiagonal eigenvectors".into(),
             stages.tridiagonal_vectors,
-            String::new(),
+            if stages.inverse_iteration {
+                "bisection + inverse iteration"
+            } else {
+                "xSTEDC"
+            }
+            .into(),
         ),
-        ("  Q2 applied".into(), stages.q2, "host threads".into()),
+        (
+            "  Q2 applied".into(),
+            stages.q2,
+            where_(stages.q2_on_gpu).into(),
+        ),
         ("  Q1 applied".into(), stages.q1, q1),
         (
             "  of which host↔GPU transfers".into(),

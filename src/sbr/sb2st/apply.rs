@@ -12,8 +12,8 @@ const BLOCK: usize = 16;
 
 /// Q2 of a bulge chasing of order `n` and bandwidth `b` (parent module's notes).
 pub struct Reflectors<T> {
-    n: usize,
-    b: usize,
+    pub(super) n: usize,
+    pub(super) b: usize,
     /// Sweep i's vectors from [`sweep_offset`]`(n, i)`, step k's at `k b` after it: τ, then
     /// v's entries after the unit one.
     pub(super) v: Vec<T>,

@@ -3,7 +3,7 @@
 //! (n · (2b + 1) entries, 8.5 MB at n = 16384, b = 32) stays in L2, so a step costs a few
 //! microseconds of latency; the pipeline's length, about LAG · n steps, sets the time.
 
-use super::{diagonals, needs_chase, workspace, LAG};
+use super::{diagonals, needs_chase, workspace, Reflectors, LAG};
 use crate::device::{self, kernels, DeviceError};
 use crate::real::Real;
 use cudarc::driver::sys::CUfunction_attribute_enum;
@@ -30,7 +30,33 @@ pub fn tridiagonalize<T: Real>(
     let no_memory = || DeviceError::Driver("cannot allocate the band's host memory".into());
     let (mut w, ld, b) = workspace(uplo, n, kd, ab, ldab).ok_or_else(no_memory)?;
     if needs_chase(n, kd) {
-        chase(&mut w, ld, n, b, profile)?;
+        chase(&mut w, ld, n, b, profile, None)?;
+    }
+    diagonals(&w, ld, n).ok_or_else(no_memory)
+}
+
+/// As [`super::tridiagonalize_keeping`], on the GPU (`kd` at most [`MAX_BANDWIDTH`]): the
+/// kernel records Q2's reflectors, which are copied into `q` (the same layout as the CPU
+/// chase's). On an error `q` holds no usable Q2.
+pub fn tridiagonalize_keeping<T: Real>(
+    uplo: u8,
+    n: usize,
+    kd: usize,
+    ab: &[T],
+    ldab: usize,
+    q: &mut Reflectors<T>,
+) -> Result<(Vec<T>, Vec<T>), DeviceError> {
+    assert!(kd <= MAX_BANDWIDTH, "bandwidth {kd} above {MAX_BANDWIDTH}");
+    let no_memory = || DeviceError::Driver("cannot allocate the band's host memory".into());
+    let (mut w, ld, b) = workspace(uplo, n, kd, ab, ldab).ok_or_else(no_memory)?;
+    assert!(
+        q.fits(n, b),
+        "Q2's layout is for another order or bandwidth"
+    );
+    if needs_chase(n, kd) {
+        chase(&mut w, ld, n, b, false, Some(&mut q.v))?;
+    } else {
+        q.clear();
     }
     diagonals(&w, ld, n).ok_or_else(no_memory)
 }
@@ -41,6 +67,7 @@ fn chase<T: Real>(
     n: usize,
     b: usize,
     profile: bool,
+    keep: Option<&mut [T]>,
 ) -> Result<(), DeviceError> {
     let gpu = device::gpu()?;
     // Blocks of R = 32 or 64 rows, G threads per row (kernels/sb2st.cu).
@@ -54,9 +81,10 @@ fn chase<T: Real>(
     };
     let (n_arg, b_arg, ld_arg) = (int(n)?, int(b)?, int(ld)?);
     let elem = std::mem::size_of::<T>();
+    let kept_len = keep.as_ref().map_or(0, |q| q.len());
     let _memory = gpu
         .budget
-        .reserve((std::mem::size_of_val(w) + 4 * (sweeps + 1)) as u64)?;
+        .reserve(((w.len() + kept_len) * elem + 4 * (sweeps + 1)) as u64)?;
     // The function attribute and occupancy queries below need the context current here.
     gpu.ctx.bind_to_thread()?;
     let func = gpu.function(&kernels::SB2ST, &format!("sb2st_chase_{}{rows}", T::PREFIX))?;
@@ -90,6 +118,15 @@ fn chase<T: Real>(
     } else {
         0
     };
+    // Steps write every entry of Q2's layout they own; the rest (none today) stays zero.
+    let mut kept = match keep {
+        Some(_) => Some(stream.alloc_zeros::<T>(kept_len)?),
+        None => None,
+    };
+    let kept_ptr: u64 = match kept.as_mut() {
+        Some(q) => q.device_ptr_mut(&stream).0,
+        None => 0,
+    };
     let cfg = LaunchConfig {
         grid_dim: (grid as u32, 1, 1),
         block_dim: (threads as u32, 1, 1),
@@ -106,10 +143,12 @@ fn chase<T: Real>(
         .arg(&mut done)
         .arg(&mut failed)
         .arg(&WAIT_TIMEOUT_NS)
-        .arg(&cycles_ptr);
+        .arg(&cycles_ptr)
+        .arg(&kept_ptr);
     // SAFETY: the arguments match sb2st_chase_{s,d}{32,64} in kernels/sb2st.cu: the band holds
     // n · ld entries with ld = 2b + 1 and b ≤ rows, `done` one counter per sweep (zeroed),
-    // `failed` one flag, `cycles_ptr` null or PHASES + 1 counters (zeroed); every CTA is
+    // `failed` one flag, `cycles_ptr` null or PHASES + 1 counters (zeroed), `kept_ptr` null
+    // or Q2's layout of order n (n(n − 1)/2 entries, `Reflectors::new`); every CTA is
     // resident (grid ≤ occupancy × multiprocessors), so no sweep waits on one that cannot run.
     unsafe { launch.launch(cfg) }?;
     if stream.clone_dtoh(&failed)?[0] != 0 {
@@ -118,6 +157,9 @@ fn chase<T: Real>(
         ));
     }
     stream.memcpy_dtoh(&band, w)?;
+    if let (Some(from), Some(to)) = (kept.as_ref(), keep) {
+        stream.memcpy_dtoh(from, to)?;
+    }
     stream.synchronize()?;
     if profile {
         let sums = stream.clone_dtoh(&cycles)?;

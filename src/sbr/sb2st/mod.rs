@@ -31,6 +31,7 @@
 //! matrix whichever triangle held it, so Q2 needs no UPLO.
 
 mod apply;
+pub mod apply_gpu;
 pub mod cpu;
 pub mod gpu;
 
