@@ -322,27 +322,6 @@ fn driver_eigenvectors() {
     }
 }
 
-/// From the order where the drivers find all of the tridiagonal's eigenvectors by bisection
-/// and inverse iteration instead of xSTEDC (the CPU executor's path mirrors the GPU's), every
-/// family of matrices, DSYEV's and DSYEVX's contracts on the CPU executor.
-#[test]
-fn all_vectors_by_inverse_iteration() {
-    let seed = testmat::seed_from_time();
-    println!("seed {seed}");
-    let n = hylapack::syev::INVERSE_ITERATION_FROM + 76;
-    let path = Path::CpuBlocked { budget: u64::MAX };
-    for (k, family) in DenseFamily::all().into_iter().enumerate() {
-        let uplo = if k % 2 == 0 { b'L' } else { b'U' };
-        let report = driver_case(family, uplo, n, path, 1.0, seed ^ k as u64);
-        let stages = report.stages.expect("stage times");
-        assert!(
-            family != DenseFamily::Random || stages.inverse_iteration,
-            "random matrix: xSTEDC instead of inverse iteration"
-        );
-    }
-    syevx_case(DenseFamily::Random, b'U', n, path, seed);
-}
-
 /// The exported names: JOBZ = 'V' through the C and the Fortran convention, a workspace
 /// query, illegal arguments reported through `xerbla_` in LAPACK's numbering.
 #[test]
@@ -893,6 +872,24 @@ fn gpu_driver_eigenvectors() {
                 }
             }
         }
+    }
+    // All of T's vectors by the GPU's inverse iteration, on every family, and xSYEVX's
+    // shortcut for all of them.
+    let n = hylapack::syev::INVERSE_ITERATION_FROM + 300;
+    let path = Path::Gpu { budget: None };
+    for (k, family) in DenseFamily::all().into_iter().enumerate() {
+        let uplo = if k % 2 == 0 { b'L' } else { b'U' };
+        let report = driver_case(family, uplo, n, path, 1.0, seed ^ k as u64);
+        let what = format!("syev n {n} {}", family.name());
+        check(&report, n, false, &what);
+        let stages = report.stages.expect("stage times");
+        assert!(
+            !gpu_required() || family != DenseFamily::Random || stages.inverse_iteration,
+            "{what}: xSTEDC instead of inverse iteration"
+        );
+    }
+    for report in syevx_case(DenseFamily::Random, b'U', n, path, seed) {
+        check(&report, n, false, &format!("syevx n {n}"));
     }
 }
 

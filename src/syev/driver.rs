@@ -537,9 +537,11 @@ pub(super) fn eigenvectors<T: SbrReal>(
     Ok((info, report, times))
 }
 
-/// The order from which the GPU path, and the CPU executor's that mirrors it, find all of the
-/// tridiagonal's eigenvectors by bisection and inverse iteration ([`inverse_iteration`])
-/// rather than by xSTEDC. On an H200 host at n = 16000, the GPU's inverse iteration took
+/// The order from which the GPU path finds all of the tridiagonal's eigenvectors by bisection
+/// and inverse iteration ([`inverse_iteration`]) rather than by xSTEDC. (Not the CPU
+/// executor's path: the host's inverse iteration, LAPACK's algorithm with one Gram-Schmidt
+/// pass per cluster, left vectors of a rank-deficient matrix at n = 1100 2.5-11 n ε from
+/// orthogonal where xSTEDC's were 0.5 n ε.) On an H200 host at n = 16000, the GPU's inverse iteration took
 /// 0.5-0.6 s where the host's xSTEDC took 4.0 s in the same run, and 45 s inside the
 /// driver (docs/bench/2026-11-26-h200-session17.txt); below about this order the GPU's
 /// inverse iteration does not pay (`dispatch::decide_stein`).
@@ -547,7 +549,7 @@ pub const INVERSE_ITERATION_FROM: usize = 1024;
 
 /// Whether `path` finds all of an order-n tridiagonal's eigenvectors by inverse iteration.
 pub(super) fn by_inverse_iteration(path: Path, n: usize) -> bool {
-    n >= INVERSE_ITERATION_FROM && matches!(path, Path::Gpu { .. } | Path::CpuBlocked { .. })
+    n >= INVERSE_ITERATION_FROM && matches!(path, Path::Gpu { .. })
 }
 
 /// All eigenvalues of the tridiagonal (d, e) (order n ≥ 2) ascending into `w` and their
