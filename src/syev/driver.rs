@@ -305,7 +305,7 @@ pub(super) fn reduce_keeping<T: SbrReal>(
     }
     let clock = Instant::now();
     let on_gpu = match path {
-        Path::Gpu { .. } if kd <= sb2st::gpu::MAX_BANDWIDTH => {
+        Path::Gpu { budget } if kd <= sb2st::gpu::MAX_BANDWIDTH && within(budget, q2.bytes()) => {
             match sb2st::gpu::tridiagonalize_keeping(uplo, n, kd, &ab, ldab, &mut q2) {
                 Ok(de) => Some(de),
                 Err(e) => {
@@ -376,6 +376,11 @@ impl<T: SbrReal> Kept<T> {
     }
 }
 
+/// Whether `bytes` fit a path's budget (`None`: only the GPU's own, which the stage checks).
+fn within(budget: Option<u64>, bytes: u64) -> bool {
+    budget.is_none_or(|b| bytes <= b)
+}
+
 /// Z := Q2 Z for the n x m `z`: on the GPU for `Path::Gpu` where its kernel takes the
 /// bandwidth, else (or if it fails before Z comes back) on the host's threads. Panics if the
 /// GPU failed while writing Z back, which leaves neither Z nor the result (as Q1's torn
@@ -388,7 +393,13 @@ fn apply_q2<T: SbrReal>(
     ldz: usize,
     times: &mut StageTimes,
 ) {
-    if let Path::Gpu { .. } = path {
+    let z_bytes = (ldz * m * std::mem::size_of::<T>()) as u64;
+    if let Path::Gpu { budget } = path {
+        // Q2 and Z twice (and Zᵀ) must fit the call's budget; else the host applies Q2.
+        if !within(budget, q2.bytes() + 2 * z_bytes) {
+            q2.apply_left(m, z, ldz, 0);
+            return;
+        }
         let group = crate::config::get().sbr.q2_group;
         match sb2st::apply_gpu::apply_left(q2, m, z, ldz, group) {
             Ok(()) => {

@@ -37,6 +37,11 @@ impl<T: Real> Reflectors<T> {
         self.v.fill(T::ZERO);
     }
 
+    /// The bytes of its layout.
+    pub fn bytes(&self) -> u64 {
+        std::mem::size_of_val(&self.v[..]) as u64
+    }
+
     /// The order n.
     pub fn order(&self) -> usize {
         self.n
