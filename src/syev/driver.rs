@@ -253,10 +253,6 @@ pub struct StageTimes {
     pub transfers: f64,
     /// The chase ran on the GPU, else on the host's threads.
     pub chase_on_gpu: bool,
-    /// All of the tridiagonal's eigenvectors came from bisection and inverse iteration (on
-    /// the GPU for the GPU path), else from xSTEDC / xSTEQR (or, for a selection, bisection and
-    /// inverse iteration).
-    pub inverse_iteration: bool,
     /// Q2 ran on the GPU, else on the host's threads.
     pub q2_on_gpu: bool,
     /// Q1 ran on the GPU (cuBLAS), else on the host.
@@ -532,13 +528,7 @@ pub(super) fn eigenvectors<T: SbrReal>(
     let (mut kept, mut z, report) = reduce_keeping(uplo, n, a, lda, work, path)?;
     let (mut d, mut e) = (std::mem::take(&mut kept.d), std::mem::take(&mut kept.e));
     let clock = Instant::now();
-    let info = if by_inverse_iteration(path, n) && inverse_iteration(&d, &e, w, &mut z, n, path)? {
-        d.copy_from_slice(&w[..n]);
-        kept.times.inverse_iteration = true;
-        0
-    } else {
-        tridiagonal_vectors(&mut d, &mut e, &mut z, n)?
-    };
+    let info = tridiagonal_vectors(&mut d, &mut e, &mut z, n)?;
     kept.times.tridiagonal_vectors = clock.elapsed().as_secs_f64();
     let times = kept.back_transform(uplo, n, a, lda, n, &mut z, n, path)?;
     for (dst, src) in a.chunks_mut(lda).zip(z.chunks(n)) {
@@ -548,99 +538,19 @@ pub(super) fn eigenvectors<T: SbrReal>(
     Ok((info, report, times))
 }
 
-/// The order from which the GPU path finds all of the tridiagonal's eigenvectors by bisection
-/// and inverse iteration ([`inverse_iteration`]) rather than by xSTEDC. (Not the CPU
-/// executor's path: the host's inverse iteration, LAPACK's algorithm with one Gram-Schmidt
-/// pass per cluster, left vectors of a rank-deficient matrix at n = 1100 2.5-11 n ε from
-/// orthogonal where xSTEDC's were 0.5 n ε.) On an H200 host at n = 16000, the GPU's inverse iteration took
-/// 0.5-0.6 s where the host's xSTEDC took 4.0 s in the same run, and 45 s inside the
-/// driver (docs/bench/2026-11-26-h200-session17.txt); below about this order the GPU's
-/// inverse iteration does not pay (`dispatch::decide_stein`).
-pub const INVERSE_ITERATION_FROM: usize = 1024;
-
-/// Whether `path` finds all of an order-n tridiagonal's eigenvectors by inverse iteration.
-pub(super) fn by_inverse_iteration(path: Path, n: usize) -> bool {
-    n >= INVERSE_ITERATION_FROM && matches!(path, Path::Gpu { .. })
-}
-
-/// All eigenvalues of the tridiagonal (d, e) (order n ≥ 2) ascending into `w` and their
-/// eigenvectors into the n x n `z` (leading dimension `ldz`), as xSYEVX finds selected ones:
-/// bisection with ORDER = 'B' ([`crate::stebz`]) and inverse iteration ([`crate::stein`]), on
-/// the GPU for `Path::Gpu`, then the pairs sorted. False when bisection or inverse iteration
-/// did not converge for every eigenpair (then `w` and `z` hold nothing of use); fails, with
-/// why, for want of host memory.
-pub(super) fn inverse_iteration<T: SbrReal>(
-    d: &[T],
-    e: &[T],
-    w: &mut [T],
-    z: &mut [T],
-    ldz: usize,
-    path: Path,
-) -> Result<bool, String> {
-    let n = d.len();
-    let backend = if matches!(path, Path::Gpu { .. }) {
-        Backend::Gpu
-    } else {
-        Backend::Cpu
-    };
-    let (Some(mut iblock), Some(mut isplit)) = (try_vec(n, 0), try_vec(n, 0)) else {
-        return Err("xSTEBZ's IBLOCK and ISPLIT".into());
-    };
-    let zero = T::ZERO;
-    let r = crate::stebz::stebz_or_lapack(
-        b'A',
-        b'B',
-        zero,
-        zero,
-        0,
-        0,
-        zero,
-        d,
-        &e[..n - 1],
-        w,
-        &mut iblock,
-        &mut isplit,
-        backend,
-        None,
-    );
-    if r.info == crate::stebz::INFO_NO_HOST_MEMORY {
-        return Err("xSTEBZ's workspace".into());
-    }
-    if r.info != 0 || r.m != n as i32 {
-        dispatch::debug(|| format!("syev: bisection ended with INFO = {}", r.info));
-        return Ok(false);
-    }
-    let run = crate::stein::stein_with(backend, d, &e[..n - 1], &w[..n], &iblock, &isplit, z, ldz)
-        .map_err(|e| format!("xSTEIN's workspace ({e})"))?;
-    if run.report.info != 0 {
-        dispatch::debug(|| {
-            let info = run.report.info;
-            format!("syev: inverse iteration missed {info} vectors; xSTEDC instead")
-        });
-        return Ok(false);
-    }
-    super::sort_pairs(0, n, n, w, z, ldz, &mut []);
-    Ok(true)
-}
-
 /// All eigenvalues of the tridiagonal (d, e) (order n ≥ 2) into `w` (ascending) and its
 /// eigenvectors into the n x n `z` (leading dimension `ldz`), as xSYEVX's shortcut: by
-/// [`inverse_iteration`] where [`by_inverse_iteration`] says so, else (or if it did not
-/// converge) by xSTEDC, or where its workspace cannot be allocated or it fails, by xSTEQR, on
-/// copies of (d, e). False when none converged (then bisection and inverse iteration take
-/// over); fails, with why, when not even xSTEQR's memory can be had.
+/// xSTEDC, or where its workspace cannot be allocated or it fails, by xSTEQR, on copies of
+/// (d, e). False when neither converged (then bisection and inverse iteration take over);
+/// fails, with why, when not even xSTEQR's memory can be had.
 pub(super) fn all_vectors<T: SbrReal>(
     d: &[T],
     e: &[T],
     w: &mut [T],
     z: &mut [T],
     ldz: usize,
-    path: Path,
 ) -> Result<bool, String> {
     let n = d.len();
-    if by_inverse_iteration(path, n) && inverse_iteration(d, e, w, z, ldz, path)? {
-        return Ok(true);
-    }
     let (lw, liw) = T::stedc_sizes(n);
     let copies = (
         crate::host::try_vec(n, T::ZERO),

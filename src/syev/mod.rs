@@ -28,10 +28,7 @@
 mod driver;
 mod scale;
 
-pub use driver::{
-    bandwidth, bandwidth_streaming, driver_bandwidths, wide_bandwidth, StageTimes,
-    INVERSE_ITERATION_FROM,
-};
+pub use driver::{bandwidth, bandwidth_streaming, driver_bandwidths, wide_bandwidth, StageTimes};
 
 use crate::dispatch::Backend;
 use crate::lapack::Dense;
@@ -689,18 +686,8 @@ fn selected_vectors<T: SbrReal>(
         report.m = r.m;
     }
     let m = report.m.max(0) as usize;
-    let s = crate::stein::stein_with(
-        backend,
-        d,
-        &e[..n - 1],
-        &w[..m],
-        &iblock[..m],
-        &isplit,
-        z,
-        ldz,
-    )
-    .map_err(|e| format!("xSTEIN's workspace ({e})"))?
-    .report;
+    let s = crate::stein::stein(d, &e[..n - 1], &w[..m], &iblock[..m], &isplit, z, ldz)
+        .map_err(|e| format!("xSTEIN's workspace ({e})"))?;
     report.info = s.info;
     ifail[..m].copy_from_slice(&s.ifail[..m]);
     Ok(())
@@ -833,9 +820,8 @@ pub fn syevx_vectors<T: SbrReal>(
     let mut done = false;
     let clock = std::time::Instant::now();
     if everything && abstol <= T::ZERO {
-        match all_vectors(&kept.d, &kept.e, w, z, ldz, path) {
+        match all_vectors(&kept.d, &kept.e, w, z, ldz) {
             Ok(true) => {
-                kept.times.inverse_iteration = driver::by_inverse_iteration(path, n);
                 report.m = n as i32;
                 ifail[..n].fill(0);
                 done = true;

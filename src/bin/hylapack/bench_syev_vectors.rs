@@ -230,12 +230,7 @@ fn stage_rows(stages: &StageTimes) -> Vec<(String, f64, String)> {
         (
             "  tridiagonal eigenvectors".into(),
             stages.tridiagonal_vectors,
-            if stages.inverse_iteration {
-                "bisection + inverse iteration"
-            } else {
-                "xSTEDC"
-            }
-            .into(),
+            "xSTEDC".into(),
         ),
         (
             "  Q2 applied".into(),
