@@ -444,6 +444,60 @@ __device__ void finish(T* z, long long ldz, const int* cols, const int* row0s, c
     for (int i = tid; i < size; i += 256) x[i] = x[i] * scale;
 }
 
+// The GPU path's check of its finished vectors (a failure sends the call to the host path).
+// Both raise *out, the bits of a non-negative double (ordered as the doubles), by atomicMax;
+// a NaN counts as +Inf.
+#define STEIN_INF __longlong_as_double(0x7ff0000000000000LL)
+__device__ void raise_max(unsigned long long* out, double x) {
+    if (isnan(x)) x = STEIN_INF;
+    for (int o = 16; o > 0; o >>= 1) x = fmax(x, __shfl_xor_sync(0xffffffffu, x, o));
+    if ((threadIdx.x & 31) == 0) atomicMax(out, (unsigned long long)__double_as_longlong(x));
+}
+
+// Orthogonality: the largest |G_ij - delta_ij| of the k x bp block G (leading dimension k) of
+// Z_c^T Z_c whose column j is the cluster's column p + j.
+template <typename T>
+__device__ void offdiag(const T* g, int k, int bp, int p, unsigned long long* out) {
+    double m = 0.0;
+    const long long all = (long long)k * bp;
+    for (long long at = blockIdx.x * (long long)blockDim.x + threadIdx.x; at - threadIdx.x < all;
+         at += (long long)gridDim.x * blockDim.x) {
+        if (at < all) {
+            const int i = (int)(at % k), j = (int)(at / k);
+            const double x = fabs((double)g[at] - (i == p + j ? 1.0 : 0.0));
+            m = isnan(x) ? STEIN_INF : fmax(m, x);
+        }
+    }
+    raise_max(out, m);
+}
+
+// Residual: ||T_b x - shift x||_1 over the block's rows, one CTA of 256 threads per column.
+template <typename T>
+__device__ void residual(const T* z, long long ldz, const int* cols, const int* row0s,
+                         const int* sizes, const T* shifts, const T* d, const T* e, double* out) {
+    __shared__ double part[256];
+    const int c = blockIdx.x, tid = threadIdx.x;
+    const int row0 = row0s[c], size = sizes[c];
+    const T* x = z + cols[c] * ldz + row0;
+    const T* db = d + row0;
+    const T* eb = e + row0;
+    const double shift = (double)shifts[c];
+    double r = 0.0;
+    for (int i = tid; i < size; i += 256) {
+        double t = ((double)db[i] - shift) * (double)x[i];
+        if (i > 0) t += (double)eb[i - 1] * (double)x[i - 1];
+        if (i + 1 < size) t += (double)eb[i] * (double)x[i + 1];
+        r += fabs(t);
+    }
+    part[tid] = r;
+    __syncthreads();
+    for (int h = 128; h > 0; h >>= 1) {
+        if (tid < h) part[tid] += part[tid + h];
+        __syncthreads();
+    }
+    if (tid == 0) out[c] = part[0];
+}
+
 #define STEIN_ENTRIES(T, P)                                                                    \
     extern "C" __global__ void stein_iterate_##P(                                              \
         const T* d, const T* e, int ncols, int S, const int* row0s, const int* sizes,          \
@@ -471,6 +525,16 @@ __device__ void finish(T* z, long long ldz, const int* cols, const int* row0s, c
     extern "C" __global__ void stein_finish_##P(T* z, long long ldz, const int* cols,          \
                                                 const int* row0s, const int* sizes) {          \
         finish<T>(z, ldz, cols, row0s, sizes);                                                 \
+    }                                                                                          \
+    extern "C" __global__ void stein_offdiag_##P(const T* g, int k, int bp, int p,             \
+                                                 unsigned long long* out) {                    \
+        offdiag<T>(g, k, bp, p, out);                                                          \
+    }                                                                                          \
+    extern "C" __global__ void stein_residual_##P(const T* z, long long ldz, const int* cols,  \
+                                                  const int* row0s, const int* sizes,          \
+                                                  const T* shifts, const T* d, const T* e,     \
+                                                  double* out) {                               \
+        residual<T>(z, ldz, cols, row0s, sizes, shifts, d, e, out);                            \
     }
 
 STEIN_ENTRIES(double, d)

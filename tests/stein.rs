@@ -37,18 +37,23 @@ fn backend() -> Backend {
 }
 
 /// `stein` on [`backend`]; with `HYLAPACK_REQUIRE_GPU=1` the GPU path must have run wherever
-/// there was a cluster for it (N ≥ 2 and an eigenvalue in a block of order ≥ 2).
+/// there was a cluster for it (N ≥ 2 and an eigenvalue in a block of order ≥ 2), unless
+/// `may_fall_back` (an input whose vectors the GPU path's check may refuse).
 fn run_backend<T: SteinReal>(
     d: &[T],
     e: &[T],
     ev: &Eigenvalues<T>,
     z: &mut [T],
     ctx: &str,
+    may_fall_back: bool,
 ) -> SteinReport {
     let n = d.len();
     let run = stein::stein_with(backend(), d, e, &ev.w, &ev.iblock, &ev.isplit, z, n.max(1))
         .expect("host memory");
-    if backend() == Backend::Gpu && gpu_required() && n >= 2 && !ev.w.is_empty() {
+    if let Some(why) = &run.note {
+        println!("{ctx}: {why}");
+    }
+    if backend() == Backend::Gpu && gpu_required() && n >= 2 && !ev.w.is_empty() && !may_fall_back {
         assert_eq!(
             run.backend,
             Backend::Gpu,
@@ -80,12 +85,24 @@ fn compare<T: Lapack + LapackStein + Dense + SteinReal>(
     iu: i32,
     worst: &mut Worst,
 ) {
+    compare_with(ctx, d, e, (range, il, iu), worst, false);
+}
+
+/// [`compare`], the GPU path allowed to refuse the input if `may_fall_back`.
+fn compare_with<T: Lapack + LapackStein + Dense + SteinReal>(
+    ctx: &str,
+    d: &[T],
+    e: &[T],
+    (range, il, iu): (u8, i32, i32),
+    worst: &mut Worst,
+    may_fall_back: bool,
+) {
     let n = d.len();
     let ev = stebz_by_block(range, il, iu, d, e);
     let m = ev.w.len();
     let (z_ref, rep_ref) = lapack_stein(d, e, &ev);
     let mut z = vec![T::ZERO; n.max(1) * m.max(1)];
-    let rep = run_backend(d, e, &ev, &mut z, ctx);
+    let rep = run_backend(d, e, &ev, &mut z, ctx, may_fall_back);
     assert_eq!(rep, rep_ref, "{ctx}: INFO/IFAIL differ from LAPACK's");
     let (orth, resid) = quality(d, e, &ev.w, &z);
     let (orth_ref, resid_ref) = quality(d, e, &ev.w, &z_ref);
@@ -452,4 +469,96 @@ fn exported_names_check_as_lapack_and_agree_with_the_library() {
             "xerbla_ for {expect}"
         );
     }
+}
+
+/// The tridiagonal T of a rank-deficient dense matrix (three quarters of its eigenvalues
+/// zero; `testmat::DenseFamily::RankDeficient`, reduced by the crate's two stages on the host):
+/// inverse iteration on [`backend`] against LAPACK's, for all eigenvalues and the zero
+/// cluster's, on LAPACK's xSTEBZ and on the crate's on the same backend (its W, IBLOCK and
+/// ISPLIT also against LAPACK's: M, NSPLIT and ISPLIT equal, eigenvalues within 4 n ulp ‖T‖).
+///
+/// Ignored: a known gap, kept as its reproducer (`--ignored`). On this input the GPU path
+/// returned vectors 1e4-1e5 times past LAPACK's test threshold with INFO = 0 until its check
+/// ([`hylapack::stein::gpu::CHECK_LIMIT`]) made it refuse them; the host path that then
+/// answers, and the GPU path's answers the check lets through for the zero cluster alone,
+/// stay below LAPACK's threshold of 50 but more than 10 times past LAPACK's own
+/// (orthogonality 3-9 against 0.06-0.23, residual up to 34 against 0.02 on an H200).
+#[test]
+#[ignore]
+fn tridiagonal_of_a_rank_deficient_matrix() {
+    use hylapack::sbr::{self, sb2st, Path};
+    use hylapack::testmat::DenseFamily;
+    let seed = seed();
+    let n = 1324;
+    let mut rng = Rng::new(seed);
+    let mut a = testmat::dense_symmetric::<f64>(DenseFamily::RankDeficient, n, &mut rng);
+    let kd = 32;
+    let (mut ab, mut tau) = (vec![0.0; (kd + 1) * n], vec![0.0; n]);
+    let r = sbr::syrdb(
+        b'L',
+        n,
+        kd,
+        &mut a,
+        n,
+        &mut ab,
+        kd + 1,
+        &mut tau,
+        Path::CpuBlocked { budget: u64::MAX },
+    );
+    assert_eq!(r.info, 0);
+    let (d, e) = sb2st::tridiagonalize(b'L', n, kd, &ab, kd + 1, 0).expect("host memory");
+    let ev = stebz_by_block(b'A', 0, 0, &d, &e);
+    let splits = ev.isplit.iter().take_while(|&&s| s > 0).count();
+    let tnorm = d.iter().chain(&e).fold(0.0f64, |m, x| m.max(x.abs()));
+    let zeros = ev.w.iter().filter(|x| x.abs() <= 1e-8 * tnorm).count();
+    let ctx =
+        format!("rank-deficient n={n} seed {seed}: {splits} blocks, {zeros} eigenvalues near 0");
+    println!("{ctx}");
+    // The GPU path may refuse this input (its check of the answer): the host then answers,
+    // as LAPACK does.
+    let mut worst = Worst::default();
+    let all = (b'A', 0, 0);
+    compare_with(&format!("{ctx} RANGE=A"), &d, &e, all, &mut worst, true);
+    let some = (b'I', 1, (3 * n / 4) as i32);
+    compare_with(&format!("{ctx} RANGE=I"), &d, &e, some, &mut worst, true);
+    // The crate's bisection on the same backend, then its inverse iteration.
+    let (mut w, mut iblock, mut isplit) = (vec![0.0; n], vec![0; n], vec![0; n]);
+    let r = hylapack::stebz::stebz(
+        b'A',
+        b'B',
+        0.0,
+        0.0,
+        0,
+        0,
+        0.0,
+        &d,
+        &e,
+        &mut w,
+        &mut iblock,
+        &mut isplit,
+        backend(),
+    );
+    assert_eq!((r.info, r.m as usize), (0, n), "{ctx}: the crate's xSTEBZ");
+    assert_eq!(isplit, ev.isplit, "{ctx}: ISPLIT differs from LAPACK's");
+    assert_eq!(iblock, ev.iblock, "{ctx}: IBLOCK differs from LAPACK's");
+    let far = w
+        .iter()
+        .zip(&ev.w)
+        .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+    assert!(
+        far <= 4.0 * n as f64 * f64::EPSILON * tnorm,
+        "{ctx}: eigenvalues {far:e} from LAPACK's"
+    );
+    let ours = Eigenvalues { w, iblock, isplit };
+    let mut z = vec![0.0; n * n];
+    let rep = run_backend(&d, &e, &ours, &mut z, &ctx, true);
+    let (orth, resid) = quality(&d, &e, &ours.w, &z);
+    println!(
+        "{ctx}: the crate's xSTEBZ + xSTEIN: INFO {}, orthogonality {orth:.3}, residual {resid:.3}",
+        rep.info
+    );
+    assert!(
+        rep.info == 0 && orth < 50.0 && resid < 50.0,
+        "{ctx}: orthogonality {orth:.3}, residual {resid:.3}"
+    );
 }

@@ -876,14 +876,20 @@ fn gpu_driver_eigenvectors() {
             }
         }
     }
-    // Every family at an order where Q2 and the chase run on the GPU, and xSYEVX's shortcut
-    // for all of the vectors.
-    let n = 1324;
+    // Every family at an order where T's vectors come from the GPU's inverse iteration (or,
+    // where its check refuses them, xSTEDC), and xSYEVX's shortcut for all of the vectors.
+    let n = hylapack::syev::INVERSE_ITERATION_FROM + 300;
     let path = Path::Gpu { budget: None };
     for (k, family) in DenseFamily::all().into_iter().enumerate() {
         let uplo = if k % 2 == 0 { b'L' } else { b'U' };
         let report = driver_case(family, uplo, n, path, 1.0, seed ^ k as u64);
-        check(&report, n, false, &format!("syev n {n} {}", family.name()));
+        let what = format!("syev n {n} {}", family.name());
+        check(&report, n, false, &what);
+        let stages = report.stages.expect("stage times");
+        assert!(
+            !gpu_required() || family != DenseFamily::Random || stages.inverse_iteration,
+            "{what}: xSTEDC instead of the GPU's inverse iteration"
+        );
     }
     for report in syevx_case(DenseFamily::Random, b'U', n, path, seed) {
         check(&report, n, false, &format!("syevx n {n}"));

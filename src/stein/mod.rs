@@ -377,7 +377,7 @@ pub fn stein_on<T: SteinReal>(
     z: &mut [T],
     ldz: usize,
 ) -> Result<SteinReport, NoMemory> {
-    stein_run(Backend::Cpu, threads, d, e, w, iblock, isplit, z, ldz).map(|run| run.report)
+    stein_run(Backend::Cpu, threads, d, e, w, iblock, isplit, z, ldz, true).map(|run| run.report)
 }
 
 /// What [`stein_with`] did: LAPACK's outputs, where it ran, and why not on the GPU.
@@ -415,9 +415,40 @@ pub fn stein_with<T: SteinReal>(
         isplit,
         z,
         ldz,
+        true,
     )
 }
 
+/// [`stein`] on the GPU only, for callers with a better fallback than the host's inverse
+/// iteration: None when the GPU path failed or its check refused its answer (Z then holds
+/// nothing of use).
+pub(crate) fn stein_gpu_only<T: SteinReal>(
+    d: &[T],
+    e: &[T],
+    w: &[T],
+    iblock: &[i32],
+    isplit: &[i32],
+    z: &mut [T],
+    ldz: usize,
+) -> Result<Option<SteinReport>, NoMemory> {
+    let threads = crate::host::threads();
+    let run = stein_run(
+        Backend::Gpu,
+        threads,
+        d,
+        e,
+        w,
+        iblock,
+        isplit,
+        z,
+        ldz,
+        false,
+    )?;
+    Ok(run.note.is_none().then_some(run.report))
+}
+
+/// The calls above: with `host_fallback`, a GPU path that fails is followed by the host's on
+/// the same inputs; without, the run returns with its `note` set and Z unfinished.
 #[allow(clippy::too_many_arguments)]
 fn stein_run<T: SteinReal>(
     backend: Backend,
@@ -429,6 +460,7 @@ fn stein_run<T: SteinReal>(
     isplit: &[i32],
     z: &mut [T],
     ldz: usize,
+    host_fallback: bool,
 ) -> Result<SteinRun, NoMemory> {
     let (n, m) = (d.len(), w.len());
     let int = |x: usize| i32::try_from(x).unwrap_or(i32::MAX);
@@ -487,6 +519,10 @@ fn stein_run<T: SteinReal>(
             }
             Err(why) => {
                 crate::dispatch::debug(|| format!("stein: GPU path failed ({why})"));
+                if !host_fallback {
+                    run.note = Some(format!("the GPU path failed ({why})"));
+                    return Ok(run);
+                }
                 run.note = Some(format!("the GPU path failed ({why}); ran on the host"));
                 failed.fill(false);
             }

@@ -253,6 +253,10 @@ pub struct StageTimes {
     pub transfers: f64,
     /// The chase ran on the GPU, else on the host's threads.
     pub chase_on_gpu: bool,
+    /// All of the tridiagonal's eigenvectors came from the GPU's bisection and inverse
+    /// iteration, else from xSTEDC / xSTEQR (or, for a selection, the host's bisection and
+    /// inverse iteration).
+    pub inverse_iteration: bool,
     /// Q2 ran on the GPU, else on the host's threads.
     pub q2_on_gpu: bool,
     /// Q1 ran on the GPU (cuBLAS), else on the host.
@@ -528,7 +532,13 @@ pub(super) fn eigenvectors<T: SbrReal>(
     let (mut kept, mut z, report) = reduce_keeping(uplo, n, a, lda, work, path)?;
     let (mut d, mut e) = (std::mem::take(&mut kept.d), std::mem::take(&mut kept.e));
     let clock = Instant::now();
-    let info = tridiagonal_vectors(&mut d, &mut e, &mut z, n)?;
+    let info = if by_inverse_iteration(path, n) && inverse_iteration(&d, &e, w, &mut z, n)? {
+        d.copy_from_slice(&w[..n]);
+        kept.times.inverse_iteration = true;
+        0
+    } else {
+        tridiagonal_vectors(&mut d, &mut e, &mut z, n)?
+    };
     kept.times.tridiagonal_vectors = clock.elapsed().as_secs_f64();
     let times = kept.back_transform(uplo, n, a, lda, n, &mut z, n, path)?;
     for (dst, src) in a.chunks_mut(lda).zip(z.chunks(n)) {
@@ -538,12 +548,29 @@ pub(super) fn eigenvectors<T: SbrReal>(
     Ok((info, report, times))
 }
 
-/// All eigenvalues of the tridiagonal (d, e) (order n ≥ 2) into `w` (ascending) and its
-/// eigenvectors into the n x n `z` (leading dimension `ldz`), as xSYEVX's shortcut: by
-/// xSTEDC, or where its workspace cannot be allocated or it fails, by xSTEQR, on copies of
-/// (d, e). False when neither converged (then bisection and inverse iteration take over);
-/// fails, with why, when not even xSTEQR's memory can be had.
-pub(super) fn all_vectors<T: SbrReal>(
+/// The order from which the GPU path finds all of the tridiagonal's eigenvectors by bisection
+/// and inverse iteration on the GPU ([`inverse_iteration`]) rather than by xSTEDC: on an H200
+/// host at n = 16384 they took 0.77 s (before the GPU path checked its answer) where xSTEDC
+/// took 45 s inside the driver (docs/bench/2026-11-26-h200-session18.txt); below about this
+/// order the GPU's inverse iteration does not pay (`dispatch::decide_stein`).
+pub const INVERSE_ITERATION_FROM: usize = 1024;
+
+/// Whether `path` first tries [`inverse_iteration`] for all of an order-n tridiagonal's
+/// eigenvectors. Not the CPU executor's path: the host's inverse iteration (LAPACK's
+/// algorithm) left a rank-deficient matrix's vectors at n = 1100 up to 11 n ε from orthogonal
+/// where xSTEDC's were 0.5 n ε.
+pub(super) fn by_inverse_iteration(path: Path, n: usize) -> bool {
+    n >= INVERSE_ITERATION_FROM && matches!(path, Path::Gpu { .. })
+}
+
+/// All eigenvalues of the tridiagonal (d, e) (order n ≥ 2) ascending into `w` and their
+/// eigenvectors into the n x n `z` (leading dimension `ldz`) on the GPU: bisection with
+/// ORDER = 'B' ([`crate::stebz`]) and inverse iteration ([`crate::stein`]'s GPU path alone,
+/// which checks its answer's residuals and orthogonality), then the pairs sorted. False when
+/// either did not converge everywhere, or the GPU path failed or refused its answer (a
+/// cluster of eigenvalues equal to working precision can make it do so): then `w` and `z`
+/// hold nothing of use, and xSTEDC takes over. Fails, with why, for want of host memory.
+pub(super) fn inverse_iteration<T: SbrReal>(
     d: &[T],
     e: &[T],
     w: &mut [T],
@@ -551,6 +578,67 @@ pub(super) fn all_vectors<T: SbrReal>(
     ldz: usize,
 ) -> Result<bool, String> {
     let n = d.len();
+    let (Some(mut iblock), Some(mut isplit)) = (try_vec(n, 0), try_vec(n, 0)) else {
+        return Err("xSTEBZ's IBLOCK and ISPLIT".into());
+    };
+    let zero = T::ZERO;
+    let r = crate::stebz::stebz_or_lapack(
+        b'A',
+        b'B',
+        zero,
+        zero,
+        0,
+        0,
+        zero,
+        d,
+        &e[..n - 1],
+        w,
+        &mut iblock,
+        &mut isplit,
+        Backend::Gpu,
+        None,
+    );
+    if r.info == crate::stebz::INFO_NO_HOST_MEMORY {
+        return Err("xSTEBZ's workspace".into());
+    }
+    if r.info != 0 || r.m != n as i32 {
+        dispatch::debug(|| format!("syev: bisection ended with INFO = {}", r.info));
+        return Ok(false);
+    }
+    let run = crate::stein::stein_gpu_only(d, &e[..n - 1], &w[..n], &iblock, &isplit, z, ldz)
+        .map_err(|e| format!("xSTEIN's workspace ({e})"))?;
+    match run {
+        Some(report) if report.info == 0 => {}
+        other => {
+            let why = other.map_or("the GPU path failed".into(), |r| {
+                format!("{} vectors did not converge", r.info)
+            });
+            dispatch::debug(|| format!("syev: inverse iteration: {why}; xSTEDC instead"));
+            return Ok(false);
+        }
+    }
+    super::sort_pairs(0, n, n, w, z, ldz, &mut []);
+    Ok(true)
+}
+
+/// All eigenvalues of the tridiagonal (d, e) (order n ≥ 2) into `w` (ascending) and its
+/// eigenvectors into the n x n `z` (leading dimension `ldz`), as xSYEVX's shortcut: by
+/// [`inverse_iteration`] where [`by_inverse_iteration`] says so, else (or if it did not
+/// succeed) by xSTEDC, or where its workspace cannot be allocated or it fails, by xSTEQR, on
+/// copies of (d, e). False when none converged (then bisection and inverse iteration take
+/// over); fails, with why, when not even xSTEQR's memory can be had.
+pub(super) fn all_vectors<T: SbrReal>(
+    d: &[T],
+    e: &[T],
+    w: &mut [T],
+    z: &mut [T],
+    ldz: usize,
+    path: Path,
+) -> Result<bool, String> {
+    let n = d.len();
+    if by_inverse_iteration(path, n) && inverse_iteration(d, e, w, z, ldz)? {
+        return Ok(true);
+    }
     let (lw, liw) = T::stedc_sizes(n);
     let copies = (
         crate::host::try_vec(n, T::ZERO),

@@ -28,7 +28,10 @@
 mod driver;
 mod scale;
 
-pub use driver::{bandwidth, bandwidth_streaming, driver_bandwidths, wide_bandwidth, StageTimes};
+pub use driver::{
+    bandwidth, bandwidth_streaming, driver_bandwidths, wide_bandwidth, StageTimes,
+    INVERSE_ITERATION_FROM,
+};
 
 use crate::dispatch::Backend;
 use crate::lapack::Dense;
@@ -820,7 +823,7 @@ pub fn syevx_vectors<T: SbrReal>(
     let mut done = false;
     let clock = std::time::Instant::now();
     if everything && abstol <= T::ZERO {
-        match all_vectors(&kept.d, &kept.e, w, z, ldz) {
+        match all_vectors(&kept.d, &kept.e, w, z, ldz, path) {
             Ok(true) => {
                 report.m = n as i32;
                 ifail[..n].fill(0);

@@ -230,7 +230,12 @@ fn stage_rows(stages: &StageTimes) -> Vec<(String, f64, String)> {
         (
             "  tridiagonal eigenvectors".into(),
             stages.tridiagonal_vectors,
-            "xSTEDC".into(),
+            if stages.inverse_iteration {
+                "GPU bisection + inverse iteration"
+            } else {
+                "xSTEDC"
+            }
+            .into(),
         ),
         (
             "  Q2 applied".into(),
