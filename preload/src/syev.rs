@@ -11,9 +11,9 @@
 //!
 //! Eigenvectors ([`syev::syev_vectors`]): xSYEV and xSYEVD with JOBZ = 'V' run it where the
 //! route says so, as JOBZ = 'N' does (the eigenvectors over A, as LAPACK leaves them; on an
-//! H200 host at n = 4096 the host's LAPACK dsyevd took 4.4-5.0 s, the path 3.8 s with every
-//! back-transformation on the host, and its GPU chase and Q2 now take 0.2 s of what was 3 s
-//! there, docs/bench/2026-11-26-h200-session18.txt); a triangle holding a NaN or ±Inf is forwarded
+//! H200 host at n = 4096 the path took 0.61 s where the host's LAPACK dsyevd took 4.49 s in
+//! the same run, docs/bench/2026-11-26-h200-session18.txt); a triangle holding a NaN or ±Inf
+//! is forwarded
 //! (LAPACK's INFO and output then depend on its own algorithm, which differs between DSYEV and
 //! DSYEVD). xSYEV_2STAGE with JOBZ = 'V' is forwarded (LAPACK 3.11 rejects it), as are xSYEVX
 //! and xSYEVR with JOBZ = 'V'.
