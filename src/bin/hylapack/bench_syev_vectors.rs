@@ -169,9 +169,7 @@ impl Order<'_> {
             cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], cells[7]
         );
         let _ = std::io::stdout().flush();
-        // The CSV has no quoting: commas in notes (the library's) become semicolons.
-        self.table
-            .row(cells.into_iter().map(|c| c.replace(',', ";")).collect());
+        self.table.row(cells.into_iter().collect());
     }
 }
 

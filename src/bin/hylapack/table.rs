@@ -64,11 +64,25 @@ impl Table {
     }
 
     pub fn write_csv(&self, path: &str) -> std::io::Result<()> {
-        let mut text = self.header.join(",") + "\n";
+        let line = |cells: &[String]| {
+            let quoted: Vec<String> = cells.iter().map(|c| csv_cell(c)).collect();
+            quoted.join(",") + "\n"
+        };
+        let mut text = line(&self.header);
         for r in &self.rows {
-            text += &(r.join(",") + "\n");
+            text += &line(r);
         }
         std::fs::write(path, text)
+    }
+}
+
+/// A CSV cell (RFC 4180): quoted, with its quotes doubled, when it holds a comma, a quote or
+/// a line break (notes such as "panels: 126 CholeskyQR2, 1 xGEQRF" do).
+fn csv_cell(cell: &str) -> String {
+    if cell.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", cell.replace('"', "\"\""))
+    } else {
+        cell.to_string()
     }
 }
 
@@ -108,4 +122,16 @@ pub fn timings(reps: usize, mut f: impl FnMut()) -> Vec<f64> {
         .collect();
     t.sort_by(f64::total_cmp);
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::csv_cell;
+
+    #[test]
+    fn csv_cells_with_commas_and_quotes_are_quoted() {
+        assert_eq!(csv_cell("12.5 ms"), "12.5 ms");
+        assert_eq!(csv_cell("a, b"), "\"a, b\"");
+        assert_eq!(csv_cell("say \"hi\""), "\"say \"\"hi\"\"\"");
+    }
 }
