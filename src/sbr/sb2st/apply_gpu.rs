@@ -74,25 +74,17 @@ pub fn apply_left<T: CublasReal>(
     let mut zd = stream.clone_htod(&z[..span])?;
     let mut zt = stream.alloc_zeros::<T>(ldt * n)?;
     let handle = *la.blas.handle();
-    {
-        let (zp, _rz) = zd.device_ptr_mut(&stream);
-        let (tp, _rt) = zt.device_ptr_mut(&stream);
-        // SAFETY: `handle` is bound to `stream`; Z is n x m with leading dimension ldz, Zᵀ
-        // m x n with ldt ≥ m, both within their buffers.
-        unsafe {
-            T::geam_copy(
-                handle,
-                true,
-                m_arg,
-                n_arg,
-                zp as *const T,
-                ldz_arg,
-                tp as *mut T,
-                ldt_arg,
-            )
-        }
-        .result()?;
-    }
+    // SAFETY (both): `handle` is bound to `stream`; Z is n x m with leading dimension ldz,
+    // Zᵀ m x n with ldt ≥ m, both within their buffers.
+    unsafe {
+        transpose::<T>(
+            handle,
+            &stream,
+            (&mut zd, ldz_arg),
+            (&mut zt, ldt_arg),
+            (n_arg, m_arg),
+        )
+    }?;
     let cfg = LaunchConfig {
         grid_dim: (m.div_ceil(THREADS) as u32, 1, 1),
         block_dim: (THREADS as u32, 1, 1),
@@ -110,24 +102,16 @@ pub fn apply_left<T: CublasReal>(
     // and bandwidth b (n(n − 1)/2 entries), `zt` n rows of ldt ≥ m entries; one thread per
     // column, group · b entries of shared memory.
     unsafe { launch.launch(cfg) }?;
-    {
-        let (zp, _rz) = zd.device_ptr_mut(&stream);
-        let (tp, _rt) = zt.device_ptr_mut(&stream);
-        // SAFETY: as above, back: Z := (Zᵀ)ᵀ, rows n .. ldz of each column untouched.
-        unsafe {
-            T::geam_copy(
-                handle,
-                true,
-                n_arg,
-                m_arg,
-                tp as *const T,
-                ldt_arg,
-                zp as *mut T,
-                ldz_arg,
-            )
-        }
-        .result()?;
-    }
+    // Back, rows n .. ldz of each column untouched.
+    unsafe {
+        transpose::<T>(
+            handle,
+            &stream,
+            (&mut zt, ldt_arg),
+            (&mut zd, ldz_arg),
+            (m_arg, n_arg),
+        )
+    }?;
     // Everything before the download has finished or failed by now.
     stream.synchronize()?;
     let torn = |e: cudarc::driver::DriverError| Q2Stopped {
@@ -136,5 +120,33 @@ pub fn apply_left<T: CublasReal>(
     };
     stream.memcpy_dtoh(&zd, &mut z[..span]).map_err(torn)?;
     stream.synchronize().map_err(torn)?;
+    Ok(())
+}
+
+/// `to` := `from`ᵀ for the rows x cols `from` (column-major, their leading dimensions given),
+/// by cuBLAS geam on `stream`.
+///
+/// # Safety
+/// `handle` is bound to `stream`; both matrices lie within their buffers.
+unsafe fn transpose<T: CublasReal>(
+    handle: cudarc::cublas::sys::cublasHandle_t,
+    stream: &std::sync::Arc<cudarc::driver::CudaStream>,
+    (from, ld_from): (&mut cudarc::driver::CudaSlice<T>, i32),
+    (to, ld_to): (&mut cudarc::driver::CudaSlice<T>, i32),
+    (rows, cols): (i32, i32),
+) -> Result<(), DeviceError> {
+    let (fp, _rf) = from.device_ptr_mut(stream);
+    let (tp, _rt) = to.device_ptr_mut(stream);
+    T::geam_copy(
+        handle,
+        true,
+        cols,
+        rows,
+        fp as *const T,
+        ld_from,
+        tp as *mut T,
+        ld_to,
+    )
+    .result()?;
     Ok(())
 }
