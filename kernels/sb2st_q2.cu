@@ -3,83 +3,133 @@
 
 // Where sweep i's reflectors start in Q2's compact layout of order n (src/sbr/sb2st/mod.rs,
 // sweep_offset): after the n - 1, n - 2, ... entries of the sweeps before.
-__device__ __forceinline__ size_t sweep_offset(int n, int i) {
-    const size_t si = (size_t)i;
-    return si * (size_t)(n - 1) - (i > 0 ? si * (si - 1) / 2 : 0);
+__device__ __forceinline__ long long sweep_offset(int n, int i) {
+    const long long si = i;
+    return si * (n - 1) - (i > 0 ? si * (si - 1) / 2 : 0);
 }
 
-// The product is taken from Q2's compact layout q (order n, bandwidth B). Z is stored transposed, entry (r, c) at zt[r * ldt + c], and each thread owns
-// one of its m columns, so a warp reads 32 neighbouring words per row. Reflectors of one sweep
-// never overlap; a later sweep's reflector of step k or k - 1 overlaps an earlier sweep's of
-// step k and must reach Z first. So the sweeps go G at a time (G <= B), groups from the last
-// to the first, and a group walks down the rows step by step, its G reflectors of a step from
-// the last sweep to the first. They span the B + G - 1 rows from the group's first sweep's
-// row, which each thread holds in registers (fully unrolled loops, constant indices); after a
-// step the first B rows are final for the group and the window slides down by B rows.
-// The CTA stages each step's G x B reflector entries in shared memory (zero past a
-// reflector's end or its sweep's last step).
-template <typename T, int B, int G>
-__device__ void q2_apply(const T *__restrict__ q, T *__restrict__ zt, int n, int m, long long ldt) {
+// Reflectors of one sweep never overlap; a later sweep's reflector of step k or k - 1
+// overlaps an earlier sweep's of step k and must reach Z first. So the sweeps go G at a time
+// (groups from the last to the first), and a group walks down the rows step by step, its G
+// reflectors of a step from the last sweep to the first. They span the B + G - 1 rows from
+// the group's first sweep's row: the window, held in registers. After a step its first B
+// rows are final for the group and it slides down by B rows.
+//
+// P lanes share a column of Z (column-major, leading dimension ldz): lane l holds the
+// window's rows l, l + P, ..., so each reflector costs a lane about B / P multiply-adds
+// twice and log2 P shuffles for its dot product, and a window of B + G - 1 rows fits in
+// registers for G = 32 (one thread per column spilled it).
+//
+// The kernel applies the sweeps [i_lo, i_hi) (i_lo a multiple of G), their reflectors at
+// q[sweep_offset(n, i) - q_base ...], so that Q2 can come in pieces of whole groups.
+// Shared memory holds a step's G reflectors, each as B + 2P coefficients: P zeros, the unit
+// entry, v's B - 1 entries (zeros past the reflector's end), P zeros; so a lane reads its
+// rows' coefficients with no test of range. Their tau (0 for a sweep or step that does not
+// exist, which leaves Z alone) follow.
+template <typename T, int B, int G, int P, int NT>
+__device__ void q2_apply(const T *__restrict__ q, T *__restrict__ z, int n, int m, long long ldz,
+                         int i_lo, int i_hi, long long q_base) {
     constexpr int W = B + G - 1;
+    constexpr int R = (W + P - 1) / P; // the window's rows per lane
+    constexpr int S = B + 2 * P;
+    constexpr int COLS = NT / P;
+    static_assert(B % P == 0 && NT % P == 0 && P <= 32, "lanes");
     extern __shared__ __align__(16) unsigned char smem[];
     T *sv = reinterpret_cast<T *>(smem);
-    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    T *stau = sv + G * S;
+    const int lane = threadIdx.x % P;
+    const int c = blockIdx.x * COLS + threadIdx.x / P;
     const bool mine = c < m;
-    T *col = zt + c;
-    const int sweeps = n - 2;
-    T z[W];
-    for (int i0 = ((sweeps - 1) / G) * G; i0 >= 0; i0 -= G) {
+    T *col = z + (long long)(mine ? c : 0) * ldz;
+    const int sweeps = min(i_hi, n - 2);
+    T zr[R];
+    for (int i0 = i_lo + ((sweeps - 1 - i_lo) / G) * G; i0 >= i_lo; i0 -= G) {
         int top = i0 + 1;
 #pragma unroll
-        for (int w = 0; w < W; ++w)
-            z[w] = (mine && top + w < n) ? col[(long long)(top + w) * ldt] : T(0);
+        for (int t = 0; t < R; ++t) {
+            const int row = top + lane + P * t;
+            zr[t] = (mine && row < n) ? col[row] : T(0);
+        }
         for (int kb = 0; top < n; kb += B, top += B) {
-            __syncthreads(); // the previous step's entries are read
-            for (int e = threadIdx.x; e < G * B; e += blockDim.x) {
-                const int j = e / B, r = e % B, i = i0 + j;
+            __syncthreads(); // the previous step's coefficients are read
+            for (int e = threadIdx.x; e < G * S; e += NT) {
+                const int j = e / S, r = e % S - P, i = i0 + j;
                 T x = T(0);
-                if (i < sweeps && r < n - 1 - i - kb) x = q[sweep_offset(n, i) + kb + r];
+                if (r == 0)
+                    x = T(1);
+                else if (r > 0 && r < B && i < sweeps && r < n - 1 - i - kb)
+                    x = q[sweep_offset(n, i) - q_base + kb + r];
                 sv[e] = x;
+            }
+            for (int j = threadIdx.x; j < G; j += NT) {
+                const int i = i0 + j;
+                stau[j] = (i < sweeps && kb < n - 1 - i) ? q[sweep_offset(n, i) - q_base + kb]
+                                                         : T(0);
             }
             __syncthreads();
 #pragma unroll
             for (int j = G - 1; j >= 0; --j) {
-                const T *v = sv + j * B;
-                T s = z[j];
+                // v[w]: the coefficient of the window's row w (rows j .. j + B - 1), which
+                // lies in the lane's registers j / P + u for u = 0 .. B / P. The loops over u
+                // have constant trip counts, so that they unroll before the loop over j and
+                // every index of zr is a constant (else zr goes to local memory).
+                const T *v = sv + j * S + P - j;
+                constexpr int U = B / P + 1;
+                T cf[U];
+                T s = T(0);
 #pragma unroll
-                for (int r = 1; r < B; ++r) s = fma(v[r], z[j + r], s);
-                s *= v[0];
-                z[j] -= s;
+                for (int u = 0; u < U; ++u) {
+                    const int t = j / P + u;
+                    if (t < R) {
+                        cf[u] = v[lane + P * t];
+                        s = fma(cf[u], zr[t], s);
+                    }
+                }
 #pragma unroll
-                for (int r = 1; r < B; ++r) z[j + r] = fma(-s, v[r], z[j + r]);
+                for (int o = P / 2; o > 0; o /= 2)
+                    s += __shfl_xor_sync(0xffffffffu, s, o, P);
+                s *= stau[j];
+#pragma unroll
+                for (int u = 0; u < U; ++u) {
+                    const int t = j / P + u;
+                    if (t < R) zr[t] = fma(-s, cf[u], zr[t]);
+                }
             }
 #pragma unroll
-            for (int w = 0; w < B; ++w)
-                if (mine && top + w < n) col[(long long)(top + w) * ldt] = z[w];
+            for (int t = 0; t < B / P; ++t) {
+                const int row = top + lane + P * t;
+                if (mine && row < n) col[row] = zr[t];
+            }
 #pragma unroll
-            for (int w = 0; w < G - 1; ++w) z[w] = z[w + B];
+            for (int t = 0; t < R - B / P; ++t) zr[t] = zr[t + B / P];
 #pragma unroll
-            for (int w = G - 1; w < W; ++w) {
-                const int row = top + B + w;
-                z[w] = (mine && row < n) ? col[(long long)row * ldt] : T(0);
+            for (int t = R - B / P; t < R; ++t) {
+                const int row = top + B + lane + P * t;
+                zr[t] = (mine && row < n) ? col[row] : T(0);
             }
         }
     }
 }
 
-// Shared memory: one step's G x B reflector entries.
-#define Q2_APPLY(NAME, T, B, G)                                                                \
+#define Q2_THREADS 128
+
+// Shared memory: G x (B + 2P) coefficients and G tau.
+#define Q2_APPLY(NAME, T, B, G, P)                                                             \
     extern "C" __global__ void __launch_bounds__(Q2_THREADS)                                   \
-        NAME(const T *q, T *zt, int n, int m, long long ldt) {                                 \
-        q2_apply<T, B, G>(q, zt, n, m, ldt);                                                   \
+        NAME(const T *q, T *z, int n, int m, long long ldz, int i_lo, int i_hi,                 \
+             long long q_base) {                                                               \
+        q2_apply<T, B, G, P, Q2_THREADS>(q, z, n, m, ldz, i_lo, i_hi, q_base);                 \
     }
 
-#define Q2_THREADS 128
-Q2_APPLY(sb2st_q2_s32_32, float, 32, 32)
-Q2_APPLY(sb2st_q2_d32_32, double, 32, 32)
-Q2_APPLY(sb2st_q2_s64_32, float, 64, 32)
-Q2_APPLY(sb2st_q2_d64_32, double, 64, 32)
-Q2_APPLY(sb2st_q2_s32_16, float, 32, 16)
-Q2_APPLY(sb2st_q2_d32_16, double, 32, 16)
-Q2_APPLY(sb2st_q2_s64_16, float, 64, 16)
-Q2_APPLY(sb2st_q2_d64_16, double, 64, 16)
+// Lanes per column: 4 where there are columns enough to fill the GPU, else 8 (more lanes did
+// not pay on an H200: each reflector's chain of shuffles grows, and Q2 passes through shared
+// memory for fewer columns).
+#define Q2_LANES(T, PRE, B)                                                                    \
+    Q2_APPLY(sb2st_q2_##PRE##B##_g32_p4, T, B, 32, 4)                                          \
+    Q2_APPLY(sb2st_q2_##PRE##B##_g64_p4, T, B, 64, 4)                                          \
+    Q2_APPLY(sb2st_q2_##PRE##B##_g32_p8, T, B, 32, 8)
+
+Q2_LANES(float, s, 32)
+Q2_LANES(double, d, 32)
+Q2_LANES(float, s, 64)
+Q2_LANES(double, d, 64)

@@ -140,10 +140,9 @@ pub struct SbrTuning {
     /// the call and moves block columns by DMA, without staging copies. `0` is for a matrix
     /// that page-locking would cost more than it saves (e.g. 80 GB never written: 23 s).
     pub direct: bool,
-    /// `HYLAPACK_SBR_Q2_GROUP` (16 or 32, default 16): sweeps per pass over Z when the GPU
-    /// applies the bulge chasing's reflectors to eigenvectors (each pass reads and writes Z
-    /// once; more sweeps hold more rows of Z in registers, and at bandwidth 64 spill them: on
-    /// an H200 at n = 16384, Q2 took 3.28 s with 16 and 3.98 s with 32).
+    /// `HYLAPACK_SBR_Q2_GROUP` (32 or 64, default 32): sweeps per pass over Z when the GPU
+    /// applies the bulge chasing's reflectors to eigenvectors with four lanes per column (each
+    /// pass reads and writes Z once; more sweeps hold more rows of Z in registers).
     pub q2_group: usize,
 }
 
@@ -152,7 +151,7 @@ impl Default for SbrTuning {
         SbrTuning {
             profile: false,
             direct: true,
-            q2_group: 16,
+            q2_group: 32,
         }
     }
 }
@@ -391,8 +390,8 @@ pub fn load(env: impl Fn(&str) -> Option<String>) -> Config {
             .lookup(
                 "HYLAPACK_SBR_Q2_GROUP",
                 "sbr.q2_group",
-                |v| v.parse::<usize>().ok().filter(|&g| g == 16 || g == 32),
-                "16 or 32",
+                |v| v.parse::<usize>().ok().filter(|&g| g == 32 || g == 64),
+                "32 or 64",
             )
             .unwrap_or(SbrTuning::default().q2_group),
     };

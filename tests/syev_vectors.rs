@@ -322,6 +322,41 @@ fn driver_eigenvectors() {
     }
 }
 
+/// The budget of `tests/sbr.rs`' wide-band suite at order n: the eigenvalue drivers would
+/// stream the matrix to a first band of 4kd and narrow it (asserted).
+fn wide_band_budget(n: usize, path: impl Fn(u64) -> Path) -> Path {
+    let kd = hylapack::syev::bandwidth(n);
+    let budget = 2 * sbr::streaming_budget(n, 4 * kd, 0, 8);
+    assert!(budget < (n * n * 8) as u64);
+    let path = path(budget);
+    assert_eq!(
+        hylapack::syev::driver_bandwidths::<f64>(n, path),
+        (kd, Some(4 * kd)),
+        "{path:?}"
+    );
+    path
+}
+
+/// Out of core where the eigenvalue drivers take a wide first band: with vectors the matrix
+/// streams straight to the final band (the narrowing keeps no reflectors), and the call is
+/// not sent to LAPACK (xSYEVX shares the workspace that decides it); both UPLO, on the CPU
+/// executor.
+#[test]
+fn driver_eigenvectors_out_of_core() {
+    let seed = testmat::seed_from_time();
+    println!("seed {seed}");
+    let n = 1500;
+    let path = wide_band_budget(n, |budget| Path::CpuBlocked { budget });
+    for (k, uplo) in [b'L', b'U'].into_iter().enumerate() {
+        let s = seed ^ k as u64;
+        let report = driver_case(DenseFamily::Random, uplo, n, path, 1.0, s);
+        let note = report.reduction.as_ref().and_then(|r| r.note.clone());
+        assert!(report.stages.is_some(), "sent to LAPACK: {note:?}");
+        let note = note.unwrap_or_default();
+        assert!(note.contains("streaming"), "{note}");
+    }
+}
+
 /// The exported names: JOBZ = 'V' through the C and the Fortran convention, a workspace
 /// query, illegal arguments reported through `xerbla_` in LAPACK's numbering.
 #[test]
@@ -849,8 +884,8 @@ fn gpu_driver_eigenvectors() {
         println!("{what}: {stages:?}");
         if gpu_required() && n > 33 {
             assert!(stages.q1_on_gpu, "{what}: Q1 on the host");
-            // Where the small budget holds neither Q2 nor Z, the host applies Q2.
-            assert!(small || stages.q2_on_gpu, "{what}: Q2 on the host");
+            // The small budget takes Z by block columns and Q2 in pieces.
+            assert!(stages.q2_on_gpu, "{what}: Q2 on the host");
             // From n = 700 the small budget holds fewer columns than n (a selection may
             // fit).
             assert!(
@@ -876,6 +911,13 @@ fn gpu_driver_eigenvectors() {
             }
         }
     }
+    // Out of core where the eigenvalue path would take a wide first band.
+    let n = 1500;
+    let path = wide_band_budget(n, |budget| Path::Gpu {
+        budget: Some(budget),
+    });
+    let report = driver_case(DenseFamily::Random, b'U', n, path, 1.0, seed);
+    check(&report, n, true, &format!("syev n {n} {path:?}"));
     // Every family at an order where T's vectors come from the GPU's inverse iteration (or,
     // where its check refuses them, xSTEDC), and xSYEVX's shortcut for all of the vectors.
     let n = hylapack::syev::INVERSE_ITERATION_FROM + 300;
@@ -915,18 +957,42 @@ fn gpu_band_q2_case<T: SbrReal>(uplo: u8, n: usize, kd: usize, seed: u64) {
     let (w, z0) = tridiagonal_vectors(d, e);
     let mut host = z0.clone();
     q2.apply_left(n, &mut host, n.max(1), 0);
-    for group in [16, 32] {
-        // A leading dimension past n: rows n .. ldz are not written.
-        let ldz = n + 3;
+    // A leading dimension past n: rows n .. ldz are not written.
+    let ldz = n + 3;
+    let elem = std::mem::size_of::<T>() as u64;
+    let (q2_bytes, col) = (q2.bytes(), ldz as u64 * elem);
+    // (sweeps per pass, lanes per column, budget): all of Z beside Q2, every kernel; block
+    // columns of 200 beside it; half of Q2 and a group beside 150 columns, so that Q2 comes
+    // in pieces for each block column.
+    let runs = [
+        (32, 4, None),
+        (64, 4, None),
+        (32, 8, None),
+        (32, 0, Some(q2_bytes + 200 * col)),
+        (
+            64,
+            4,
+            Some(q2_bytes / 2 + 150 * col + 64 * (n as u64 - 1) * elem),
+        ),
+    ];
+    for (group, lanes, budget) in runs {
         let mut z = vec![T::from_f64(7.0); ldz * n];
         for j in 0..n {
             z[j * ldz..j * ldz + n].copy_from_slice(&z0[j * n..(j + 1) * n]);
         }
-        let on_gpu = sb2st::apply_gpu::apply_left(&q2, n, &mut z, ldz, group);
-        if let Err(e) = on_gpu {
-            assert!(!gpu_required() || !sb2st::apply_gpu::supports(kd), "{e:?}");
-            println!("no GPU Q2: {e:?}");
-            return;
+        let on_gpu = sb2st::apply_gpu::apply_left(&q2, n, &mut z, ldz, (group, lanes), budget);
+        let run = match on_gpu {
+            Ok(run) => run,
+            Err(e) => {
+                assert!(!gpu_required() || !sb2st::apply_gpu::supports(kd), "{e:?}");
+                println!("no GPU Q2: {e:?}");
+                return;
+            }
+        };
+        // From n = 700 the budgets are short of Z, and the second of Q2 too.
+        if n >= 700 && budget.is_some() {
+            assert!(run.block_columns > 1, "{run:?}");
+            assert_eq!(run.pieces > 1, group == 64, "{run:?}");
         }
         let (resid, ortho) = ratios(n, &full, &w, &z, ldz);
         let mut diff = 0.0f64;
@@ -940,7 +1006,7 @@ fn gpu_band_q2_case<T: SbrReal>(uplo: u8, n: usize, kd: usize, seed: u64) {
         }
         let diff = diff / (n as f64 * T::ULP.to_f64());
         let what = format!(
-            "{}: uplo {} n {n} kd {kd} group {group} seed {seed}: residual {resid:.2}, \
+            "{}: uplo {} n {n} kd {kd} group {group} lanes {lanes} budget {budget:?} seed {seed}: residual {resid:.2}, \
              orthogonality {ortho:.2}, from the host's Q2 Z by {diff:.2} n ε",
             T::PREFIX,
             uplo as char

@@ -87,6 +87,20 @@ impl<T: Real> BandWork<T> {
     /// The workspace of an n x n problem (n ≥ 2) on `path`, or why it cannot be allocated.
     pub(super) fn new(n: usize, path: Path) -> Result<Self, String> {
         let (kd, wide) = driver_bandwidths::<T>(n, path);
+        Self::with(n, kd, wide)
+    }
+
+    /// The band of the eigenvector path: out of core the matrix streams straight to the final
+    /// band ([`bandwidth_streaming`]), since the narrowing of a wide first band does not keep
+    /// its reflectors.
+    fn for_vectors(n: usize, path: Path) -> Result<Self, String> {
+        match driver_bandwidths::<T>(n, path) {
+            (_, Some(_)) => Self::with(n, bandwidth_streaming(n), None),
+            (kd, None) => Self::with(n, kd, None),
+        }
+    }
+
+    fn with(n: usize, kd: usize, wide: Option<usize>) -> Result<Self, String> {
         let first = wide.unwrap_or(kd);
         let (ab, tau) = (host_zeros((first + 1) * n), host_zeros(n - first.min(n)));
         match (ab, tau) {
@@ -217,16 +231,10 @@ pub(super) struct VectorWork<T> {
 }
 
 impl<T: Real> VectorWork<T> {
-    /// The workspace of an n x n problem (n ≥ 2) on `path`, with room for Z if `with_z`, or
-    /// why the call goes to the system LAPACK instead: a matrix reduced out of core through a
-    /// wide first band (its back-transformation is not built), or host memory.
+    /// The workspace of an n x n problem (n ≥ 2) on `path` ([`BandWork::for_vectors`]), with
+    /// room for Z if `with_z`, or why the call goes to the system LAPACK instead: host memory.
     pub(super) fn new(n: usize, path: Path, with_z: bool) -> Result<Self, String> {
-        let band = BandWork::new(n, path).map_err(|e| format!("no host memory for {e}"))?;
-        if let Some(kw) = band.wide {
-            return Err(format!(
-                "eigenvectors of a matrix reduced out of core (first band {kw}) are not built"
-            ));
-        }
+        let band = BandWork::for_vectors(n, path).map_err(|e| format!("no host memory for {e}"))?;
         let z_len = if with_z { n * n } else { 0 };
         let z = crate::host::try_zeroed(z_len).ok_or("no host memory for the eigenvectors")?;
         let q2 = sb2st::Reflectors::new(n, band.kd).ok_or("no host memory for Q2")?;
@@ -259,6 +267,10 @@ pub struct StageTimes {
     pub inverse_iteration: bool,
     /// Q2 ran on the GPU, else on the host's threads.
     pub q2_on_gpu: bool,
+    /// The block columns Z went through the GPU in for Q2, and the pieces Q2 came in for each
+    /// (1: whole, once).
+    pub q2_block_columns: usize,
+    pub q2_pieces: usize,
     /// Q1 ran on the GPU (cuBLAS), else on the host.
     pub q1_on_gpu: bool,
     /// The block columns Z went through the executor in (0: Q1 on the host's xORMQR/xORMLQ).
@@ -382,8 +394,9 @@ fn within(budget: Option<u64>, bytes: u64) -> bool {
 }
 
 /// Z := Q2 Z for the n x m `z`: on the GPU for `Path::Gpu` where its kernel takes the
-/// bandwidth, else (or if it fails before Z comes back) on the host's threads. Panics if the
-/// GPU failed while writing Z back, which leaves neither Z nor the result (as Q1's torn
+/// bandwidth (by block columns of Z, and pieces of Q2, as the budget holds them), else (and for
+/// the columns it left untouched if it failed) on the host's threads. Panics if the GPU failed
+/// while writing a block column back, which leaves neither Z nor the result (as Q1's torn
 /// download does).
 fn apply_q2<T: SbrReal>(
     q2: &sb2st::Reflectors<T>,
@@ -393,28 +406,33 @@ fn apply_q2<T: SbrReal>(
     ldz: usize,
     times: &mut StageTimes,
 ) {
-    let z_bytes = (ldz * m * std::mem::size_of::<T>()) as u64;
+    let mut done = 0;
     if let Path::Gpu { budget } = path {
-        // Q2 and Z twice (and Zᵀ) must fit the call's budget; else the host applies Q2.
-        if !within(budget, q2.bytes() + 2 * z_bytes) {
-            q2.apply_left(m, z, ldz, 0);
-            return;
-        }
         let group = crate::config::get().sbr.q2_group;
-        match sb2st::apply_gpu::apply_left(q2, m, z, ldz, group) {
-            Ok(()) => {
+        match sb2st::apply_gpu::apply_left(q2, m, z, ldz, (group, 0), budget) {
+            Ok(run) => {
                 times.q2_on_gpu = true;
+                times.q2_block_columns = run.block_columns;
+                times.q2_pieces = run.pieces;
                 return;
             }
-            Err(Q2Stopped { error, torn: true }) => {
-                panic!("syev: Q2 failed while writing Z back ({error}); the eigenvectors are lost")
-            }
-            Err(Q2Stopped { error, .. }) => {
-                dispatch::debug(|| format!("syev: Q2 on the host: {error}"));
+            Err(Q2Stopped {
+                error,
+                done,
+                torn: true,
+            }) => panic!(
+                "syev: Q2 failed while writing columns from {done} of Z back ({error}); \
+                 the eigenvectors are lost"
+            ),
+            Err(Q2Stopped { error, done: d, .. }) => {
+                dispatch::debug(|| format!("syev: Q2 on the host from column {d}: {error}"));
+                done = d;
             }
         }
     }
-    q2.apply_left(m, z, ldz, 0);
+    if done < m {
+        q2.apply_left(m - done, &mut z[done * ldz..], ldz, 0);
+    }
 }
 
 /// Q1 of a reduction: its reflectors in `a` and `tau` (see [`crate::sbr::apply_q1`]).

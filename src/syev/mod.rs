@@ -7,15 +7,18 @@
 //!
 //! Eigenvectors (xSYEV with JOBZ = 'V', [`syev_vectors`]): the reduction keeps its orthogonal
 //! factors, B = Q1ᵀ A Q1 (dense → band; Q1's reflectors in A and TAU as xSYTRD_SY2SB leaves
-//! them) and T = Q2ᵀ B Q2 (bulge chasing on the CPU, its reflectors in the compact layout of
-//! [`crate::sbr::sb2st::Reflectors`]). With T = Z_T Λ Z_Tᵀ (xSTEDC, or xSTEQR), A = Z Λ Zᵀ for
-//! Z = Q1 (Q2 Z_T): Q2 is applied first (its reflectors in the reverse of the chase's order,
-//! on the host's threads), then Q1, last panel first: on the GPU path by cuBLAS GEMMs from the
-//! panels' compact WY form ([`crate::sbr::apply_q1_on`]; Z by block columns where the GPU
-//! budget cannot hold it), else, and for the columns a failing GPU left untouched, by the
-//! host's xORMQR / xORMLQ per panel ([`EigReport::stages`] times the stages). Scaling A by σ
-//! scales Λ only; W is scaled back, Z is not. A matrix reduced out of core through a wide
-//! first band (sbrdb's narrowing), or one whose workspace does not fit before A is touched,
+//! them; out of core the matrix streams straight to the final band, since a wide first band's
+//! narrowing keeps no reflectors) and T = Q2ᵀ B Q2 (bulge chasing on the GPU where the budget
+//! holds Q2, else on the CPU's threads; its reflectors in the compact layout of
+//! [`crate::sbr::sb2st::Reflectors`]). With T = Z_T Λ Z_Tᵀ (on the GPU path from n = 1024 the
+//! GPU's bisection and inverse iteration, else or where that refuses its answer xSTEDC, or
+//! xSTEQR), A = Z Λ Zᵀ for Z = Q1 (Q2 Z_T): Q2 is applied first (its reflectors in the reverse
+//! of the chase's order; on the GPU path by [`crate::sbr::sb2st::apply_gpu`], by block columns
+//! of Z and pieces of Q2 where the budget is short), then Q1, last panel first: on the GPU path
+//! by cuBLAS GEMMs from the panels' compact WY form ([`crate::sbr::apply_q1_on`]; Z by block
+//! columns where the GPU budget cannot hold it), else, and for the columns a failing GPU left
+//! untouched, on the host ([`EigReport::stages`] times the stages). Scaling A by σ scales Λ
+//! only; W is scaled back, Z is not. A matrix whose workspace does not fit before A is touched
 //! runs the system LAPACK's xSYEV on the untouched A instead.
 //!
 //! xSYEVX with JOBZ = 'V' ([`syevx_vectors`]) reduces the same way, keeping Q1 and Q2; all
@@ -490,9 +493,8 @@ pub fn syev<T: SbrReal>(
 
 /// All eigenvalues of the symmetric `a` (its `uplo` triangle), ascending in `w`, and the
 /// orthonormal eigenvectors over `a` (column j for `w[j]`), as xSYEV with JOBZ = 'V' (module
-/// notes). `Path::Lapack`, N ≤ 1, a NaN or ±Inf in the triangle, a matrix that would be reduced
-/// out of core through a wide first band, or workspace that cannot be allocated before A is
-/// touched: the system LAPACK's xSYEV on the untouched A. The arguments must have passed
+/// notes). `Path::Lapack`, N ≤ 1, a NaN or ±Inf in the triangle, or workspace that cannot be
+/// allocated before A is touched: the system LAPACK's xSYEV on the untouched A. The arguments must have passed
 /// [`syev_check`].
 pub fn syev_vectors<T: SbrReal>(
     uplo: u8,
@@ -740,9 +742,8 @@ fn sort_pairs<T: Real>(
 /// as xSYEVX with JOBZ = 'V' (module notes): INFO > 0 is the number of vectors inverse
 /// iteration did not converge for, whose indices IFAIL lists (`ifail`, n entries: M set, the
 /// rest untouched, as LAPACK). `a` is destroyed. `Path::Lapack`, N ≤ 1, a NaN or ±Inf in the
-/// triangle, a matrix that would be reduced out of core through a wide first band, or
-/// workspace that cannot be allocated before A is touched: the system LAPACK's xSYEVX on the
-/// untouched A. The arguments must have passed [`syevx_check`]; `z` holds as many columns as
+/// triangle, or workspace that cannot be allocated before A is touched: the system LAPACK's
+/// xSYEVX on the untouched A. The arguments must have passed [`syevx_check`]; `z` holds as many columns as
 /// RANGE may select (n, or IU − IL + 1 for 'I').
 #[allow(clippy::too_many_arguments)]
 pub fn syevx_vectors<T: SbrReal>(

@@ -6,10 +6,12 @@
 //!   starts, the vectors stay there): the reference spectrum and the column "vs Dsyevd";
 //! - hylapack `syev_vectors` on the GPU path (host matrix in, host vectors out), and below it
 //!   the stages the driver timed: dense → band, band → tridiagonal keeping Q2, the
-//!   tridiagonal's eigenvectors, Q2 applied (host threads), Q1 applied (cuBLAS by block
+//!   tridiagonal's eigenvectors, Q2 applied (GPU or host threads), Q1 applied (cuBLAS by block
 //!   columns, or the host), and of these the time spent moving matrices to and from the GPU;
 //! - hylapack `syevx_vectors` with RANGE = 'I', the lowest 1% (at least one), its stages in the
 //!   note, and cuSOLVER Dsyevdx with the same selection (device-resident);
+//! - with `--budget-fraction F`, both hylapack rows again with F times the matrix's bytes as
+//!   the GPU budget (out of core);
 //! - the host's LAPACK dsyevd (JOBZ = V) and dsyevr (RANGE = I, the same 1%), each only where
 //!   its time extrapolated (n³) from the previous order stays below `--lapack-limit`.
 //!
@@ -35,6 +37,8 @@ struct Options {
     /// Skip cuSOLVER and the host's LAPACK.
     no_peers: bool,
     uplo: u8,
+    /// hylapack's rows again with this fraction of the matrix's bytes as the GPU budget.
+    budget_fraction: Option<f64>,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -44,6 +48,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         lapack_limit_s: 60.0,
         no_peers: false,
         uplo: b'L',
+        budget_fraction: None,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -57,6 +62,13 @@ fn parse(args: &[String]) -> Result<Options, String> {
                     &mut o.lapack_limit_s,
                 )? => {}
             "--no-peers" => o.no_peers = true,
+            "--budget-fraction" => {
+                let f = it.next().and_then(|v| v.parse::<f64>().ok());
+                o.budget_fraction = match f {
+                    Some(f) if f > 0.0 && f <= 1.0 => Some(f),
+                    _ => return Err("--budget-fraction takes a number in (0, 1]".into()),
+                };
+            }
             "--uplo" => {
                 o.uplo = match it.next().map(String::as_str) {
                     Some("L" | "l") => b'L',
@@ -80,7 +92,7 @@ pub fn bench_syev_vectors(args: &[String]) -> i32 {
         Ok(o) => run(&o),
         Err(e) => {
             eprintln!("hylapack bench syev --vectors: {e}");
-            eprintln!("usage: hylapack bench syev --vectors [--sizes 4096,8192,16384] [--csv FILE] [--lapack-limit 60] [--no-peers] [--uplo L] [--quick]");
+            eprintln!("usage: hylapack bench syev --vectors [--sizes 4096,8192,16384] [--csv FILE] [--lapack-limit 60] [--no-peers] [--uplo L] [--budget-fraction 0.25] [--quick]");
             2
         }
     }
@@ -213,6 +225,14 @@ fn where_(on_gpu: bool) -> &'static str {
 
 /// The stages of a driver's `report` as rows below it (`syev_vectors`), or as one note.
 fn stage_rows(stages: &StageTimes) -> Vec<(String, f64, String)> {
+    let q2 = if stages.q2_on_gpu {
+        format!(
+            "GPU, {} block column(s), Q2 in {} piece(s)",
+            stages.q2_block_columns, stages.q2_pieces
+        )
+    } else {
+        "host threads".into()
+    };
     let q1 = if stages.q1_on_gpu {
         format!("cuBLAS in {} block column(s)", stages.q1_block_columns)
     } else {
@@ -235,11 +255,7 @@ fn stage_rows(stages: &StageTimes) -> Vec<(String, f64, String)> {
             }
             .into(),
         ),
-        (
-            "  Q2 applied".into(),
-            stages.q2,
-            where_(stages.q2_on_gpu).into(),
-        ),
+        ("  Q2 applied".into(), stages.q2, q2),
         ("  Q1 applied".into(), stages.q1, q1),
         (
             "  of which host↔GPU transfers".into(),
@@ -335,7 +351,11 @@ fn run(o: &Options) -> i32 {
                 Err(e) => println!("n={n}: cuSOLVER Dsyevd: {e}"),
             }
         }
-        hylapack_rows(&mut order, o.uplo, (il, iu));
+        hylapack_rows(&mut order, o.uplo, (il, iu), None);
+        if let Some(f) = o.budget_fraction {
+            let budget = (f * (n * n * 8) as f64) as u64;
+            hylapack_rows(&mut order, o.uplo, (il, iu), Some(budget));
+        }
         if gpu.is_ok() && !o.no_peers {
             match bench_cusolver::run(&a, n, Job::SyevdxIndex { il, iu }) {
                 Ok(Timed { secs: s, w, z }) => order.add(Row {
@@ -369,10 +389,11 @@ fn run(o: &Options) -> i32 {
 }
 
 /// hylapack's `syev_vectors` (with its stages) and `syevx_vectors` for the il-th to iu-th
-/// pairs, on the GPU path.
-fn hylapack_rows(order: &mut Order<'_>, uplo: u8, (il, iu): (i32, i32)) {
+/// pairs, on the GPU path within `budget` bytes (None: the GPU's).
+fn hylapack_rows(order: &mut Order<'_>, uplo: u8, (il, iu): (i32, i32), budget: Option<u64>) {
     let n = order.n;
-    let path = Path::Gpu { budget: None };
+    let path = Path::Gpu { budget };
+    let within = budget.map_or(String::new(), |b| format!(", budget {} MiB", b >> 20));
     let mut work = order.a.to_vec();
     let mut w = vec![0.0; n];
     let mut report = None;
@@ -391,7 +412,7 @@ fn hylapack_rows(order: &mut Order<'_>, uplo: u8, (il, iu): (i32, i32)) {
         w: ok.then_some(w),
         z: ok.then_some(work),
         ..Row::timed(
-            &format!("hylapack dsyev_ooc JOBZ=V UPLO={}", uplo as char),
+            &format!("hylapack dsyev_ooc JOBZ=V UPLO={}{within}", uplo as char),
             s,
             format!("info {}; {}", report.info, note.unwrap_or_default()),
         )
@@ -419,7 +440,7 @@ fn hylapack_rows(order: &mut Order<'_>, uplo: u8, (il, iu): (i32, i32)) {
         z: ok.then_some(z),
         ..Row::timed(
             &format!(
-                "hylapack dsyevx_ooc JOBZ=V RANGE=I {il}..{iu} UPLO={}",
+                "hylapack dsyevx_ooc JOBZ=V RANGE=I {il}..{iu} UPLO={}{within}",
                 uplo as char
             ),
             s,

@@ -1,11 +1,13 @@
-//! Z := Q2 Z on the GPU (`kernels/sb2st_q2.cu`, whose notes give the order of
-//! the reflectors): Z goes up, is transposed so that a warp's threads own neighbouring columns,
-//! takes the reflectors a group of sweeps at a time, and comes back.
+//! Z := Q2 Z on the GPU (`kernels/sb2st_q2.cu`, whose notes give the order of the
+//! reflectors and how lanes share a column). Z goes up in block columns as wide as the budget
+//! holds beside Q2 (one where both fit), each takes the reflectors, a group of sweeps at a
+//! time, and comes back; where Q2 itself does not fit, it comes up in pieces of whole groups
+//! for each block column.
 
-use super::Reflectors;
+use super::{sweep_offset, Reflectors};
 use crate::device::blas::CublasReal;
 use crate::device::{self, kernels, DeviceError};
-use cudarc::driver::{DevicePtrMut, LaunchConfig, PushKernelArg};
+use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 /// Threads per CTA of the kernel (`Q2_THREADS`).
 const THREADS: usize = 128;
@@ -15,138 +17,256 @@ pub fn supports(b: usize) -> bool {
     b == 32 || b == 64
 }
 
-/// Why [`apply_left`] stopped: the error, and whether Z was being written back (then it holds
-/// neither Z nor the product); else Z is untouched.
+/// Why [`apply_left`] stopped: the error, the columns of Z it had transformed (the others are
+/// untouched), and whether the next block column was being written back (then that block
+/// holds neither Z nor the product).
 #[derive(Debug)]
 pub struct Q2Stopped {
     pub error: DeviceError,
+    pub done: usize,
     pub torn: bool,
 }
 
-impl<E: Into<DeviceError>> From<E> for Q2Stopped {
-    fn from(e: E) -> Self {
-        Q2Stopped {
-            error: e.into(),
-            torn: false,
-        }
+/// How a run of [`apply_left`] went: the block columns Z went up in, and the pieces Q2 came
+/// in for each (1: all of it, once).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Q2Run {
+    pub block_columns: usize,
+    pub pieces: usize,
+}
+
+/// Lanes per column: 4 where `m` columns give every multiprocessor a CTA, else 8. On an H200
+/// (double, bandwidth 64, groups of 32) 4 lanes took 1.33 s at n = m = 16384 where 8 took
+/// 2.45 s and 16 2.83 s; at n = 16384 and m = 163, 4 lanes took 0.90 s and 8 0.87 s.
+fn lanes(m: usize, multiprocessors: usize) -> usize {
+    if m * 4 >= multiprocessors.max(1) * THREADS {
+        4
+    } else {
+        8
     }
 }
 
+/// How Z and Q2 meet on the GPU: Z in block columns of `cols`, Q2 in pieces of `sweeps`
+/// sweeps (all of them when it fits beside a block column).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Plan {
+    cols: usize,
+    sweeps: usize,
+}
+
+/// The plan for Q2 of order n (`q_len` entries) and the n x m Z with leading dimension `ldz`
+/// in `budget` bytes, with groups of `group` sweeps; or the bytes it needs at least. Q2 stays
+/// whole while a block column of [`THREADS`] columns fits beside it, since its pieces travel
+/// once per block column.
+fn plan(
+    n: usize,
+    m: usize,
+    ldz: usize,
+    q_len: usize,
+    group: usize,
+    elem: usize,
+    budget: u64,
+) -> Result<Plan, u64> {
+    let sweeps = n - 2;
+    let col = (ldz * elem) as u64;
+    let whole = (q_len * elem) as u64;
+    let least = m.min(THREADS) as u64;
+    if whole + least * col <= budget {
+        let cols = ((budget - whole) / col).min(m as u64) as usize;
+        return Ok(Plan { cols, sweeps });
+    }
+    // Half for Z, the rest for pieces of Q2 (a sweep has at most n − 1 entries).
+    let cols = (budget / 2 / col).clamp(least, m as u64);
+    let per_sweep = ((n - 1) * elem) as u64;
+    let room = budget.saturating_sub(cols * col) / per_sweep;
+    let piece = (room as usize / group * group).min(sweeps);
+    if piece < group.min(sweeps) {
+        return Err(least * col + group as u64 * per_sweep);
+    }
+    Ok(Plan {
+        cols: cols as usize,
+        sweeps: piece,
+    })
+}
+
 /// Z := Q2 Z for the n x m `z` (leading dimension `ldz`), as [`Reflectors::apply_left`], on
-/// the GPU with `group` sweeps per pass over Z (16 or 32).
+/// the GPU within `limit` bytes (and the GPU's budget), with `group` sweeps per pass over Z
+/// where four lanes share a column (32 or 64; 32 otherwise) and `lanes` lanes per column (4
+/// or 8; 0: [`lanes`]' choice).
 pub fn apply_left<T: CublasReal>(
     q: &Reflectors<T>,
     m: usize,
     z: &mut [T],
     ldz: usize,
-    group: usize,
-) -> Result<(), Q2Stopped> {
+    (group, lanes): (usize, usize),
+    limit: Option<u64>,
+) -> Result<Q2Run, Q2Stopped> {
     let (n, b) = (q.n, q.b);
     if n < 3 || m == 0 {
-        return Ok(());
+        return Ok(Q2Run::default());
     }
-    if !supports(b) || !(group == 16 || group == 32) {
-        return Err(DeviceError::Unsupported(format!(
-            "Q2 on the GPU: bandwidth {b}, {group} sweeps per pass"
-        ))
-        .into());
+    let stopped = |error: DeviceError| Q2Stopped {
+        error,
+        done: 0,
+        torn: false,
+    };
+    if !supports(b) || !(group == 32 || group == 64) || ![0, 4, 8].contains(&lanes) {
+        return Err(stopped(DeviceError::Unsupported(format!(
+            "Q2 on the GPU: bandwidth {b}, {group} sweeps per pass, {lanes} lanes"
+        ))));
     }
     assert!(ldz >= n && z.len() >= ldz * (m - 1) + n, "Z too short");
-    let int = |x: usize| {
-        i32::try_from(x).map_err(|_| DeviceError::Unsupported(format!("{x} exceeds 32 bits")))
-    };
-    let span = ldz * (m - 1) + n;
-    // Rows of Zᵀ start on 256-byte boundaries.
-    let ldt = m.next_multiple_of(32);
-    let (n_arg, m_arg, ldz_arg, ldt_arg) = (int(n)?, int(m)?, int(ldz)?, int(ldt)?);
-    let gpu = device::gpu()?;
+    let gpu = device::gpu().map_err(stopped)?;
     let elem = std::mem::size_of::<T>();
+    let budget = gpu.budget.available().min(limit.unwrap_or(u64::MAX));
+    let plan = plan(n, m, ldz, q.v.len(), group, elem, budget).map_err(|needed| {
+        stopped(DeviceError::Unsupported(format!(
+            "Q2 on the GPU needs {needed} bytes, the budget is {budget}"
+        )))
+    })?;
+    let lanes = match lanes {
+        0 => self::lanes(plan.cols, gpu.info.multiprocessors as usize),
+        p => p,
+    };
+    let group = if lanes == 4 { group } else { 32 };
+    let piece_len = if plan.sweeps == n - 2 {
+        q.v.len()
+    } else {
+        sweep_offset(n, plan.sweeps)
+    };
     let _memory = gpu
         .budget
-        .reserve(((q.v.len() + span + ldt * n) * elem) as u64)?;
-    let la = gpu.linalg()?;
-    let stream = la.stream.clone();
-    let func = gpu.function(
-        &kernels::SB2ST_Q2,
-        &format!("sb2st_q2_{}{b}_{group}", T::PREFIX),
-    )?;
-    let v = stream.clone_htod(&q.v)?;
-    let mut zd = stream.clone_htod(&z[..span])?;
-    let mut zt = stream.alloc_zeros::<T>(ldt * n)?;
-    let handle = *la.blas.handle();
-    // SAFETY (both): `handle` is bound to `stream`; Z is n x m with leading dimension ldz,
-    // Zᵀ m x n with ldt ≥ m, both within their buffers.
-    unsafe {
-        transpose::<T>(
-            handle,
-            &stream,
-            (&mut zd, ldz_arg),
-            (&mut zt, ldt_arg),
-            (n_arg, m_arg),
-        )
-    }?;
-    let cfg = LaunchConfig {
-        grid_dim: (m.div_ceil(THREADS) as u32, 1, 1),
-        block_dim: (THREADS as u32, 1, 1),
-        shared_mem_bytes: (group * b * elem) as u32,
+        .reserve(((piece_len + plan.cols * ldz) * elem) as u64)
+        .map_err(stopped)?;
+    let name = format!("sb2st_q2_{}{b}_g{group}_p{lanes}", T::PREFIX);
+    let func = gpu.function(&kernels::SB2ST_Q2, &name).map_err(stopped)?;
+    let stream = gpu.linalg().map_err(stopped)?.stream.clone();
+    let int = |x: usize| {
+        i32::try_from(x)
+            .map_err(|_| stopped(DeviceError::Unsupported(format!("{x} exceeds 32 bits"))))
     };
-    let ldt_long = ldt as i64;
-    let mut launch = stream.launch_builder(&func);
-    launch
-        .arg(&v)
-        .arg(&mut zt)
-        .arg(&n_arg)
-        .arg(&m_arg)
-        .arg(&ldt_long);
-    // SAFETY: the arguments match sb2st_q2_{s,d}{b}_{group}: `v` holds Q2's layout of order n
-    // and bandwidth b (n(n − 1)/2 entries), `zt` n rows of ldt ≥ m entries; one thread per
-    // column, group · b entries of shared memory.
-    unsafe { launch.launch(cfg) }?;
-    // Back, rows n .. ldz of each column untouched.
-    unsafe {
-        transpose::<T>(
-            handle,
-            &stream,
-            (&mut zt, ldt_arg),
-            (&mut zd, ldz_arg),
-            (m_arg, n_arg),
-        )
-    }?;
-    // Everything before the download has finished or failed by now.
-    stream.synchronize()?;
-    let torn = |e: cudarc::driver::DriverError| Q2Stopped {
-        error: e.into(),
-        torn: true,
-    };
-    stream.memcpy_dtoh(&zd, &mut z[..span]).map_err(torn)?;
-    stream.synchronize().map_err(torn)?;
-    Ok(())
+    let n_arg = int(n)?;
+    let ldz_arg = ldz as i64;
+    let mut piece = stream
+        .alloc_zeros::<T>(piece_len)
+        .map_err(|e| stopped(e.into()))?;
+    let mut zd = stream
+        .alloc_zeros::<T>(plan.cols * ldz)
+        .map_err(|e| stopped(e.into()))?;
+    // Pieces of Q2 from the last sweeps to the first: (first sweep, past the last).
+    let pieces: Vec<(usize, usize)> = (0..n - 2)
+        .step_by(plan.sweeps)
+        .map(|i| (i, (i + plan.sweeps).min(n - 2)))
+        .rev()
+        .collect();
+    if let [(0, _)] = pieces[..] {
+        stream
+            .memcpy_htod(&q.v[..], &mut piece)
+            .map_err(|e| stopped(e.into()))?;
+    }
+    for c0 in (0..m).step_by(plan.cols) {
+        let w = plan.cols.min(m - c0);
+        let span = ldz * (w - 1) + n;
+        let at = |error: DeviceError| Q2Stopped {
+            error,
+            done: c0,
+            torn: false,
+        };
+        let host = &mut z[c0 * ldz..c0 * ldz + span];
+        stream
+            .memcpy_htod(&host[..], &mut zd.slice_mut(0..span))
+            .map_err(|e| at(e.into()))?;
+        for &(i_lo, i_hi) in &pieces {
+            let q_base = sweep_offset(n, i_lo);
+            if pieces.len() > 1 {
+                let src = &q.v[q_base..sweep_offset(n, i_hi)];
+                stream
+                    .memcpy_htod(src, &mut piece.slice_mut(0..src.len()))
+                    .map_err(|e| at(e.into()))?;
+            }
+            let (w_arg, lo_arg, hi_arg) = (int(w)?, int(i_lo)?, int(i_hi)?);
+            let base_arg = q_base as i64;
+            let cfg = LaunchConfig {
+                grid_dim: ((w * lanes).div_ceil(THREADS) as u32, 1, 1),
+                block_dim: (THREADS as u32, 1, 1),
+                shared_mem_bytes: (group * (b + 2 * lanes + 1) * elem) as u32,
+            };
+            let mut launch = stream.launch_builder(&func);
+            launch
+                .arg(&piece)
+                .arg(&mut zd)
+                .arg(&n_arg)
+                .arg(&w_arg)
+                .arg(&ldz_arg)
+                .arg(&lo_arg)
+                .arg(&hi_arg)
+                .arg(&base_arg);
+            // SAFETY: the arguments match sb2st_q2_{s,d}{b}_g{group}_p{lanes}: `piece` holds
+            // Q2's entries of sweeps i_lo .. i_hi from q_base, `zd` w columns of ldz ≥ n
+            // entries; lanes · w threads, the coefficients of a step in shared memory.
+            unsafe { launch.launch(cfg) }.map_err(|e| at(e.into()))?;
+        }
+        // Everything before the download has finished or failed by now.
+        stream.synchronize().map_err(|e| at(e.into()))?;
+        let torn = |e: cudarc::driver::DriverError| Q2Stopped {
+            error: e.into(),
+            done: c0,
+            torn: true,
+        };
+        stream.memcpy_dtoh(&zd.slice(0..span), host).map_err(torn)?;
+        stream.synchronize().map_err(torn)?;
+    }
+    Ok(Q2Run {
+        block_columns: m.div_ceil(plan.cols),
+        pieces: pieces.len(),
+    })
 }
 
-/// `to` := `from`ᵀ for the rows x cols `from` (column-major, their leading dimensions given),
-/// by cuBLAS geam on `stream`.
-///
-/// # Safety
-/// `handle` is bound to `stream`; both matrices lie within their buffers.
-unsafe fn transpose<T: CublasReal>(
-    handle: cudarc::cublas::sys::cublasHandle_t,
-    stream: &std::sync::Arc<cudarc::driver::CudaStream>,
-    (from, ld_from): (&mut cudarc::driver::CudaSlice<T>, i32),
-    (to, ld_to): (&mut cudarc::driver::CudaSlice<T>, i32),
-    (rows, cols): (i32, i32),
-) -> Result<(), DeviceError> {
-    let (fp, _rf) = from.device_ptr_mut(stream);
-    let (tp, _rt) = to.device_ptr_mut(stream);
-    T::geam_copy(
-        handle,
-        true,
-        cols,
-        rows,
-        fp as *const T,
-        ld_from,
-        tp as *mut T,
-        ld_to,
-    )
-    .result()?;
-    Ok(())
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_keep_q2_whole_while_a_block_column_fits_beside_it() {
+        let (n, m, elem) = (1000, 1000, 8);
+        let q_len = n * (n - 1) / 2;
+        let q = (q_len * elem) as u64;
+        let col = (n * elem) as u64;
+        let all = plan(n, m, n, q_len, 32, elem, q + m as u64 * col);
+        assert_eq!(
+            all,
+            Ok(Plan {
+                cols: m,
+                sweeps: n - 2
+            })
+        );
+        let blocks = plan(n, m, n, q_len, 32, elem, q + 300 * col);
+        assert_eq!(
+            blocks,
+            Ok(Plan {
+                cols: 300,
+                sweeps: n - 2
+            })
+        );
+        // Q2 beside 100 columns only: pieces, half the budget for Z.
+        let budget = q + 100 * col;
+        let pieces = plan(n, m, n, q_len, 32, elem, budget).expect("a plan");
+        assert_eq!(pieces.cols as u64, budget / 2 / col);
+        assert_eq!(pieces.sweeps % 32, 0);
+        let used = (pieces.cols * n + pieces.sweeps * (n - 1)) * elem;
+        assert!(used as u64 <= budget && pieces.sweeps < n - 2, "{pieces:?}");
+        // Not even a group beside THREADS columns.
+        let least = THREADS as u64 * col + 32 * ((n - 1) * elem) as u64;
+        assert_eq!(plan(n, m, n, q_len, 32, elem, least - 1), Err(least));
+        assert!(plan(n, m, n, q_len, 32, elem, least).is_ok());
+    }
+
+    #[test]
+    fn lanes_grow_as_columns_fall() {
+        assert_eq!(lanes(16384, 132), 4);
+        assert_eq!(lanes(4224, 132), 4);
+        assert_eq!(lanes(4223, 132), 8);
+        assert_eq!(lanes(163, 132), 8);
+        assert_eq!(lanes(1, 0), 8);
+    }
 }
