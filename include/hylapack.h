@@ -704,13 +704,16 @@ int sstein_gpu_device(int n,
 // `a` is overwritten by the orthonormal eigenvectors (column j for W(j)); INFO > 0: the
 // QL/QR iteration failed to converge on INFO off-diagonal elements.
 //
-// JOBZ = 'V': dense → band as below (on the GPU where it would run there, keeping its
-// reflectors), band → tridiagonal by bulge chasing on the host's threads keeping its
-// reflectors, the tridiagonal's eigenvectors by the system LAPACK's DSTEDC (DSTEQR if that
-// fails, whose INFO is DSYEV's), then both back-transformations on the host. A matrix that
-// would be reduced out of core through a wide first band (larger than the GPU budget), or
-// whose workspace (about 1.5 n² entries besides A) cannot be allocated, runs the system
-// LAPACK's DSYEV on the untouched A. Eigenvectors are determined up to sign, as in LAPACK.
+// JOBZ = 'V': dense → band as below keeping its reflectors (a matrix larger than the GPU
+// budget streams straight to the final band), band → tridiagonal by bulge chasing keeping its
+// reflectors (on the GPU where the budget holds them, else on the host's threads), the
+// tridiagonal's eigenvectors (from N = 1024 by bisection and inverse iteration on the GPU,
+// which checks its answer; else, or where it refuses it, the system LAPACK's DSTEDC, DSTEQR
+// if that fails, whose INFO is DSYEV's), then both back-transformations on the GPU (the
+// eigenvectors by block columns where the budget is short; the host if the GPU fails). A
+// matrix whose workspace (about 1.5 n² entries besides A) cannot be allocated runs the
+// system LAPACK's DSYEV on the untouched A. Eigenvectors are determined up to sign, as in
+// LAPACK.
 //
 // JOBZ = 'N': the path: dense → band on the GPU (as `dsyrdb_ooc`; a matrix larger than the GPU
 // budget streams to a wide band, up to 2048 off-diagonals, which is then narrowed on the GPU),
@@ -769,13 +772,12 @@ void dsyev_ooc_(const char *jobz,
 // 'I'; `ifail` N entries): the orthonormal eigenvectors in `z`'s first `*m` columns, column j
 // for W(j); INFO = i > 0: i eigenvectors failed to converge, their indices in `ifail` (M
 // entries set, zeros otherwise). The path: dense → band and band → tridiagonal keeping both
-// orthogonal factors as `dsyev_ooc` with JOBZ = 'V'; all eigenvectors with `abstol` <= 0 by
-// the system LAPACK's DSTEDC (DSTEQR if it fails; bisection and inverse iteration if that
-// fails too), else bisection (ORDER = 'B') and this library's inverse iteration (DSTEIN's
-// contract); both back-transformations on the host; the pairs sorted ascending. N <= 1, a
-// matrix that would be reduced out of core through a wide first band, NaN or ±Inf, or
-// workspace that cannot be allocated: the system LAPACK's DSYEVX on the untouched A; as for
-// JOBZ = 'N', small problems or no GPU run the system LAPACK's DSYEVX too.
+// orthogonal factors as `dsyev_ooc` with JOBZ = 'V'; all eigenvectors with `abstol` <= 0 as
+// `dsyev_ooc` finds them (bisection and inverse iteration if that fails), else bisection
+// (ORDER = 'B') and this library's inverse iteration (DSTEIN's contract); both
+// back-transformations as for `dsyev_ooc`; the pairs sorted ascending. N <= 1, NaN or ±Inf,
+// or workspace that cannot be allocated: the system LAPACK's DSYEVX on the untouched A; as
+// for JOBZ = 'N', small problems or no GPU run the system LAPACK's DSYEVX too.
 //
 // A matrix with NaN or ±Inf, or RANGE = 'V' with a NaN bound, runs the system LAPACK's
 // DSYEVX, so that M, W and INFO are LAPACK's.
@@ -831,6 +833,77 @@ void dsyevx_ooc_(const char *jobz,
                  double *z,
                  const int *ldz,
                  double *work,
+                 const int *lwork,
+                 int *iwork,
+                 int *ifail,
+                 int *info,
+                 size_t jobz_len,
+                 size_t range_len,
+                 size_t uplo_len);
+
+// `dsyev_ooc` in single precision: LAPACK SSYEV's contract, the same path in `float`.
+//
+// # Safety
+// As for `dsyev_ooc`.
+int ssyev_ooc(char jobz, char uplo, int n, float *a, int lda, float *w);
+
+// `ssyev_ooc` in the Fortran convention, as `dsyev_ooc_` (LAPACK SSYEV's argument list).
+//
+// # Safety
+// As for `dsyev_ooc_`.
+void ssyev_ooc_(const char *jobz,
+                const char *uplo,
+                const int *n,
+                float *a,
+                const int *lda,
+                float *w,
+                float *work,
+                const int *lwork,
+                int *info,
+                size_t jobz_len,
+                size_t uplo_len);
+
+// `dsyevx_ooc` in single precision: LAPACK SSYEVX's contract, the same path in `float`.
+//
+// # Safety
+// As for `dsyevx_ooc`.
+int ssyevx_ooc(char jobz,
+               char range,
+               char uplo,
+               int n,
+               float *a,
+               int lda,
+               float vl,
+               float vu,
+               int il,
+               int iu,
+               float abstol,
+               int *m,
+               float *w,
+               float *z,
+               int ldz,
+               int *ifail);
+
+// `ssyevx_ooc` in the Fortran convention, as `dsyevx_ooc_` (LAPACK SSYEVX's argument list).
+//
+// # Safety
+// As for `dsyevx_ooc_`.
+void ssyevx_ooc_(const char *jobz,
+                 const char *range,
+                 const char *uplo,
+                 const int *n,
+                 float *a,
+                 const int *lda,
+                 const float *vl,
+                 const float *vu,
+                 const int *il,
+                 const int *iu,
+                 const float *abstol,
+                 int *m,
+                 float *w,
+                 float *z,
+                 const int *ldz,
+                 float *work,
                  const int *lwork,
                  int *iwork,
                  int *ifail,

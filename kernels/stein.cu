@@ -471,20 +471,21 @@ __device__ void offdiag(const T* g, int k, int bp, int p, unsigned long long* ou
     raise_max(out, m);
 }
 
-// Residual: ||T_b x - shift x||_1 over the block's rows, one CTA of 256 threads per column.
+// Residual: ||T_b x - lambda x||_1 over the block's rows (lambda the column's eigenvalue),
+// one CTA of 256 threads per column.
 template <typename T>
 __device__ void residual(const T* z, long long ldz, const int* cols, const int* row0s,
-                         const int* sizes, const T* shifts, const T* d, const T* e, double* out) {
+                         const int* sizes, const T* lambdas, const T* d, const T* e, double* out) {
     __shared__ double part[256];
     const int c = blockIdx.x, tid = threadIdx.x;
     const int row0 = row0s[c], size = sizes[c];
     const T* x = z + cols[c] * ldz + row0;
     const T* db = d + row0;
     const T* eb = e + row0;
-    const double shift = (double)shifts[c];
+    const double lambda = (double)lambdas[c];
     double r = 0.0;
     for (int i = tid; i < size; i += 256) {
-        double t = ((double)db[i] - shift) * (double)x[i];
+        double t = ((double)db[i] - lambda) * (double)x[i];
         if (i > 0) t += (double)eb[i - 1] * (double)x[i - 1];
         if (i + 1 < size) t += (double)eb[i] * (double)x[i + 1];
         r += fabs(t);
@@ -532,9 +533,9 @@ __device__ void residual(const T* z, long long ldz, const int* cols, const int* 
     }                                                                                          \
     extern "C" __global__ void stein_residual_##P(const T* z, long long ldz, const int* cols,  \
                                                   const int* row0s, const int* sizes,          \
-                                                  const T* shifts, const T* d, const T* e,     \
+                                                  const T* lambdas, const T* d, const T* e,    \
                                                   double* out) {                               \
-        residual<T>(z, ldz, cols, row0s, sizes, shifts, d, e, out);                            \
+        residual<T>(z, ldz, cols, row0s, sizes, lambdas, d, e, out);                           \
     }
 
 STEIN_ENTRIES(double, d)

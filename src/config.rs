@@ -140,10 +140,6 @@ pub struct SbrTuning {
     /// the call and moves block columns by DMA, without staging copies. `0` is for a matrix
     /// that page-locking would cost more than it saves (e.g. 80 GB never written: 23 s).
     pub direct: bool,
-    /// `HYLAPACK_SBR_Q2_GROUP` (32 or 64, default 32): sweeps per pass over Z when the GPU
-    /// applies the bulge chasing's reflectors to eigenvectors with four lanes per column (each
-    /// pass reads and writes Z once; more sweeps hold more rows of Z in registers).
-    pub q2_group: usize,
 }
 
 impl Default for SbrTuning {
@@ -151,7 +147,6 @@ impl Default for SbrTuning {
         SbrTuning {
             profile: false,
             direct: true,
-            q2_group: 32,
         }
     }
 }
@@ -386,14 +381,6 @@ pub fn load(env: impl Fn(&str) -> Option<String>) -> Config {
         direct: s
             .lookup("HYLAPACK_SBR_DIRECT", "sbr.direct", parse_bool, "0 or 1")
             .unwrap_or(SbrTuning::default().direct),
-        q2_group: s
-            .lookup(
-                "HYLAPACK_SBR_Q2_GROUP",
-                "sbr.q2_group",
-                |v| v.parse::<usize>().ok().filter(|&g| g == 32 || g == 64),
-                "32 or 64",
-            )
-            .unwrap_or(SbrTuning::default().q2_group),
     };
     let cache_dir = s
         .lookup(

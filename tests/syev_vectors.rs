@@ -18,6 +18,158 @@ use hylapack::sbr::{self, sb2st, Path, SbrReal};
 use hylapack::syev::EigReport;
 use hylapack::testmat::{self, DenseFamily, Rng};
 
+/// The single-precision names with vectors: `ssyev_ooc` and `ssyevx_ooc` in both conventions
+/// (a workspace query, an illegal argument, RANGE = 'I'), the ratios in single precision's
+/// units.
+#[test]
+fn single_precision_names_with_vectors() {
+    use hylapack::api::syev::{ssyev_ooc, ssyev_ooc_, ssyevx_ooc, ssyevx_ooc_};
+    let c = |x: u8| x as std::ffi::c_char;
+    let seed = testmat::seed_from_time();
+    println!("seed {seed}");
+    let n = 60;
+    let ni = n as i32;
+    let full = testmat::dense_symmetric::<f64>(DenseFamily::Random, n, &mut Rng::new(seed));
+    let single: Vec<f32> = full.iter().map(|&x| x as f32).collect();
+    // The matrix the routines see, rounded to single precision.
+    let rounded: Vec<f64> = single.iter().map(|&x| x as f64).collect();
+    let check = |m: usize, w: &[f32], z: &[f32], ldz: usize, what: &str| {
+        let (resid, ortho) = ratios_of::<f32>(n, m, &rounded, w, z, ldz);
+        println!("{what}: M {m}, residual {resid:.2}, orthogonality {ortho:.2}");
+        assert!(
+            resid < THRESHOLD && ortho < THRESHOLD && w.windows(2).all(|p| p[0] <= p[1]),
+            "{what} seed {seed}"
+        );
+    };
+    let mut w = vec![0.0f32; n];
+    // SAFETY (all calls): arrays sized as SSYEV / SSYEVX index them for order n.
+    unsafe {
+        let mut a = single.clone();
+        assert_eq!(
+            ssyev_ooc(c(b'V'), c(b'U'), ni, a.as_mut_ptr(), ni, w.as_mut_ptr()),
+            0
+        );
+        check(n, &w, &a, n, "ssyev_ooc");
+        assert_eq!(
+            ssyev_ooc(c(b'Y'), c(b'U'), ni, a.as_mut_ptr(), ni, w.as_mut_ptr()),
+            -1
+        );
+        assert!(reported("SSYEV_OOC", 1));
+
+        let (jobz, uplo) = (b"V", b"L");
+        let mut a = single.clone();
+        let mut work = vec![0.0f32; 34 * n];
+        let (mut info, query) = (7, -1);
+        let f = |a: &mut [f32], w: &mut [f32], work: &mut [f32], lwork: i32, info: &mut i32| {
+            ssyev_ooc_(
+                jobz.as_ptr() as _,
+                uplo.as_ptr() as _,
+                &ni,
+                a.as_mut_ptr(),
+                &ni,
+                w.as_mut_ptr(),
+                work.as_mut_ptr(),
+                &lwork,
+                info,
+                1,
+                1,
+            )
+        };
+        f(&mut a, &mut w, &mut work, query, &mut info);
+        assert_eq!(
+            (info, work[0] as usize),
+            (0, 34 * n),
+            "SSYEV's optimal LWORK"
+        );
+        f(&mut a, &mut w, &mut work, 34 * ni, &mut info);
+        assert_eq!(info, 0);
+        check(n, &w, &a, n, "ssyev_ooc_");
+
+        let (il, iu) = (3, 17);
+        let ldz = n + 2;
+        let (mut z, mut ifail, mut m) = (vec![0.0f32; ldz * n], vec![0; n], 0);
+        let mut a = single.clone();
+        let mut info = ssyevx_ooc(
+            c(b'V'),
+            c(b'I'),
+            c(b'L'),
+            ni,
+            a.as_mut_ptr(),
+            ni,
+            0.0,
+            0.0,
+            il,
+            iu,
+            0.0,
+            &mut m,
+            w.as_mut_ptr(),
+            z.as_mut_ptr(),
+            ldz as i32,
+            ifail.as_mut_ptr(),
+        );
+        assert_eq!((info, m), (0, iu - il + 1));
+        check(
+            m as usize,
+            &w[..m as usize],
+            &z,
+            ldz,
+            "ssyevx_ooc RANGE = I",
+        );
+        info = ssyevx_ooc(
+            c(b'V'),
+            c(b'X'),
+            c(b'L'),
+            ni,
+            a.as_mut_ptr(),
+            ni,
+            0.0,
+            0.0,
+            il,
+            iu,
+            0.0,
+            &mut m,
+            w.as_mut_ptr(),
+            z.as_mut_ptr(),
+            ldz as i32,
+            ifail.as_mut_ptr(),
+        );
+        assert_eq!(info, -2);
+        assert!(reported("SSYEVX_OOC", 2));
+
+        let (jobz, range, uplo) = (b"V", b"A", b"U");
+        let mut a = single.clone();
+        let mut iwork = vec![0; 5 * n];
+        let (zero, lwork) = (0.0f32, 8 * ni);
+        ssyevx_ooc_(
+            jobz.as_ptr() as _,
+            range.as_ptr() as _,
+            uplo.as_ptr() as _,
+            &ni,
+            a.as_mut_ptr(),
+            &ni,
+            &zero,
+            &zero,
+            &1,
+            &ni,
+            &zero,
+            &mut m,
+            w.as_mut_ptr(),
+            z.as_mut_ptr(),
+            &(ldz as i32),
+            work.as_mut_ptr(),
+            &lwork,
+            iwork.as_mut_ptr(),
+            ifail.as_mut_ptr(),
+            &mut info,
+            1,
+            1,
+            1,
+        );
+        assert_eq!((info, m), (0, ni));
+        check(n, &w, &z, ldz, "ssyevx_ooc_ RANGE = A");
+    }
+}
+
 /// The threshold of LAPACK's SEP tester (sep.in).
 const LAPACK_TESTER_THRESHOLD: f64 = 50.0;
 const THRESHOLD: f64 = 20.0;
@@ -961,26 +1113,19 @@ fn gpu_band_q2_case<T: SbrReal>(uplo: u8, n: usize, kd: usize, seed: u64) {
     let ldz = n + 3;
     let elem = std::mem::size_of::<T>() as u64;
     let (q2_bytes, col) = (q2.bytes(), ldz as u64 * elem);
-    // (sweeps per pass, lanes per column, budget): all of Z beside Q2, every kernel; block
-    // columns of 200 beside it; half of Q2 and a group beside 150 columns, so that Q2 comes
-    // in pieces for each block column.
-    let runs = [
-        (32, 4, None),
-        (64, 4, None),
-        (32, 8, None),
-        (32, 0, Some(q2_bytes + 200 * col)),
-        (
-            64,
-            4,
-            Some(q2_bytes / 2 + 150 * col + 64 * (n as u64 - 1) * elem),
-        ),
+    // All of Z beside Q2; block columns of 200 beside it; half of Q2 and a group of sweeps
+    // beside 150 columns, so that Q2 comes in pieces for each block column.
+    let budgets = [
+        None,
+        Some(q2_bytes + 200 * col),
+        Some(q2_bytes / 2 + 150 * col + 32 * (n as u64 - 1) * elem),
     ];
-    for (group, lanes, budget) in runs {
+    for (k, budget) in budgets.into_iter().enumerate() {
         let mut z = vec![T::from_f64(7.0); ldz * n];
         for j in 0..n {
             z[j * ldz..j * ldz + n].copy_from_slice(&z0[j * n..(j + 1) * n]);
         }
-        let on_gpu = sb2st::apply_gpu::apply_left(&q2, n, &mut z, ldz, (group, lanes), budget);
+        let on_gpu = sb2st::apply_gpu::apply_left(&q2, n, &mut z, ldz, budget);
         let run = match on_gpu {
             Ok(run) => run,
             Err(e) => {
@@ -992,7 +1137,7 @@ fn gpu_band_q2_case<T: SbrReal>(uplo: u8, n: usize, kd: usize, seed: u64) {
         // From n = 700 the budgets are short of Z, and the second of Q2 too.
         if n >= 700 && budget.is_some() {
             assert!(run.block_columns > 1, "{run:?}");
-            assert_eq!(run.pieces > 1, group == 64, "{run:?}");
+            assert_eq!(run.pieces > 1, k == 2, "{run:?}");
         }
         let (resid, ortho) = ratios(n, &full, &w, &z, ldz);
         let mut diff = 0.0f64;
@@ -1006,7 +1151,7 @@ fn gpu_band_q2_case<T: SbrReal>(uplo: u8, n: usize, kd: usize, seed: u64) {
         }
         let diff = diff / (n as f64 * T::ULP.to_f64());
         let what = format!(
-            "{}: uplo {} n {n} kd {kd} group {group} lanes {lanes} budget {budget:?} seed {seed}: residual {resid:.2}, \
+            "{}: uplo {} n {n} kd {kd} budget {budget:?} seed {seed}: residual {resid:.2}, \
              orthogonality {ortho:.2}, from the host's Q2 Z by {diff:.2} n ε",
             T::PREFIX,
             uplo as char

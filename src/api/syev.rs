@@ -7,7 +7,8 @@ use super::{
     HYLAPACK_INFO_INTERNAL_ERROR,
 };
 use crate::dispatch;
-use crate::lapack::{span, Dense, Orthogonal};
+use crate::lapack::span;
+use crate::sbr::SbrReal;
 use crate::syev::{self as drivers, EigReport};
 use std::ffi::{c_char, c_int};
 use std::time::Instant;
@@ -33,18 +34,18 @@ fn log_call(
     );
 }
 
-/// DSYEV's checks, pointers included, then the computation; `work` is (WORK, LWORK) in the
+/// xSYEV's checks, pointers included, then the computation; `work` is (WORK, LWORK) in the
 /// Fortran convention.
-#[allow(clippy::too_many_arguments)] // DSYEV's own argument list
-unsafe fn syev_run(
+#[allow(clippy::too_many_arguments)] // xSYEV's own argument list
+unsafe fn syev_run<T: SbrReal>(
     routine: &str,
     jobz: u8,
     uplo: u8,
     n: c_int,
-    a: *mut f64,
+    a: *mut T,
     lda: c_int,
-    w: *mut f64,
-    work: Option<(*mut f64, c_int)>,
+    w: *mut T,
+    work: Option<(*mut T, c_int)>,
 ) -> c_int {
     // The C convention has no workspace argument, so no LWORK can be too small: it checks as
     // a query would (LWORK = −1), without being one.
@@ -63,7 +64,7 @@ unsafe fn syev_run(
             info = i;
         } else {
             if let Some((work, _)) = work {
-                *work = drivers::syev_lwork(len) as f64;
+                *work = T::from_usize(drivers::syev_lwork(len));
             }
             if query {
                 return 0;
@@ -79,14 +80,14 @@ unsafe fn syev_run(
                 drivers::syev(uplo, len, a, lda as usize, w, path)
             };
             if let (Some((work, lwork)), true) = (work, report.lapack_without_workspace) {
-                // The caller's WORK has LAPACK's size: the system DSYEV answers there, on the
+                // The caller's WORK has LAPACK's size: the system xSYEV answers there, on the
                 // A nothing has touched, instead of INFO = -1000.
                 let work = output(work, lwork.max(1) as usize).unwrap_or_default();
                 let lda = lda as usize;
                 report.info = if wantz {
-                    f64::syev_vectors_in(uplo, len, a, lda, w, work)
+                    T::syev_vectors_in(uplo, len, a, lda, w, work)
                 } else {
-                    f64::syev_values_in(uplo, len, a, lda, w, work)
+                    T::syev_values_in(uplo, len, a, lda, w, work)
                 };
             }
             log_call(routine, len, &report, why_not_gpu, started);
@@ -97,26 +98,26 @@ unsafe fn syev_run(
     info
 }
 
-/// DSYEVX's checks, pointers included, then the computation.
+/// xSYEVX's checks, pointers included, then the computation.
 #[allow(clippy::too_many_arguments)]
-unsafe fn syevx_run(
+unsafe fn syevx_run<T: SbrReal>(
     routine: &str,
     jobz: u8,
     range: u8,
     uplo: u8,
     n: c_int,
-    a: *mut f64,
+    a: *mut T,
     lda: c_int,
-    vl: f64,
-    vu: f64,
+    vl: T,
+    vu: T,
     il: c_int,
     iu: c_int,
-    abstol: f64,
+    abstol: T,
     m: *mut c_int,
-    w: *mut f64,
-    z: *mut f64,
+    w: *mut T,
+    z: *mut T,
     ldz: c_int,
-    work: Option<(*mut f64, c_int, *mut c_int)>,
+    work: Option<(*mut T, c_int, *mut c_int)>,
     ifail: *mut c_int,
 ) -> c_int {
     // As in `syev_run`: no workspace argument, no LWORK check. `work` is (WORK, LWORK, IWORK)
@@ -152,7 +153,7 @@ unsafe fn syevx_run(
             info = i;
         } else {
             if let Some((work, _, _)) = work {
-                *work = drivers::syevx_lwork(len).1 as f64;
+                *work = T::from_usize(drivers::syevx_lwork(len).1);
             }
             if query {
                 return 0;
@@ -198,17 +199,17 @@ unsafe fn syevx_run(
                 )
             };
             if let (Some((work, lwork, iwork)), true) = (work, report.lapack_without_workspace) {
-                // As in `syev_run`: the system DSYEVX on the caller's WORK and IWORK.
+                // As in `syev_run`: the system xSYEVX on the caller's WORK and IWORK.
                 if let Some(iwork) = output(iwork, 5 * len) {
                     let work = output(work, lwork.max(1) as usize).unwrap_or_default();
                     let (lda, ldz) = (lda as usize, ldz as usize);
                     (report.m, report.info) = if wantz {
-                        f64::syevx_vectors_in(
+                        T::syevx_vectors_in(
                             range, uplo, len, a, lda, vl, vu, il, iu, abstol, w, z, ldz, work,
                             iwork, ifail,
                         )
                     } else {
-                        f64::syevx_values_in(
+                        T::syevx_values_in(
                             range, uplo, len, a, lda, vl, vu, il, iu, abstol, w, work, iwork,
                         )
                     };
@@ -216,7 +217,10 @@ unsafe fn syevx_run(
             }
             *m = report.m;
             if let Some(stebz_info) = report.stebz_illegal {
-                report_illegal_argument("DSTEBZ", stebz_info);
+                report_illegal_argument(
+                    &format!("{}STEBZ", T::PREFIX.to_ascii_uppercase()),
+                    stebz_info,
+                );
             }
             log_call(routine, len, &report, why_not_gpu, started);
             return report.info;
@@ -224,6 +228,111 @@ unsafe fn syevx_run(
     }
     report_illegal_argument(routine, info);
     info
+}
+
+/// xSYEV in the Fortran convention (every argument by reference), for both precisions.
+#[allow(clippy::too_many_arguments)]
+unsafe fn syev_fortran<T: SbrReal>(
+    routine: &str,
+    jobz: *const c_char,
+    uplo: *const c_char,
+    n: *const c_int,
+    a: *mut T,
+    lda: *const c_int,
+    w: *mut T,
+    work: *mut T,
+    lwork: *const c_int,
+    info: *mut c_int,
+) {
+    let result = ffi_boundary!(routine, HYLAPACK_INFO_INTERNAL_ERROR, {
+        syev_run(
+            routine,
+            fortran_char(jobz),
+            fortran_char(uplo),
+            scalar(n).unwrap_or(-1),
+            a,
+            scalar(lda).unwrap_or(0),
+            w,
+            Some((work, scalar(lwork).unwrap_or(-2))),
+        )
+    });
+    if !info.is_null() {
+        *info = result;
+    }
+}
+
+/// xSYEVX in the Fortran convention (every argument by reference), for both precisions.
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+unsafe fn syevx_fortran<T: SbrReal>(
+    routine: &str,
+    (jobz, range, uplo): (*const c_char, *const c_char, *const c_char),
+    n: *const c_int,
+    (a, lda): (*mut T, *const c_int),
+    (vl, vu, il, iu, abstol): (*const T, *const T, *const c_int, *const c_int, *const T),
+    (m, w): (*mut c_int, *mut T),
+    (z, ldz): (*mut T, *const c_int),
+    (work, lwork, iwork): (*mut T, *const c_int, *mut c_int),
+    ifail: *mut c_int,
+    info: *mut c_int,
+) {
+    let result = ffi_boundary!(routine, HYLAPACK_INFO_INTERNAL_ERROR, {
+        let (jobz, range, uplo) = (fortran_char(jobz), fortran_char(range), fortran_char(uplo));
+        let n = scalar(n).unwrap_or(-1);
+        let lda = scalar(lda).unwrap_or(0);
+        let (il, iu) = (scalar(il).unwrap_or(0), scalar(iu).unwrap_or(-1));
+        let (ldz, lwork) = (scalar(ldz).unwrap_or(0), scalar(lwork).unwrap_or(-2));
+        let (vl_value, vu_value) = (scalar(vl), scalar(vu));
+        // A null VL/VU/ABSTOL that LAPACK would read is an illegal value of that argument,
+        // reported if every argument before it is legal (checked with a valid VL < VU).
+        let first_bad = drivers::syevx_check(
+            jobz,
+            range,
+            uplo,
+            n,
+            lda,
+            T::ZERO,
+            T::ONE,
+            il,
+            iu,
+            ldz,
+            lwork,
+        );
+        let legal_before = |arg: c_int| first_bad == 0 || first_bad < -arg;
+        let by_value = range.eq_ignore_ascii_case(&b'V');
+        let null_info = match () {
+            _ if by_value && vl_value.is_none() && legal_before(7) => -7,
+            _ if by_value && vu_value.is_none() && legal_before(8) => -8,
+            _ if abstol.is_null() && legal_before(11) => -11,
+            _ => 0,
+        };
+        if null_info != 0 {
+            report_illegal_argument(routine, null_info);
+            return null_info;
+        }
+        syevx_run(
+            routine,
+            jobz,
+            range,
+            uplo,
+            n,
+            a,
+            lda,
+            vl_value.unwrap_or(T::ZERO),
+            vu_value.unwrap_or(T::ZERO),
+            il,
+            iu,
+            scalar(abstol).unwrap_or(T::ZERO),
+            m,
+            w,
+            z,
+            ldz,
+            Some((work, lwork, iwork)),
+            ifail,
+        )
+    });
+    if !info.is_null() {
+        *info = result;
+    }
 }
 
 /// All eigenvalues of the real symmetric `n` x `n` matrix `a` (its `uplo` triangle, 'U' or
@@ -234,13 +343,16 @@ unsafe fn syevx_run(
 /// `a` is overwritten by the orthonormal eigenvectors (column j for W(j)); INFO > 0: the
 /// QL/QR iteration failed to converge on INFO off-diagonal elements.
 ///
-/// JOBZ = 'V': dense → band as below (on the GPU where it would run there, keeping its
-/// reflectors), band → tridiagonal by bulge chasing on the host's threads keeping its
-/// reflectors, the tridiagonal's eigenvectors by the system LAPACK's DSTEDC (DSTEQR if that
-/// fails, whose INFO is DSYEV's), then both back-transformations on the host. A matrix that
-/// would be reduced out of core through a wide first band (larger than the GPU budget), or
-/// whose workspace (about 1.5 n² entries besides A) cannot be allocated, runs the system
-/// LAPACK's DSYEV on the untouched A. Eigenvectors are determined up to sign, as in LAPACK.
+/// JOBZ = 'V': dense → band as below keeping its reflectors (a matrix larger than the GPU
+/// budget streams straight to the final band), band → tridiagonal by bulge chasing keeping its
+/// reflectors (on the GPU where the budget holds them, else on the host's threads), the
+/// tridiagonal's eigenvectors (from N = 1024 by bisection and inverse iteration on the GPU,
+/// which checks its answer; else, or where it refuses it, the system LAPACK's DSTEDC, DSTEQR
+/// if that fails, whose INFO is DSYEV's), then both back-transformations on the GPU (the
+/// eigenvectors by block columns where the budget is short; the host if the GPU fails). A
+/// matrix whose workspace (about 1.5 n² entries besides A) cannot be allocated runs the
+/// system LAPACK's DSYEV on the untouched A. Eigenvectors are determined up to sign, as in
+/// LAPACK.
 ///
 /// JOBZ = 'N': the path: dense → band on the GPU (as `dsyrdb_ooc`; a matrix larger than the GPU
 /// budget streams to a wide band, up to 2048 off-diagonals, which is then narrowed on the GPU),
@@ -297,21 +409,7 @@ pub unsafe extern "C" fn dsyev_ooc_(
     uplo_len: usize,
 ) {
     let _ = (jobz_len, uplo_len); // never read: C callers may omit them
-    let result = ffi_boundary!("DSYEV_OOC", HYLAPACK_INFO_INTERNAL_ERROR, {
-        syev_run(
-            "DSYEV_OOC",
-            fortran_char(jobz),
-            fortran_char(uplo),
-            scalar(n).unwrap_or(-1),
-            a,
-            scalar(lda).unwrap_or(0),
-            w,
-            Some((work, scalar(lwork).unwrap_or(-2))),
-        )
-    });
-    if !info.is_null() {
-        *info = result;
-    }
+    syev_fortran("DSYEV_OOC", jobz, uplo, n, a, lda, w, work, lwork, info);
 }
 
 /// Selected eigenvalues of the real symmetric `n` x `n` matrix `a` (its `uplo` triangle), in
@@ -331,13 +429,12 @@ pub unsafe extern "C" fn dsyev_ooc_(
 /// 'I'; `ifail` N entries): the orthonormal eigenvectors in `z`'s first `*m` columns, column j
 /// for W(j); INFO = i > 0: i eigenvectors failed to converge, their indices in `ifail` (M
 /// entries set, zeros otherwise). The path: dense → band and band → tridiagonal keeping both
-/// orthogonal factors as `dsyev_ooc` with JOBZ = 'V'; all eigenvectors with `abstol` <= 0 by
-/// the system LAPACK's DSTEDC (DSTEQR if it fails; bisection and inverse iteration if that
-/// fails too), else bisection (ORDER = 'B') and this library's inverse iteration (DSTEIN's
-/// contract); both back-transformations on the host; the pairs sorted ascending. N <= 1, a
-/// matrix that would be reduced out of core through a wide first band, NaN or ±Inf, or
-/// workspace that cannot be allocated: the system LAPACK's DSYEVX on the untouched A; as for
-/// JOBZ = 'N', small problems or no GPU run the system LAPACK's DSYEVX too.
+/// orthogonal factors as `dsyev_ooc` with JOBZ = 'V'; all eigenvectors with `abstol` <= 0 as
+/// `dsyev_ooc` finds them (bisection and inverse iteration if that fails), else bisection
+/// (ORDER = 'B') and this library's inverse iteration (DSTEIN's contract); both
+/// back-transformations as for `dsyev_ooc`; the pairs sorted ascending. N <= 1, NaN or ±Inf,
+/// or workspace that cannot be allocated: the system LAPACK's DSYEVX on the untouched A; as
+/// for JOBZ = 'N', small problems or no GPU run the system LAPACK's DSYEVX too.
 ///
 /// A matrix with NaN or ±Inf, or RANGE = 'V' with a NaN bound, runs the system LAPACK's
 /// DSYEVX, so that M, W and INFO are LAPACK's.
@@ -430,51 +527,148 @@ pub unsafe extern "C" fn dsyevx_ooc_(
     uplo_len: usize,
 ) {
     let _ = (jobz_len, range_len, uplo_len);
-    let result = ffi_boundary!("DSYEVX_OOC", HYLAPACK_INFO_INTERNAL_ERROR, {
-        let (jobz, range, uplo) = (fortran_char(jobz), fortran_char(range), fortran_char(uplo));
-        let n = scalar(n).unwrap_or(-1);
-        let lda = scalar(lda).unwrap_or(0);
-        let (il, iu) = (scalar(il).unwrap_or(0), scalar(iu).unwrap_or(-1));
-        let (ldz, lwork) = (scalar(ldz).unwrap_or(0), scalar(lwork).unwrap_or(-2));
-        let (vl_value, vu_value) = (scalar(vl), scalar(vu));
-        // A null VL/VU/ABSTOL that LAPACK would read is an illegal value of that argument,
-        // reported if every argument before it is legal (checked with a valid VL < VU).
-        let first_bad =
-            drivers::syevx_check(jobz, range, uplo, n, lda, 0.0, 1.0, il, iu, ldz, lwork);
-        let legal_before = |arg: c_int| first_bad == 0 || first_bad < -arg;
-        let by_value = range.eq_ignore_ascii_case(&b'V');
-        let null_info = match () {
-            _ if by_value && vl_value.is_none() && legal_before(7) => -7,
-            _ if by_value && vu_value.is_none() && legal_before(8) => -8,
-            _ if abstol.is_null() && legal_before(11) => -11,
-            _ => 0,
-        };
-        if null_info != 0 {
-            report_illegal_argument("DSYEVX_OOC", null_info);
-            return null_info;
-        }
+    syevx_fortran(
+        "DSYEVX_OOC",
+        (jobz, range, uplo),
+        n,
+        (a, lda),
+        (vl, vu, il, iu, abstol),
+        (m, w),
+        (z, ldz),
+        (work, lwork, iwork),
+        ifail,
+        info,
+    );
+}
+
+/// `dsyev_ooc` in single precision: LAPACK SSYEV's contract, the same path in `float`.
+///
+/// # Safety
+/// As for `dsyev_ooc`.
+#[no_mangle]
+pub unsafe extern "C" fn ssyev_ooc(
+    jobz: c_char,
+    uplo: c_char,
+    n: c_int,
+    a: *mut f32,
+    lda: c_int,
+    w: *mut f32,
+) -> c_int {
+    ffi_boundary!("SSYEV_OOC", HYLAPACK_INFO_INTERNAL_ERROR, {
+        syev_run("SSYEV_OOC", jobz as u8, uplo as u8, n, a, lda, w, None)
+    })
+}
+
+/// `ssyev_ooc` in the Fortran convention, as `dsyev_ooc_` (LAPACK SSYEV's argument list).
+///
+/// # Safety
+/// As for `dsyev_ooc_`.
+#[no_mangle]
+pub unsafe extern "C" fn ssyev_ooc_(
+    jobz: *const c_char,
+    uplo: *const c_char,
+    n: *const c_int,
+    a: *mut f32,
+    lda: *const c_int,
+    w: *mut f32,
+    work: *mut f32,
+    lwork: *const c_int,
+    info: *mut c_int,
+    jobz_len: usize,
+    uplo_len: usize,
+) {
+    let _ = (jobz_len, uplo_len); // never read: C callers may omit them
+    syev_fortran("SSYEV_OOC", jobz, uplo, n, a, lda, w, work, lwork, info);
+}
+
+/// `dsyevx_ooc` in single precision: LAPACK SSYEVX's contract, the same path in `float`.
+///
+/// # Safety
+/// As for `dsyevx_ooc`.
+#[no_mangle]
+pub unsafe extern "C" fn ssyevx_ooc(
+    jobz: c_char,
+    range: c_char,
+    uplo: c_char,
+    n: c_int,
+    a: *mut f32,
+    lda: c_int,
+    vl: f32,
+    vu: f32,
+    il: c_int,
+    iu: c_int,
+    abstol: f32,
+    m: *mut c_int,
+    w: *mut f32,
+    z: *mut f32,
+    ldz: c_int,
+    ifail: *mut c_int,
+) -> c_int {
+    ffi_boundary!("SSYEVX_OOC", HYLAPACK_INFO_INTERNAL_ERROR, {
         syevx_run(
-            "DSYEVX_OOC",
-            jobz,
-            range,
-            uplo,
+            "SSYEVX_OOC",
+            jobz as u8,
+            range as u8,
+            uplo as u8,
             n,
             a,
             lda,
-            vl_value.unwrap_or(0.0),
-            vu_value.unwrap_or(0.0),
+            vl,
+            vu,
             il,
             iu,
-            scalar(abstol).unwrap_or(0.0),
+            abstol,
             m,
             w,
             z,
             ldz,
-            Some((work, lwork, iwork)),
+            None,
             ifail,
         )
-    });
-    if !info.is_null() {
-        *info = result;
-    }
+    })
+}
+
+/// `ssyevx_ooc` in the Fortran convention, as `dsyevx_ooc_` (LAPACK SSYEVX's argument list).
+///
+/// # Safety
+/// As for `dsyevx_ooc_`.
+#[no_mangle]
+pub unsafe extern "C" fn ssyevx_ooc_(
+    jobz: *const c_char,
+    range: *const c_char,
+    uplo: *const c_char,
+    n: *const c_int,
+    a: *mut f32,
+    lda: *const c_int,
+    vl: *const f32,
+    vu: *const f32,
+    il: *const c_int,
+    iu: *const c_int,
+    abstol: *const f32,
+    m: *mut c_int,
+    w: *mut f32,
+    z: *mut f32,
+    ldz: *const c_int,
+    work: *mut f32,
+    lwork: *const c_int,
+    iwork: *mut c_int,
+    ifail: *mut c_int,
+    info: *mut c_int,
+    jobz_len: usize,
+    range_len: usize,
+    uplo_len: usize,
+) {
+    let _ = (jobz_len, range_len, uplo_len);
+    syevx_fortran(
+        "SSYEVX_OOC",
+        (jobz, range, uplo),
+        n,
+        (a, lda),
+        (vl, vu, il, iu, abstol),
+        (m, w),
+        (z, ldz),
+        (work, lwork, iwork),
+        ifail,
+        info,
+    );
 }

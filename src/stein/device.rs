@@ -141,6 +141,7 @@ pub unsafe fn stein_device<T: SteinReal>(
         Plan {
             d: &c.d,
             e: &c.e,
+            w: &c.w,
             shifts: Vec::new(),
             seeds: Vec::new(),
             tasks: Vec::new(),

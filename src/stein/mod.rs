@@ -192,6 +192,8 @@ fn block_one_norm<T: Real>(d: &[T], e: &[T]) -> T {
 struct Plan<'a, T> {
     d: &'a [T],
     e: &'a [T],
+    /// The eigenvalues given, which the GPU path's check measures its residuals against.
+    w: &'a [T],
     shifts: Vec<T>,
     seeds: Vec<u64>,
     tasks: Vec<Task<T>>,
@@ -202,7 +204,7 @@ struct Plan<'a, T> {
 fn plan<'a, T: Real>(
     d: &'a [T],
     e: &'a [T],
-    w: &[T],
+    w: &'a [T],
     iblock: &[i32],
     isplit: &[i32],
 ) -> Result<Plan<'a, T>, NoMemory> {
@@ -210,6 +212,7 @@ fn plan<'a, T: Real>(
     let mut plan = Plan {
         d,
         e,
+        w,
         shifts: try_vec(m, T::ZERO).ok_or(NoMemory::of::<T>(m))?,
         seeds: try_vec(m, 0u64).ok_or(NoMemory::of::<u64>(m))?,
         tasks: try_room(m).ok_or(NoMemory::of::<Task<T>>(m))?,

@@ -408,8 +408,7 @@ fn apply_q2<T: SbrReal>(
 ) {
     let mut done = 0;
     if let Path::Gpu { budget } = path {
-        let group = crate::config::get().sbr.q2_group;
-        match sb2st::apply_gpu::apply_left(q2, m, z, ldz, (group, 0), budget) {
+        match sb2st::apply_gpu::apply_left(q2, m, z, ldz, budget) {
             Ok(run) => {
                 times.q2_on_gpu = true;
                 times.q2_block_columns = run.block_columns;

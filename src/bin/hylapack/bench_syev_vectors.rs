@@ -281,9 +281,10 @@ fn stage_note(report: &EigReport) -> String {
         .join("; ")
 }
 
-/// Loads the kernels, the CUDA libraries and the handles the timed rows use, outside them.
+/// Loads the kernels, the CUDA libraries and the handles the timed rows use, outside them
+/// (at the order from which T's vectors come from the GPU's inverse iteration).
 fn warm_up(uplo: u8, peers: bool) {
-    let n = 512;
+    let n = hylapack::syev::INVERSE_ITERATION_FROM;
     let a = testmat::dense_symmetric::<f64>(DenseFamily::Random, n, &mut Rng::new(1));
     if peers && hylapack::device::gpu().is_ok() {
         let _ = bench_cusolver::run(&a, n, Job::Syevd { vectors: true });

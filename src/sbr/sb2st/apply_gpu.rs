@@ -35,16 +35,9 @@ pub struct Q2Run {
     pub pieces: usize,
 }
 
-/// Lanes per column: 4 where `m` columns give every multiprocessor a CTA, else 8. On an H200
-/// (double, bandwidth 64, groups of 32) 4 lanes took 1.33 s at n = m = 16384 where 8 took
-/// 2.45 s and 16 2.83 s; at n = 16384 and m = 163, 4 lanes took 0.90 s and 8 0.87 s.
-fn lanes(m: usize, multiprocessors: usize) -> usize {
-    if m * 4 >= multiprocessors.max(1) * THREADS {
-        4
-    } else {
-        8
-    }
-}
+/// Lanes per column and sweeps per group of the kernel (`Q2_KERNEL`).
+const LANES: usize = 4;
+const GROUP: usize = 32;
 
 /// How Z and Q2 meet on the GPU: Z in block columns of `cols`, Q2 in pieces of `sweeps`
 /// sweeps (all of them when it fits beside a block column).
@@ -90,15 +83,12 @@ fn plan(
 }
 
 /// Z := Q2 Z for the n x m `z` (leading dimension `ldz`), as [`Reflectors::apply_left`], on
-/// the GPU within `limit` bytes (and the GPU's budget), with `group` sweeps per pass over Z
-/// where four lanes share a column (32 or 64; 32 otherwise) and `lanes` lanes per column (4
-/// or 8; 0: [`lanes`]' choice).
+/// the GPU within `limit` bytes (and the GPU's budget).
 pub fn apply_left<T: CublasReal>(
     q: &Reflectors<T>,
     m: usize,
     z: &mut [T],
     ldz: usize,
-    (group, lanes): (usize, usize),
     limit: Option<u64>,
 ) -> Result<Q2Run, Q2Stopped> {
     let (n, b) = (q.n, q.b);
@@ -110,35 +100,43 @@ pub fn apply_left<T: CublasReal>(
         done: 0,
         torn: false,
     };
-    if !supports(b) || !(group == 32 || group == 64) || ![0, 4, 8].contains(&lanes) {
+    if !supports(b) {
         return Err(stopped(DeviceError::Unsupported(format!(
-            "Q2 on the GPU: bandwidth {b}, {group} sweeps per pass, {lanes} lanes"
+            "Q2 on the GPU: bandwidth {b}"
         ))));
     }
     assert!(ldz >= n && z.len() >= ldz * (m - 1) + n, "Z too short");
     let gpu = device::gpu().map_err(stopped)?;
     let elem = std::mem::size_of::<T>();
     let budget = gpu.budget.available().min(limit.unwrap_or(u64::MAX));
-    let plan = plan(n, m, ldz, q.v.len(), group, elem, budget).map_err(|needed| {
+    // The CTAs' step counts, at most one per group and block of THREADS / LANES columns.
+    let counts_bytes = ((n - 2).div_ceil(GROUP) * m.div_ceil(THREADS / LANES) * 4) as u64;
+    let plan = plan(
+        n,
+        m,
+        ldz,
+        q.v.len(),
+        GROUP,
+        elem,
+        budget.saturating_sub(counts_bytes),
+    );
+    let plan = plan.map_err(|needed| {
         stopped(DeviceError::Unsupported(format!(
-            "Q2 on the GPU needs {needed} bytes, the budget is {budget}"
+            "Q2 on the GPU needs {} bytes, the budget is {budget}",
+            needed + counts_bytes
         )))
     })?;
-    let lanes = match lanes {
-        0 => self::lanes(plan.cols, gpu.info.multiprocessors as usize),
-        p => p,
-    };
-    let group = if lanes == 4 { group } else { 32 };
     let piece_len = if plan.sweeps == n - 2 {
         q.v.len()
     } else {
         sweep_offset(n, plan.sweeps)
     };
-    let _memory = gpu
-        .budget
-        .reserve(((piece_len + plan.cols * ldz) * elem) as u64)
-        .map_err(stopped)?;
-    let name = format!("sb2st_q2_{}{b}_g{group}_p{lanes}", T::PREFIX);
+    // A CTA per group and block of columns, each counting the steps it wrote back.
+    let ctas = |sweeps: usize, w: usize| sweeps.div_ceil(GROUP) * w.div_ceil(THREADS / LANES);
+    let counts_len = ctas(plan.sweeps, plan.cols);
+    let bytes = (piece_len + plan.cols * ldz) * elem + counts_len * std::mem::size_of::<i32>();
+    let _memory = gpu.budget.reserve(bytes as u64).map_err(stopped)?;
+    let name = format!("sb2st_q2_{}{b}", T::PREFIX);
     let func = gpu.function(&kernels::SB2ST_Q2, &name).map_err(stopped)?;
     let stream = gpu.linalg().map_err(stopped)?.stream.clone();
     let int = |x: usize| {
@@ -152,6 +150,9 @@ pub fn apply_left<T: CublasReal>(
         .map_err(|e| stopped(e.into()))?;
     let mut zd = stream
         .alloc_zeros::<T>(plan.cols * ldz)
+        .map_err(|e| stopped(e.into()))?;
+    let mut progress = stream
+        .alloc_zeros::<i32>(counts_len)
         .map_err(|e| stopped(e.into()))?;
     // Pieces of Q2 from the last sweeps to the first: (first sweep, past the last).
     let pieces: Vec<(usize, usize)> = (0..n - 2)
@@ -186,10 +187,13 @@ pub fn apply_left<T: CublasReal>(
             }
             let (w_arg, lo_arg, hi_arg) = (int(w)?, int(i_lo)?, int(i_hi)?);
             let base_arg = q_base as i64;
+            let grid = ctas(i_hi - i_lo, w);
+            let mut counts = progress.slice_mut(0..grid);
+            stream.memset_zeros(&mut counts).map_err(|e| at(e.into()))?;
             let cfg = LaunchConfig {
-                grid_dim: ((w * lanes).div_ceil(THREADS) as u32, 1, 1),
+                grid_dim: (int(grid)? as u32, 1, 1),
                 block_dim: (THREADS as u32, 1, 1),
-                shared_mem_bytes: (group * (b + 2 * lanes + 1) * elem) as u32,
+                shared_mem_bytes: (GROUP * (b + 2 * LANES + 1) * elem) as u32,
             };
             let mut launch = stream.launch_builder(&func);
             launch
@@ -200,10 +204,13 @@ pub fn apply_left<T: CublasReal>(
                 .arg(&ldz_arg)
                 .arg(&lo_arg)
                 .arg(&hi_arg)
-                .arg(&base_arg);
-            // SAFETY: the arguments match sb2st_q2_{s,d}{b}_g{group}_p{lanes}: `piece` holds
+                .arg(&base_arg)
+                .arg(&mut counts);
+            // SAFETY: the arguments match sb2st_q2_{s,d}{b}: `piece` holds
             // Q2's entries of sweeps i_lo .. i_hi from q_base, `zd` w columns of ldz ≥ n
-            // entries; lanes · w threads, the coefficients of a step in shared memory.
+            // entries, `counts` a zeroed count per CTA (one per group of sweeps and block of
+            // THREADS / LANES columns); the coefficients of a step in shared memory. A CTA
+            // waits only for one launched before it, so the launch ends.
             unsafe { launch.launch(cfg) }.map_err(|e| at(e.into()))?;
         }
         // Everything before the download has finished or failed by now.
@@ -259,14 +266,5 @@ mod tests {
         let least = THREADS as u64 * col + 32 * ((n - 1) * elem) as u64;
         assert_eq!(plan(n, m, n, q_len, 32, elem, least - 1), Err(least));
         assert!(plan(n, m, n, q_len, 32, elem, least).is_ok());
-    }
-
-    #[test]
-    fn lanes_grow_as_columns_fall() {
-        assert_eq!(lanes(16384, 132), 4);
-        assert_eq!(lanes(4224, 132), 4);
-        assert_eq!(lanes(4223, 132), 8);
-        assert_eq!(lanes(163, 132), 8);
-        assert_eq!(lanes(1, 0), 8);
     }
 }

@@ -95,6 +95,8 @@ struct Col<T> {
     row0: usize,
     size: usize,
     shift: T,
+    /// The eigenvalue given (the shift before the perturbation of close ones).
+    eigenvalue: T,
     seed: u64,
     scale_base: T,
     dtpcrt: T,
@@ -476,6 +478,7 @@ fn columns<T: Real>(plan: &Plan<'_, T>) -> Result<(Vec<Col<T>>, Vec<Cluster>), D
                     row0: rows.0,
                     size,
                     shift: plan.shifts[j],
+                    eigenvalue: plan.w[j],
                     seed: plan.seeds[j],
                     scale_base,
                     dtpcrt,
