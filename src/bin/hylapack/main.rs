@@ -37,7 +37,8 @@ const USAGE: &str = "usage: hylapack <command>
       --ooc-uplo L|U      the triangle the out-of-core rows read (default: L)
       --vectors           eigenvectors instead: dsyev_ooc/dsyevx_ooc JOBZ=V (per-stage times)
                           against cuSOLVER Dsyevd/Dsyevdx, LAPACK dsyevd/dsyevr (default
-                          sizes 4096,8192,16384; --lapack-limit S, --uplo L|U, --no-peers)
+                          sizes 4096,8192,16384; --lapack-limit S, --uplo L|U, --no-peers;
+                          --budget-fraction F: again with F x the matrix's bytes on the GPU)
   bench interval [opts] time dgemm_rounded, digemm and dgesv_verified against cuBLAS DGEMM,
                        cuSOLVER and LAPACK LU solves
       --sizes 1024,8192   orders (default: 1024,2048,4096,8192,16384)
