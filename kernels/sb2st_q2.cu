@@ -25,7 +25,10 @@ __device__ __forceinline__ long long sweep_offset(int n, int i) {
 // reads rows of Z it waits until the CTA of the group before (rank - 1, launched earlier)
 // has written them: its window's rows up to step s + 1 lie in the rows the group before has
 // finished after its step s + 2 (progress counts the steps a CTA has written back; INT_MAX
-// once done). So few columns still keep many CTAs busy, a few steps apart.
+// once done). So few columns still keep many CTAs busy, a few steps apart. A CTA waits only
+// for one of a lower index, which the GPU dispatched before it (as decoupled look-back
+// scans rely on), so the launch cannot deadlock; the rows go through L2 (__ldcg), not a
+// multiprocessor's stale L1.
 //
 // The kernel applies the sweeps [i_lo, i_hi) (i_lo a multiple of G), their reflectors at
 // q[sweep_offset(n, i) - q_base ...], so that Q2 can come in pieces of whole groups.
@@ -58,9 +61,11 @@ __device__ void q2_apply(const T *__restrict__ q, T *z, int n, int m, long long 
     // Waits until the group before has written back `steps` steps (or all of its own).
     auto wait = [&](int steps) {
         if (before != nullptr) {
-            if (threadIdx.x == 0)
+            if (threadIdx.x == 0) {
                 while (atomicAdd(const_cast<int *>(before), 0) < steps)
                     __nanosleep(200);
+                __threadfence(); // the rows are read after the count (acquire)
+            }
             __syncthreads();
         }
     };
