@@ -494,8 +494,8 @@ pub fn syev<T: SbrReal>(
 /// All eigenvalues of the symmetric `a` (its `uplo` triangle), ascending in `w`, and the
 /// orthonormal eigenvectors over `a` (column j for `w[j]`), as xSYEV with JOBZ = 'V' (module
 /// notes). `Path::Lapack`, N ≤ 1, a NaN or ±Inf in the triangle, or workspace that cannot be
-/// allocated before A is touched: the system LAPACK's xSYEV on the untouched A. The arguments must have passed
-/// [`syev_check`].
+/// allocated before A is touched: the system LAPACK's xSYEV on the untouched A. The arguments
+/// must have passed [`syev_check`].
 pub fn syev_vectors<T: SbrReal>(
     uplo: u8,
     n: usize,
@@ -743,8 +743,8 @@ fn sort_pairs<T: Real>(
 /// iteration did not converge for, whose indices IFAIL lists (`ifail`, n entries: M set, the
 /// rest untouched, as LAPACK). `a` is destroyed. `Path::Lapack`, N ≤ 1, a NaN or ±Inf in the
 /// triangle, or workspace that cannot be allocated before A is touched: the system LAPACK's
-/// xSYEVX on the untouched A. The arguments must have passed [`syevx_check`]; `z` holds as many columns as
-/// RANGE may select (n, or IU − IL + 1 for 'I').
+/// xSYEVX on the untouched A. The arguments must have passed [`syevx_check`]; `z` holds as
+/// many columns as RANGE may select (n, or IU − IL + 1 for 'I').
 #[allow(clippy::too_many_arguments)]
 pub fn syevx_vectors<T: SbrReal>(
     range: u8,

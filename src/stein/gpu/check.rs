@@ -13,10 +13,11 @@ pub const CHECK_LIMIT: f64 = 250.0;
 
 impl<T: SteinReal> Run<'_, T> {
     /// Stage 5, the path's own test of its answer: every vector's residual
-    /// ‖T z − λ z‖₁ / (‖T‖₁ N ulp) (λ the eigenvalue given, not the perturbed shift) and, per cluster, max |ZᵀZ − I| / (N ulp) (one GEMM per
-    /// panel, the lower half of the Gram matrix) at most [`CHECK_LIMIT`], or the call fails
-    /// here and the caller runs the host path. (A rank-deficient matrix's tridiagonal, 993 eigenvalues equal to
-    /// working precision in one cluster, came out 1e5 times past both with INFO = 0.)
+    /// ‖T z − λ z‖₁ / (‖T‖₁ N ulp) (λ the eigenvalue given, not the perturbed shift) and, per
+    /// cluster, max |ZᵀZ − I| / (N ulp) (one GEMM per panel, the lower half of the Gram
+    /// matrix) at most [`CHECK_LIMIT`], or the call fails here and the caller runs the host
+    /// path. (A rank-deficient matrix's tridiagonal, 993 eigenvalues equal to working
+    /// precision in one cluster, came out 1e5 times past both with INFO = 0.)
     pub(super) fn check(&mut self, group: &[Cluster], cols: &[Col<T>]) -> Result<(), DeviceError> {
         let ulp = T::ULP.to_f64();
         let (row0, size, _, _, col) = self.params(cols)?;
