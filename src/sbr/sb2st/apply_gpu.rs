@@ -267,4 +267,135 @@ mod tests {
         assert_eq!(plan(n, m, n, q_len, 32, elem, least - 1), Err(least));
         assert!(plan(n, m, n, q_len, 32, elem, least).is_ok());
     }
+
+    /// The kernel's pipelined schedule replayed on the host (`kernels/sb2st_q2.cu`): one agent
+    /// per group of `g` sweeps with a window of the kernel's padded size for `p` lanes, which
+    /// loads its rows only when the group before has written back as many steps as the
+    /// kernel waits for, the agents interleaved at random. Each reflector is applied with
+    /// the host's arithmetic, so a valid order gives the host's Z bit for bit, and a load
+    /// that came too early shows.
+    fn pipelined_on_the_host(q: &Reflectors<f64>, z: &mut [f64], g: usize, p: usize, seed: u64) {
+        use crate::sbr::sb2st::cpu::dot;
+        let (n, b) = (q.n, q.b);
+        let sweeps = n - 2;
+        let rp = (b + g - 1).div_ceil(p) * p;
+        let groups = sweeps.div_ceil(g);
+        // (first sweep, window's first row, step, window, state): 0 waits for the first
+        // load, 1 applies a step, 2 waits to slide, 3 is done.
+        let mut agents: Vec<(usize, usize, usize, Vec<f64>, u8)> = (0..groups)
+            .map(|r| {
+                let i0 = (sweeps - 1) / g * g - r * g;
+                (i0, i0 + 1, 0, vec![0.0; rp], 0)
+            })
+            .collect();
+        let mut progress = vec![0usize; groups];
+        let mut rng = crate::testmat::Rng::new(seed);
+        let row = |z: &[f64], r: usize| if r < n { z[r] } else { 0.0 };
+        loop {
+            let before = |r: usize| if r == 0 { usize::MAX } else { progress[r - 1] };
+            let ready: Vec<usize> = (0..groups)
+                .filter(|&r| match agents[r].4 {
+                    0 => before(r) >= 2,
+                    1 => true,
+                    2 => before(r) >= agents[r].2 + 3,
+                    _ => false,
+                })
+                .collect();
+            if ready.is_empty() {
+                assert!(agents.iter().all(|a| a.4 == 3), "the schedule deadlocked");
+                return;
+            }
+            let r = ready[rng.below(ready.len())];
+            let (i0, top, step, window, state) = &mut agents[r];
+            match *state {
+                0 => {
+                    for (w, x) in window.iter_mut().enumerate() {
+                        *x = row(z, *top + w);
+                    }
+                    *state = 1;
+                }
+                1 => {
+                    let kb = *step * b;
+                    for j in (0..g).rev() {
+                        let i = *i0 + j;
+                        if i >= sweeps || kb >= n - 1 - i {
+                            continue;
+                        }
+                        let len = b.min(n - 1 - i - kb);
+                        let at = super::sweep_offset(n, i) + kb;
+                        let v = &q.v[at..at + len];
+                        let tau = v[0];
+                        if tau == 0.0 {
+                            continue;
+                        }
+                        let col = &mut window[j..j + len];
+                        let s = (col[0] + dot(&v[1..], &col[1..])) * tau;
+                        col[0] -= s;
+                        for (x, &vr) in col[1..].iter_mut().zip(&v[1..]) {
+                            *x -= s * vr;
+                        }
+                    }
+                    for w in 0..b {
+                        if *top + w < n {
+                            z[*top + w] = window[w];
+                        }
+                    }
+                    progress[r] = *step + 1;
+                    *state = 2;
+                }
+                _ => {
+                    window.copy_within(b.., 0);
+                    *top += b;
+                    for (w, x) in window.iter_mut().enumerate().skip(rp - b) {
+                        *x = row(z, *top + w);
+                    }
+                    *step += 1;
+                    if *top >= n {
+                        progress[r] = usize::MAX;
+                        *state = 3;
+                    } else {
+                        *state = 1;
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_pipelined_schedule_gives_the_hosts_product() {
+        for (n, b, g, p) in [
+            (200, 8, 4, 4),
+            (301, 32, 32, 4),
+            (420, 64, 32, 4),
+            (257, 16, 8, 8),
+        ] {
+            for seed in 0..4u64 {
+                let mut rng = crate::testmat::Rng::new(seed ^ (n as u64) << 8);
+                let mut q = Reflectors::<f64>::new(n, b).expect("memory");
+                // Orthogonal reflectors: tau = 2 / (vᵀv) with v's unit first entry.
+                for i in 0..n - 2 {
+                    let (at, rows) = (super::super::sweep_offset(n, i), n - 1 - i);
+                    for k in (0..rows).step_by(b) {
+                        let len = b.min(rows - k);
+                        let v = &mut q.v[at + k..at + k + len];
+                        let mut norm = 1.0;
+                        for x in v[1..].iter_mut() {
+                            *x = rng.range(-1.0, 1.0);
+                            norm += *x * *x;
+                        }
+                        v[0] = if rng.chance(0.1) { 0.0 } else { 2.0 / norm };
+                    }
+                }
+                let z0: Vec<f64> = (0..n).map(|_| rng.range(-1.0, 1.0)).collect();
+                let mut host = z0.clone();
+                q.apply_left(1, &mut host, n, 1);
+                let mut model = z0;
+                pipelined_on_the_host(&q, &mut model, g, p, seed);
+                assert!(
+                    model == host,
+                    "n {n} b {b} g {g} p {p} seed {seed}: the pipelined order differs"
+                );
+            }
+        }
+    }
 }
