@@ -95,9 +95,17 @@ pub fn factor<T: Real>(d: &[T], e: &[T], lambda: T, f: &mut Factors<T>) {
     };
 }
 
-/// Solves `(T − λI) x = y` in place with the factors (xLAGTS, JOB = −1): the permuted forward
+/// Solves `(T − λI) x = s y` in place with the factors (xLAGTS, JOB = −1): the permuted forward
 /// elimination with L, then back substitution with U, where a pivot too small to divide by
 /// without overflow is moved away from zero by `tol`, `2 tol`, `4 tol`, … with its own sign.
+///
+/// Unlike xLAGTS, the back substitution rescales the whole vector (solved and unsolved parts
+/// alike, so the result solves for a scaled right-hand side, `0 < s ≤ 1`) whenever an entry
+/// grows past what the next step can multiply by U without overflow. A shift that is an
+/// eigenvalue of many weakly coupled copies of one block grows the solution by a factor per
+/// copy, past the range of the type; xLAGTS then overflows and xSTEIN returns a zero or
+/// meaningless vector, while the rescaled iterate keeps its direction, which is all inverse
+/// iteration needs. Inputs that do not come near overflow are solved exactly as xLAGTS does.
 pub fn solve<T: Real>(f: &Factors<T>, y: &mut [T]) {
     let n = f.u0.len();
     debug_assert_eq!(y.len(), n);
@@ -112,6 +120,8 @@ pub fn solve<T: Real>(f: &Factors<T>, y: &mut [T]) {
     }
     let sfmin = T::SAFE_MIN;
     let bignum = T::ONE / sfmin;
+    // |u_ij| ≤ tol / EPS, so with every |x_j| ≤ limit a step's sum stays below 3/4 bignum.
+    let limit = bignum / (T::TWO * T::TWO * (f.tol / T::EPS).max(T::ONE));
     for k in (0..n).rev() {
         let mut temp = y[k];
         if k + 1 < n {
@@ -147,6 +157,13 @@ pub fn solve<T: Real>(f: &Factors<T>, y: &mut [T]) {
             break;
         }
         y[k] = temp / ak;
+        // Finite: the loop above leaves |temp / ak| ≤ bignum.
+        if y[k].abs() > limit {
+            let scale = T::ONE / y[k].abs();
+            for v in y.iter_mut() {
+                *v = *v * scale;
+            }
+        }
     }
 }
 

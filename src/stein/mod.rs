@@ -46,6 +46,13 @@
 //!   with LAPACK's to rounding, not bit for bit.
 //!   Where two components tie for the largest magnitude, rounding decides which is made
 //!   positive, so such a vector may come out with the opposite sign of LAPACK's.
+//! - Where xLAGTS would overflow (the solve grows past the type's range: many weakly coupled
+//!   copies of one block), [`cpu::solve`] rescales the iterate instead.
+//! - After a cluster's iterations, [`repair`] checks its vectors: a cluster that lost
+//!   orthogonality is orthonormalized once more, and one whose residuals are far above what
+//!   inverse iteration reaches (eigenvalues equal to working precision) takes the block's
+//!   xSTEQR eigenvectors instead. LAPACK returns such vectors as they are; INFO and IFAIL are
+//!   LAPACK's either way.
 //! - LAPACK reads ISPLIT and D wherever IBLOCK points. A block whose rows are not inside
 //!   1..=N (ISPLIT too short, not increasing, out of range) is not read: its columns are set
 //!   to zero and reported as failed in IFAIL and INFO. Eigenvalues LAPACK never visits
@@ -62,6 +69,7 @@ pub mod cpu;
 pub mod device;
 pub mod gpu;
 pub mod random;
+pub mod repair;
 
 use crate::dispatch::Backend;
 use crate::host::workers::run_on_threads;
@@ -287,7 +295,7 @@ fn plan<'a, T: Real>(
 
 /// Runs one task on its columns (`z` starts at the task's first column, `failed` holds one
 /// flag per column of the task) with the scratch `work`.
-fn run_task<T: Real>(
+fn run_task<T: SteinReal>(
     plan: &Plan<'_, T>,
     task: &Task<T>,
     z: &mut [T],
@@ -329,6 +337,7 @@ fn run_task<T: Real>(
                 seeds: &plan.seeds[col..col + count],
             };
             cpu::cluster_vectors(&job, z, ldz, failed, work);
+            repair::check_cluster(&job, &plan.w[col..col + count], z, ldz, failed);
         }
     }
 }
@@ -339,10 +348,11 @@ type Piece<'z, T> = (usize, &'z mut [T], &'z mut [bool]);
 /// Below this many estimated operations a call runs on one thread.
 const PARALLEL_WORK: usize = 200_000;
 
-/// The precisions xSTEIN runs in, on the host and on the GPU (its GEMMs there).
-pub trait SteinReal: Real + crate::device::blas::CublasReal {}
+/// The precisions xSTEIN runs in, on the host (with LAPACK's xSTEQR where inverse iteration
+/// breaks down, [`repair`]) and on the GPU (its GEMMs there).
+pub trait SteinReal: Real + crate::lapack::Dense + crate::device::blas::CublasReal {}
 
-impl<T: Real + crate::device::blas::CublasReal> SteinReal for T {}
+impl<T: Real + crate::lapack::Dense + crate::device::blas::CublasReal> SteinReal for T {}
 
 /// Eigenvectors of the symmetric tridiagonal matrix with diagonal `d` (N = `d.len()`) and
 /// off-diagonal `e` (N − 1 entries) for the eigenvalues `w` (M = `w.len()`), with LAPACK
@@ -550,7 +560,7 @@ fn report_failures(report: &mut SteinReport, failed: &[bool]) {
 /// The host path of [`stein_run`]: every task of the plan on up to `threads` threads, with the
 /// memory the caller allocated (`here`: one thread's scratch; `pieces`: room for one entry per
 /// task).
-fn run_on_host<'z, T: Real>(
+fn run_on_host<'z, T: SteinReal>(
     plan: &Plan<'_, T>,
     threads: usize,
     z: &'z mut [T],
