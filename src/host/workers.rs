@@ -53,6 +53,38 @@ pub(crate) fn run_with_stack<R: Send>(
     })
 }
 
+/// Runs `background` on a thread of its own while the calling thread runs `foreground` (work
+/// that must stay on this thread, e.g. for its CUDA context), and returns both results; where
+/// the OS refuses the thread, `background` runs here afterwards. A panic in `background` is
+/// raised again here.
+pub(crate) fn alongside<A: Send, B>(
+    background: impl FnOnce() -> A + Send,
+    foreground: impl FnOnce() -> B,
+) -> (A, B) {
+    alongside_with(&OsThreads, background, foreground)
+}
+
+/// [`alongside`] with threads from `spawner`.
+fn alongside_with<S: Spawner, A: Send, B>(
+    spawner: &S,
+    background: impl FnOnce() -> A + Send,
+    foreground: impl FnOnce() -> B,
+) -> (A, B) {
+    // A refused spawn drops its closure: the work waits in a slot the closure only borrows.
+    let slot = Mutex::new(Some(background));
+    let take = || slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+    std::thread::scope(|s| {
+        let helper = spawner.spawn(s, || take().map(|f| f())).ok();
+        let b = foreground();
+        let a = match helper.map(|h| h.join()) {
+            Some(Ok(Some(a))) => a,
+            Some(Err(payload)) => std::panic::resume_unwind(payload),
+            _ => take().expect("work not taken by a thread")(),
+        };
+        (a, b)
+    })
+}
+
 /// A part that waits for its thread, or for the calling thread.
 enum Runner<'scope, R> {
     Thread(ScopedJoinHandle<'scope, Option<R>>),
@@ -197,6 +229,20 @@ impl Spawner for Refusing {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn alongside_runs_both_with_or_without_a_thread() {
+        for allow in 0..2 {
+            let spawner = Refusing::after(allow);
+            let data = [2u64, 3, 5];
+            let (a, b) = alongside_with(&spawner, || data.iter().sum::<u64>(), || data[0] * 7);
+            assert_eq!((a, b), (10, 14), "{allow} threads allowed");
+        }
+        let panicked = std::panic::catch_unwind(|| {
+            alongside(|| panic!("background"), || 1);
+        });
+        assert!(panicked.is_err());
+    }
 
     #[test]
     fn refused_threads_run_here() {

@@ -23,6 +23,7 @@ use super::{
 };
 use crate::device::memory::{par_copy, Pinned};
 use crate::device::{self, kernels, DeviceError, Gpu};
+use crate::host::workers::alongside;
 use crate::lapack::Lapack;
 use crate::real::Real;
 use cudarc::driver::sys::CUdeviceptr;
@@ -353,10 +354,8 @@ fn solve_whole<T: Real>(
         ptr: addr(&f_d, &stream),
         ld: n,
     };
-    io.upload(&stream, &host, a, f)?;
-    let t1 = Instant::now();
-    let mut plan = Plan::<T>::new(gpu, stream.clone(), o, a, nrhs)?;
-    // Save B while the GPU works, in memory allocated before it starts.
+    // B is saved (when kept) on another thread while the upload runs: both only read it, and
+    // the upload is bound by the bus, the copy by host memory.
     let words = if keep_b {
         match SavedB::<T>::reserve(n, nrhs) {
             Ok(words) => Some(words),
@@ -365,6 +364,13 @@ fn solve_whole<T: Real>(
     } else {
         None
     };
+    let (words, uploaded) = alongside(
+        || words.map(|w| SavedB::copy(host.b, ldb, n, nrhs, w)),
+        || io.upload(&stream, &host, a, f),
+    );
+    uploaded?;
+    let t1 = Instant::now();
+    let mut plan = Plan::<T>::new(gpu, stream.clone(), o, a, nrhs)?;
     let (mut saved, mut plain) = (None, None);
     let verdict = plan.run(f, || match words {
         Some(words) => saved = Some(SavedB::new(b, ldb, n, nrhs, words)),
@@ -492,33 +498,41 @@ impl<'a, T: Real> SavedB<'a, T> {
     fn reserve(n: usize, nrhs: usize) -> Result<Vec<u64>, Reject> {
         let words = n.saturating_mul(nrhs).saturating_mul(sz::<T>()).div_ceil(8);
         let mut saved = std::mem::take(&mut *SAVE_POOL.lock().unwrap_or_else(|p| p.into_inner()));
-        saved.clear();
+        // `new` overwrites every word: only words the pool lacks are zeroed, not the whole
+        // buffer on every call (64 MB at n = 2^23).
+        saved.truncate(words);
         saved
-            .try_reserve_exact(words)
+            .try_reserve_exact(words - saved.len())
             .map_err(|_| Reject::NoHostMemory(words.saturating_mul(8)))?;
         saved.resize(words, 0);
         Ok(saved)
     }
 
-    /// Copies B into `saved` (from [`Self::reserve`] with the same `n` and `nrhs`).
-    fn new(b: &'a mut [T], ldb: usize, n: usize, nrhs: usize, saved: Vec<u64>) -> Self {
+    /// Copies the first `n` rows of B's columns into `saved` (from [`Self::reserve`] with the
+    /// same `n` and `nrhs`).
+    fn copy(b: &[T], ldb: usize, n: usize, nrhs: usize, mut saved: Vec<u64>) -> Vec<u64> {
         assert!(saved.len() * 8 >= n * nrhs * sz::<T>(), "saved B too small");
-        let mut s = SavedB {
+        // SAFETY: `saved` holds at least n × nrhs elements of T (f32 or f64: plain data,
+        // alignment at most 8, any bit pattern valid).
+        let packed =
+            unsafe { std::slice::from_raw_parts_mut(saved.as_mut_ptr() as *mut T, n * nrhs) };
+        for c in 0..nrhs {
+            par_copy(&mut packed[c * n..(c + 1) * n], &b[c * ldb..c * ldb + n]);
+        }
+        saved
+    }
+
+    /// Guards `b`, whose rows `saved` holds (from [`Self::copy`] of the same `b`, which must
+    /// not have changed since).
+    fn new(b: &'a mut [T], ldb: usize, n: usize, nrhs: usize, saved: Vec<u64>) -> Self {
+        SavedB {
             b,
             ldb,
             n,
             nrhs,
             saved,
             committed: false,
-        };
-        // SAFETY: `saved` holds at least n × nrhs elements of T (f32 or f64: plain data,
-        // alignment at most 8, any bit pattern valid).
-        let packed =
-            unsafe { std::slice::from_raw_parts_mut(s.saved.as_mut_ptr() as *mut T, n * nrhs) };
-        for c in 0..nrhs {
-            par_copy(&mut packed[c * n..(c + 1) * n], &s.b[c * ldb..c * ldb + n]);
         }
-        s
     }
 }
 
