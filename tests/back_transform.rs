@@ -14,14 +14,14 @@ use hylapack::testmat::{self, DenseFamily, Rng};
 
 /// Q1 through `exec` ([`sbr::apply_q1_on`]) against the host's xORMQR/xORMLQ
 /// ([`sbr::apply_q1`]) on an n x m Z, the reflectors from LAPACK's xSYTRD_SY2SB: equal within
-/// 100 n ε max|Z|. Returns how the executor ran.
+/// 100 n ε max|Z|; with `direct`, Z moves by the executor's direct transfers (as when the
+/// driver page-locked it). Returns how the executor ran.
 fn q1_case<E: Executor<f64>>(
     exec: &mut E,
     uplo: u8,
-    n: usize,
-    kd: usize,
-    m: usize,
+    (n, kd, m): (usize, usize, usize),
     seed: u64,
+    direct: bool,
 ) -> sbr::Q1Run {
     let mut rng = Rng::new(seed);
     let mut a = testmat::dense_symmetric::<f64>(DenseFamily::Random, n, &mut rng);
@@ -46,8 +46,11 @@ fn q1_case<E: Executor<f64>>(
     let mut want = z0.clone();
     sbr::apply_q1(uplo, n, kd, &a, n, &tau, m, &mut want, ldz).expect("host memory");
     let mut got = z0.clone();
-    let what = format!("uplo {} n {n} kd {kd} m {m} seed {seed}", uplo as char);
-    let run = sbr::apply_q1_on(exec, uplo, n, kd, &a, n, &tau, m, &mut got, ldz)
+    let what = format!(
+        "uplo {} n {n} kd {kd} m {m} direct {direct} seed {seed}",
+        uplo as char
+    );
+    let run = sbr::apply_q1_on(exec, uplo, n, kd, &a, n, &tau, m, &mut got, ldz, direct)
         .unwrap_or_else(|e| panic!("{what}: {e:?}"));
     let norm = want.iter().fold(0.0f64, |x, y| x.max(y.abs()));
     let mut diff = 0.0f64;
@@ -72,7 +75,8 @@ fn q1_case<E: Executor<f64>>(
 }
 
 /// Q1 by block columns on the CPU executor (the GPU's tiling on the host's BLAS): in core, by
-/// block columns with the blocks of V resident, and one block at a time, both UPLO.
+/// block columns with the blocks of V resident, and one block at a time, both UPLO, Z moved
+/// through staging buffers and directly.
 #[test]
 fn q1_by_block_columns() {
     let seed = common::seed();
@@ -90,20 +94,22 @@ fn q1_by_block_columns() {
             (700, 300, 20),
         ] {
             let s = seed ^ (n * 1000 + kd) as u64;
-            let run = q1_case(&mut CpuExecutor::new(u64::MAX), uplo, n, kd, m, s);
-            assert!(run.block_columns <= 1 && run.v_resident, "{run:?}");
+            for direct in [false, true] {
+                let run = q1_case(&mut CpuExecutor::new(u64::MAX), uplo, (n, kd, m), s, direct);
+                assert!(run.block_columns <= 1 && run.v_resident, "{run:?}");
+            }
             // The rooms for V resident beside block columns of 3 (V goes one block at a
             // time if that makes them more than twice as wide), then for one block's V.
             for resident in [true, false] {
                 let budget = sbr::q1_bytes(n, kd, 3, resident, false, 8);
-                let run = q1_case(&mut CpuExecutor::new(budget), uplo, n, kd, m, s);
+                let run = q1_case(&mut CpuExecutor::new(budget), uplo, (n, kd, m), s, resident);
                 assert!(resident || run.width <= 3, "{run:?}");
                 assert_eq!(run.block_columns, m.div_ceil(run.width), "{run:?}");
                 seen[run.v_resident as usize] |= run.block_columns > 1;
             }
             // No room for blocks of 256 reflectors: blocks of kd.
             let narrow = sbr::q1_bytes(n, kd, 3, false, true, 8);
-            let run = q1_case(&mut CpuExecutor::new(narrow), uplo, n, kd, m, s);
+            let run = q1_case(&mut CpuExecutor::new(narrow), uplo, (n, kd, m), s, true);
             assert_eq!(run.block_columns, m.div_ceil(run.width), "{run:?}");
             let wide = sbr::q1_bytes(n, kd, 1, false, false, 8);
             assert!(
@@ -116,7 +122,8 @@ fn q1_by_block_columns() {
 }
 
 /// Q1 through cuBLAS ([`sbr::apply_q1_on`] on the GPU executor) equals the host's, in core and
-/// by block columns (V resident or not), both UPLO. With `HYLAPACK_DEVICE=gpu`.
+/// by block columns (V resident or not), both UPLO, Z moved through staging buffers and
+/// directly. With `HYLAPACK_DEVICE=gpu`.
 #[test]
 fn gpu_q1_matches_host() {
     if !gpu_test() {
@@ -131,13 +138,15 @@ fn gpu_q1_matches_host() {
             (1500, 32, 15),
         ] {
             let s = seed ^ (n * 1000 + kd) as u64;
-            let mut exec = GpuExecutor::<f64>::new(None).expect("GPU executor");
-            let run = q1_case(&mut exec, uplo, n, kd, m, s);
-            assert_eq!(run.block_columns, 1, "{run:?}");
+            for direct in [false, true] {
+                let mut exec = GpuExecutor::<f64>::new(None).expect("GPU executor");
+                let run = q1_case(&mut exec, uplo, (n, kd, m), s, direct);
+                assert_eq!(run.block_columns, 1, "{run:?}");
+            }
             for resident in [true, false] {
                 let budget = sbr::q1_bytes(n, kd, m.div_ceil(4).max(1), resident, false, 8);
                 let mut exec = GpuExecutor::<f64>::new(Some(budget)).expect("GPU executor");
-                let run = q1_case(&mut exec, uplo, n, kd, m, s);
+                let run = q1_case(&mut exec, uplo, (n, kd, m), s, resident);
                 // With room for V, it may still go one block at a time in wider block columns.
                 assert_eq!(run.block_columns, m.div_ceil(run.width), "{run:?}");
                 assert!(resident || run.block_columns >= 4.min(m), "{run:?}");

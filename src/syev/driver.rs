@@ -369,6 +369,7 @@ impl<T: SbrReal> Kept<T> {
             mut times,
             ..
         } = self;
+        let locked = lock_for_transfers(path, m, z, ldz);
         let clock = Instant::now();
         apply_q2(&q2, path, m, z, ldz, &mut times);
         drop(q2);
@@ -382,10 +383,41 @@ impl<T: SbrReal> Kept<T> {
             lda,
             tau: &tau,
         };
-        q1.apply(path, m, z, ldz, &mut times)?;
+        q1.apply(path, m, z, ldz, locked.is_some(), &mut times)?;
         times.q1 = clock.elapsed().as_secs_f64();
+        // Both stages waited for their copies: the memory can be unlocked.
+        drop(locked);
         Ok(times)
     }
+}
+
+/// Z page-locked for the GPU path's two back-transformations, which move it to the GPU and
+/// back twice (by DMA at the bus's rate instead of pageable copies or staging buffers); None
+/// for other paths, or where the driver refuses (Z locked already, a locking limit).
+fn lock_for_transfers<T>(
+    path: Path,
+    m: usize,
+    z: &mut [T],
+    ldz: usize,
+) -> Option<crate::device::memory::Registered> {
+    if !matches!(path, Path::Gpu { .. }) || m == 0 {
+        return None;
+    }
+    let gpu = crate::device::gpu().ok()?;
+    let len = (ldz * m).min(z.len());
+    let clock = Instant::now();
+    // SAFETY: `z` stays allocated (borrowed) until the registration is dropped, after both
+    // stages have waited for their last copy.
+    let locked =
+        unsafe { gpu.register_host(z.as_mut_ptr().cast(), std::mem::size_of_val(&z[..len])) };
+    dispatch::debug(|| match &locked {
+        Ok(_) => format!(
+            "syev: Z page-locked in {:.3} s",
+            clock.elapsed().as_secs_f64()
+        ),
+        Err(e) => format!("syev: Z not page-locked ({e})"),
+    });
+    locked.ok()
 }
 
 /// Whether `bytes` fit a path's budget (`None`: only the GPU's own, which the stage checks).
@@ -455,11 +487,12 @@ impl<T: SbrReal> Q1<'_, T> {
         m: usize,
         z: &mut [T],
         ldz: usize,
+        z_locked: bool,
         times: &mut StageTimes,
     ) -> Result<(), String> {
         let done = match path {
             Path::Gpu { budget } => match GpuExecutor::<T>::new(budget) {
-                Ok(mut exec) => self.on(&mut exec, Backend::Gpu, m, z, ldz, times),
+                Ok(mut exec) => self.on(&mut exec, Backend::Gpu, m, z, ldz, z_locked, times),
                 Err(e) => {
                     dispatch::debug(|| format!("syev: Q1 on the host: {e}"));
                     0
@@ -467,7 +500,7 @@ impl<T: SbrReal> Q1<'_, T> {
             },
             Path::CpuBlocked { budget } => {
                 let mut exec = CpuExecutor::new(budget);
-                self.on(&mut exec, Backend::Cpu, m, z, ldz, times)
+                self.on(&mut exec, Backend::Cpu, m, z, ldz, false, times)
             }
             Path::Lapack => 0,
         };
@@ -499,6 +532,7 @@ impl<T: SbrReal> Q1<'_, T> {
     /// Panics if it failed while writing a block column back, which leaves neither Z nor the
     /// result (as the band reduction's torn download does; the API reports it as an internal
     /// error).
+    #[allow(clippy::too_many_arguments)]
     fn on<E: Executor<T>>(
         &self,
         exec: &mut E,
@@ -506,10 +540,11 @@ impl<T: SbrReal> Q1<'_, T> {
         m: usize,
         z: &mut [T],
         ldz: usize,
+        z_locked: bool,
         times: &mut StageTimes,
     ) -> usize {
         let (uplo, n, kd, a, lda, tau) = (self.uplo, self.n, self.kd, self.a, self.lda, self.tau);
-        match apply_q1_on(exec, uplo, n, kd, a, lda, tau, m, z, ldz) {
+        match apply_q1_on(exec, uplo, n, kd, a, lda, tau, m, z, ldz, z_locked) {
             Ok(run) => {
                 times.transfers += run.transfer_secs;
                 times.q1_on_gpu = backend == Backend::Gpu;
