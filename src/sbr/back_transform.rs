@@ -17,7 +17,9 @@
 
 use super::executor::{host_zeros, op, op_mut, ExecError, Executor};
 use super::panel::device::{gram_matrix, t_from_gram};
+use crate::host::workers::run_on_threads;
 use crate::real::Real;
+use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 /// How a run of [`apply_q1_on`] went: the seconds spent moving Z's block columns (each
@@ -370,17 +372,33 @@ fn form_t<T: Real, E: Executor<T>>(
     exec.download(t, 0, total, &mut |start, piece| {
         grams[start..start + piece.len()].copy_from_slice(piece)
     })?;
+    // The blocks' recurrences are independent: the host's threads take them from a queue.
     let mut ts = host_zeros(total)?;
-    let mut g = host_zeros(w * w)?;
-    for (p, &(i, _, pk)) in ps.iter().enumerate() {
-        let at = p * w * w;
-        for c in 0..pk {
-            g[c * pk..(c + 1) * pk].copy_from_slice(&grams[at + c * w..at + c * w + pk]);
+    let queue = Mutex::new(ts.chunks_mut(w * w).zip(grams.chunks(w * w)).zip(ps));
+    let failed = Mutex::new(None);
+    let fail = |e| *failed.lock().unwrap_or_else(PoisonError::into_inner) = Some(e);
+    let next = || queue.lock().unwrap_or_else(PoisonError::into_inner).next();
+    run_on_threads(crate::host::threads().min(ps.len()), || {
+        while let Some(((tb, gb), &(i, _, pk))) = next() {
+            let mut g = match host_zeros(pk * pk) {
+                Ok(g) => g,
+                Err(e) => return fail(e),
+            };
+            for c in 0..pk {
+                g[c * pk..(c + 1) * pk].copy_from_slice(&gb[c * w..c * w + pk]);
+            }
+            match t_from_gram(pk, &g, &tau[i..i + pk]) {
+                Ok(tp) => {
+                    for c in 0..pk {
+                        tb[c * w..c * w + pk].copy_from_slice(&tp[c * pk..(c + 1) * pk]);
+                    }
+                }
+                Err(e) => return fail(e),
+            }
         }
-        let tp = t_from_gram(pk, &g[..pk * pk], &tau[i..i + pk])?;
-        for c in 0..pk {
-            ts[at + c * w..at + c * w + pk].copy_from_slice(&tp[c * pk..(c + 1) * pk]);
-        }
+    });
+    if let Some(e) = failed.into_inner().unwrap_or_else(PoisonError::into_inner) {
+        return Err(e);
     }
     exec.upload(t, 0, total, &mut |start, out| {
         out.copy_from_slice(&ts[start..start + out.len()])

@@ -191,12 +191,14 @@ pub(in crate::sbr) fn t_from_gram<T: Real>(
         for l in 0..j {
             w[l] = T::ZERO - tau[j] * g[l + j * k];
         }
-        for r in 0..j {
-            let mut acc = T::ZERO;
-            for l in r..j {
-                acc = acc + t[r + l * k] * w[l];
+        // Column j above the diagonal: T[..j, ..j] w, by columns of the triangle (contiguous
+        // in memory, where rows were k apart).
+        let (done, col) = t.split_at_mut(j * k);
+        let col = &mut col[..j];
+        for (l, &wl) in w[..j].iter().enumerate() {
+            for (c, &x) in col[..=l].iter_mut().zip(&done[l * k..l * k + l + 1]) {
+                *c = *c + x * wl;
             }
-            t[r + j * k] = acc;
         }
     }
     Ok(t)
