@@ -193,7 +193,8 @@ pub fn apply_left<T: CublasReal>(
             let cfg = LaunchConfig {
                 grid_dim: (int(grid)? as u32, 1, 1),
                 block_dim: (THREADS as u32, 1, 1),
-                shared_mem_bytes: (GROUP * (b + 2 * LANES + 1) * elem) as u32,
+                // Two buffers of a step's coefficients and tau.
+                shared_mem_bytes: (2 * GROUP * (b + 2 * LANES + 1) * elem) as u32,
             };
             let mut launch = stream.launch_builder(&func);
             launch
