@@ -451,110 +451,240 @@ fn eig_mode(vectors: bool) -> cs::cusolverEigMode_t {
     }
 }
 
-/// cusolverDnDsyevd_bufferSize with JOBZ = V if `vectors` (else N), UPLO = lower.
+/// A parameter object of cuSOLVER's 64-bit API (its default algorithms), destroyed when
+/// dropped.
+pub struct SolverParams {
+    raw: cs::cusolverDnParams_t,
+}
+
+impl SolverParams {
+    /// A new parameter object.
+    pub fn new() -> Result<Self, DeviceError> {
+        if !super::libraries().cusolver {
+            return Err(DeviceError::MissingLibrary("cuSOLVER"));
+        }
+        let mut raw: cs::cusolverDnParams_t = std::ptr::null_mut();
+        // SAFETY: raw receives a new parameter object.
+        let st = unsafe { cs::cusolverDnCreateParams(&mut raw) };
+        DeviceError::check_cusolver("cusolverDnCreateParams", st)?;
+        Ok(SolverParams { raw })
+    }
+}
+
+impl Drop for SolverParams {
+    fn drop(&mut self) {
+        // SAFETY: created by cusolverDnCreateParams and destroyed once.
+        unsafe { cs::cusolverDnDestroyParams(self.raw) };
+    }
+}
+
+/// The workspaces of a call of cuSOLVER's 64-bit API, in bytes: (device, host).
+pub type WorkspaceBytes = (usize, usize);
+
+/// The host workspace `buf` as cuSOLVER takes it (null when empty).
+fn host_buffer(buf: &mut [u8]) -> *mut std::ffi::c_void {
+    if buf.is_empty() {
+        std::ptr::null_mut()
+    } else {
+        buf.as_mut_ptr().cast()
+    }
+}
+
+/// cusolverDnXsyevd_bufferSize (the 64-bit API, whose workspace sizes are 64-bit: the 32-bit
+/// Dsyevd's overflow at n = 32768) in f64, with JOBZ = V if `vectors` (else N), UPLO = lower.
 ///
 /// # Safety
 /// `h` is a live handle; `a` holds n x n entries at `lda`, `w` n entries (device memory).
-pub unsafe fn dsyevd_buffer_size(
+pub unsafe fn xsyevd_buffer_size(
     h: cs::cusolverDnHandle_t,
+    params: &SolverParams,
     vectors: bool,
-    n: i32,
+    n: i64,
     a: *const f64,
-    lda: i32,
+    lda: i64,
     w: *const f64,
-) -> Result<i32, DeviceError> {
-    let mut lwork = 0i32;
+) -> Result<WorkspaceBytes, DeviceError> {
+    let (mut dev, mut host) = (0usize, 0usize);
     let (jobz, lower) = (
         eig_mode(vectors),
         cs::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER,
     );
-    // SAFETY: as the caller promises; lwork is host memory.
-    let st = unsafe { cs::cusolverDnDsyevd_bufferSize(h, jobz, lower, n, a, lda, w, &mut lwork) };
-    DeviceError::check_cusolver("cusolverDnDsyevd_bufferSize", st)?;
-    Ok(lwork)
+    let r64 = cs::cudaDataType::CUDA_R_64F;
+    // SAFETY: as the caller promises; dev and host are host memory.
+    let st = unsafe {
+        cs::cusolverDnXsyevd_bufferSize(
+            h,
+            params.raw,
+            jobz,
+            lower,
+            n,
+            r64,
+            a.cast(),
+            lda,
+            r64,
+            w.cast(),
+            r64,
+            &mut dev,
+            &mut host,
+        )
+    };
+    DeviceError::check_cusolver("cusolverDnXsyevd_bufferSize", st)?;
+    Ok((dev, host))
 }
 
-/// cusolverDnDsyevd with JOBZ = V if `vectors` (else N), UPLO = lower: the eigenvalues of `a`
-/// into `w` (and its eigenvectors over `a`).
+/// cusolverDnXsyevd in f64 with JOBZ = V if `vectors` (else N), UPLO = lower: the eigenvalues
+/// of `a` into `w` (and its eigenvectors over `a`).
 ///
 /// # Safety
-/// As for [`dsyevd_buffer_size`], with a device workspace of `lwork` elements (at least what
-/// it returned) and one device `info`, all on the handle's stream.
+/// As for [`xsyevd_buffer_size`] with the same `params`, with a device workspace `work` of
+/// `work_bytes` and a host one `host_work` (at least what it returned) and one device `info`,
+/// all on the handle's stream.
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn dsyevd(
+pub unsafe fn xsyevd(
     h: cs::cusolverDnHandle_t,
+    params: &SolverParams,
     vectors: bool,
-    n: i32,
+    n: i64,
     a: *mut f64,
-    lda: i32,
+    lda: i64,
     w: *mut f64,
-    work: *mut f64,
-    lwork: i32,
+    (work, work_bytes): (*mut std::ffi::c_void, usize),
+    host_work: &mut [u8],
     info: *mut i32,
 ) -> Result<(), DeviceError> {
     let (jobz, lower) = (
         eig_mode(vectors),
         cs::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER,
     );
+    let r64 = cs::cudaDataType::CUDA_R_64F;
+    let host_bytes = host_work.len();
     // SAFETY: as the caller promises.
-    let st = unsafe { cs::cusolverDnDsyevd(h, jobz, lower, n, a, lda, w, work, lwork, info) };
-    DeviceError::check_cusolver("cusolverDnDsyevd", st)
+    let st = unsafe {
+        cs::cusolverDnXsyevd(
+            h,
+            params.raw,
+            jobz,
+            lower,
+            n,
+            r64,
+            a.cast(),
+            lda,
+            r64,
+            w.cast(),
+            r64,
+            work,
+            work_bytes,
+            host_buffer(host_work),
+            host_bytes,
+            info,
+        )
+    };
+    DeviceError::check_cusolver("cusolverDnXsyevd", st)
 }
 
-/// cusolverDnDsyevdx_bufferSize with JOBZ = V, RANGE = I (the il-th to iu-th eigenvalues,
-/// 1-based), UPLO = lower.
+/// cusolverDnXsyevdx_bufferSize (the 64-bit API, as for [`xsyevd_buffer_size`]) in f64, with
+/// JOBZ = V, RANGE = I (the il-th to iu-th eigenvalues, 1-based), UPLO = lower.
 ///
 /// # Safety
 /// `h` is a live handle; `a` holds n x n entries at `lda`, `w` n entries (device memory).
-pub unsafe fn dsyevdx_index_buffer_size(
+pub unsafe fn xsyevdx_index_buffer_size(
     h: cs::cusolverDnHandle_t,
-    n: i32,
+    params: &SolverParams,
+    n: i64,
     a: *const f64,
-    lda: i32,
-    (il, iu): (i32, i32),
+    lda: i64,
+    (il, iu): (i64, i64),
     w: *const f64,
-) -> Result<i32, DeviceError> {
-    let (mut lwork, mut meig) = (0i32, 0i32);
+) -> Result<WorkspaceBytes, DeviceError> {
+    let (mut dev, mut host, mut meig) = (0usize, 0usize, 0i64);
+    // VL and VU: host scalars of W's type, unread with RANGE = I.
+    let (mut vl, mut vu) = (0.0f64, 0.0f64);
     let (jobz, lower) = (eig_mode(true), cs::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER);
     let range = cs::cusolverEigRange_t::CUSOLVER_EIG_RANGE_I;
-    // SAFETY: as the caller promises; lwork and meig are host memory.
+    let r64 = cs::cudaDataType::CUDA_R_64F;
+    // SAFETY: as the caller promises; the scalars and sizes are host memory.
     let st = unsafe {
-        cs::cusolverDnDsyevdx_bufferSize(
-            h, jobz, range, lower, n, a, lda, 0.0, 0.0, il, iu, &mut meig, w, &mut lwork,
+        cs::cusolverDnXsyevdx_bufferSize(
+            h,
+            params.raw,
+            jobz,
+            range,
+            lower,
+            n,
+            r64,
+            a.cast(),
+            lda,
+            (&mut vl as *mut f64).cast(),
+            (&mut vu as *mut f64).cast(),
+            il,
+            iu,
+            &mut meig,
+            r64,
+            w.cast(),
+            r64,
+            &mut dev,
+            &mut host,
         )
     };
-    DeviceError::check_cusolver("cusolverDnDsyevdx_bufferSize", st)?;
-    Ok(lwork)
+    DeviceError::check_cusolver("cusolverDnXsyevdx_bufferSize", st)?;
+    Ok((dev, host))
 }
 
-/// cusolverDnDsyevdx with JOBZ = V, RANGE = I, UPLO = lower: the il-th to iu-th eigenvalues
-/// of `a` into `w`, their eigenvectors over the first columns of `a`; returns how many.
+/// cusolverDnXsyevdx in f64 with JOBZ = V, RANGE = I, UPLO = lower: the il-th to iu-th
+/// eigenvalues of `a` into `w`, their eigenvectors over the first columns of `a`; returns how
+/// many.
 ///
 /// # Safety
-/// As for [`dsyevdx_index_buffer_size`], with a device workspace of `lwork` elements (at least
-/// what it returned) and one device `info`, all on the handle's stream.
+/// As for [`xsyevdx_index_buffer_size`] with the same `params`, with a device workspace `work`
+/// of `work_bytes` and a host one `host_work` (at least what it returned) and one device
+/// `info`, all on the handle's stream.
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn dsyevdx_index(
+pub unsafe fn xsyevdx_index(
     h: cs::cusolverDnHandle_t,
-    n: i32,
+    params: &SolverParams,
+    n: i64,
     a: *mut f64,
-    lda: i32,
-    (il, iu): (i32, i32),
+    lda: i64,
+    (il, iu): (i64, i64),
     w: *mut f64,
-    work: *mut f64,
-    lwork: i32,
+    (work, work_bytes): (*mut std::ffi::c_void, usize),
+    host_work: &mut [u8],
     info: *mut i32,
-) -> Result<i32, DeviceError> {
-    let mut meig = 0i32;
+) -> Result<i64, DeviceError> {
+    let mut meig = 0i64;
+    let (mut vl, mut vu) = (0.0f64, 0.0f64);
     let (jobz, lower) = (eig_mode(true), cs::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER);
     let range = cs::cusolverEigRange_t::CUSOLVER_EIG_RANGE_I;
-    // SAFETY: as the caller promises; meig is host memory.
+    let r64 = cs::cudaDataType::CUDA_R_64F;
+    let host_bytes = host_work.len();
+    // SAFETY: as the caller promises; meig and the scalars are host memory.
     let st = unsafe {
-        cs::cusolverDnDsyevdx(
-            h, jobz, range, lower, n, a, lda, 0.0, 0.0, il, iu, &mut meig, w, work, lwork, info,
+        cs::cusolverDnXsyevdx(
+            h,
+            params.raw,
+            jobz,
+            range,
+            lower,
+            n,
+            r64,
+            a.cast(),
+            lda,
+            (&mut vl as *mut f64).cast(),
+            (&mut vu as *mut f64).cast(),
+            il,
+            iu,
+            &mut meig,
+            r64,
+            w.cast(),
+            r64,
+            work,
+            work_bytes,
+            host_buffer(host_work),
+            host_bytes,
+            info,
         )
     };
-    DeviceError::check_cusolver("cusolverDnDsyevdx", st)?;
+    DeviceError::check_cusolver("cusolverDnXsyevdx", st)?;
     Ok(meig)
 }
 

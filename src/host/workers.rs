@@ -95,7 +95,7 @@ enum Runner<'scope, R> {
 /// once; `work` takes its pieces from a queue that the threads share, until none is left. A
 /// thread that cannot be started is not an error: the threads that did start, and the caller,
 /// do its share. So `work` must finish on any number of threads from 1 (the caller alone).
-pub(crate) fn run_on_threads(threads: usize, work: impl Fn() + Sync) {
+pub fn run_on_threads(threads: usize, work: impl Fn() + Sync) {
     run_on_threads_with(&OsThreads, threads, work)
 }
 

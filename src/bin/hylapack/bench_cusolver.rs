@@ -5,7 +5,8 @@
 use hylapack::device::{blas, DeviceError};
 use std::time::Instant;
 
-/// What cuSOLVER is asked for (UPLO = lower throughout).
+/// What cuSOLVER is asked for (UPLO = lower throughout; Dsyevd and Dsyevdx through the 64-bit
+/// API, cusolverDnXsyevd and cusolverDnXsyevdx).
 #[derive(Clone, Copy)]
 pub enum Job {
     /// Dsytrd: the reduction to tridiagonal form.
@@ -42,8 +43,13 @@ pub fn run(a: &[f64], n: usize, job: Job) -> Result<Timed, String> {
     let mut e_d = stream.alloc_zeros::<f64>(n).map_err(de)?;
     let mut tau_d = stream.alloc_zeros::<f64>(n).map_err(de)?;
     let mut info_d = stream.alloc_zeros::<i32>(1).map_err(de)?;
-    let ni = n as i32;
-    let lwork = {
+    // Dsyevd and Dsyevdx through the 64-bit API: the 32-bit one's workspace size (an int)
+    // overflows at n = 32768.
+    let params = blas::SolverParams::new().map_err(ds)?;
+    let (ni, nl) = (n as i32, n as i64);
+    let range = |il: i32, iu: i32| (i64::from(il), i64::from(iu));
+    // Workspace bytes (device, host); Dsytrd's device one holds lwork f64s.
+    let (dev_bytes, host_bytes) = {
         let (pa, _g1) = a_d.device_ptr(&stream);
         let (pw, _g2) = w_d.device_ptr(&stream);
         let (pe, _g3) = e_d.device_ptr(&stream);
@@ -53,20 +59,27 @@ pub fn run(a: &[f64], n: usize, job: Job) -> Result<Timed, String> {
             match job {
                 Job::Sytrd => {
                     blas::dsytrd_buffer_size(h, ni, pa as _, ni, pw as _, pe as _, pt as _)
+                        .map(|lwork| (lwork.max(0) as usize * 8, 0))
                 }
                 Job::Syevd { vectors } => {
-                    blas::dsyevd_buffer_size(h, vectors, ni, pa as _, ni, pw as _)
+                    blas::xsyevd_buffer_size(h, &params, vectors, nl, pa as _, nl, pw as _)
                 }
-                Job::SyevdxIndex { il, iu } => {
-                    blas::dsyevdx_index_buffer_size(h, ni, pa as _, ni, (il, iu), pw as _)
-                }
+                Job::SyevdxIndex { il, iu } => blas::xsyevdx_index_buffer_size(
+                    h,
+                    &params,
+                    nl,
+                    pa as _,
+                    nl,
+                    range(il, iu),
+                    pw as _,
+                ),
             }
         }
         .map_err(ds)?
     };
-    let mut work = stream
-        .alloc_zeros::<f64>(lwork.max(1) as usize)
-        .map_err(de)?;
+    // Device allocations are aligned far beyond f64's, so Dsytrd takes these bytes as f64s.
+    let mut work = stream.alloc_zeros::<u8>(dev_bytes.max(1)).map_err(de)?;
+    let mut host_work = vec![0u8; host_bytes];
     stream.synchronize().map_err(de)?;
     let t = Instant::now();
     let m = {
@@ -76,20 +89,26 @@ pub fn run(a: &[f64], n: usize, job: Job) -> Result<Timed, String> {
         let (pt, _g4) = tau_d.device_ptr_mut(&stream);
         let (pwork, _g5) = work.device_ptr_mut(&stream);
         let (pinfo, _g6) = info_d.device_ptr_mut(&stream);
-        let (pwork, pinfo) = (pwork as *mut f64, pinfo as *mut i32);
-        // SAFETY: as above, with the workspace cuSOLVER asked for.
+        let (pwork, pinfo) = (pwork as *mut std::ffi::c_void, pinfo as *mut i32);
+        let hw = host_work.as_mut_slice();
+        // SAFETY: as above, with the workspaces cuSOLVER asked for.
         unsafe {
             match job {
-                Job::Sytrd => blas::dsytrd(
-                    h, ni, pa as _, ni, pw as _, pe as _, pt as _, pwork, lwork, pinfo,
-                )
-                .map(|()| 0),
+                Job::Sytrd => {
+                    let lwork = (dev_bytes / 8) as i32;
+                    let (pa, pw, pe, pt) = (pa as _, pw as _, pe as _, pt as _);
+                    blas::dsytrd(h, ni, pa, ni, pw, pe, pt, pwork.cast(), lwork, pinfo).map(|()| 0)
+                }
                 Job::Syevd { vectors } => {
-                    blas::dsyevd(h, vectors, ni, pa as _, ni, pw as _, pwork, lwork, pinfo)
-                        .map(|()| ni)
+                    let work = (pwork, dev_bytes);
+                    let (pa, pw) = (pa as _, pw as _);
+                    blas::xsyevd(h, &params, vectors, nl, pa, nl, pw, work, hw, pinfo).map(|()| nl)
                 }
                 Job::SyevdxIndex { il, iu } => {
-                    blas::dsyevdx_index(h, ni, pa as _, ni, (il, iu), pw as _, pwork, lwork, pinfo)
+                    let work = (pwork, dev_bytes);
+                    let (pa, pw) = (pa as _, pw as _);
+                    let range = range(il, iu);
+                    blas::xsyevdx_index(h, &params, nl, pa, nl, range, pw, work, hw, pinfo)
                 }
             }
         }

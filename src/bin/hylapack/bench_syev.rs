@@ -15,7 +15,7 @@
 //! - cuSOLVER Dsytrd and Dsyevd (eigenvalues only), device-resident: the matrix is on the GPU
 //!   before the timer starts;
 //! - the host's LAPACK: dsyevd (JOBZ = 'N'), and dsytrd_sy2sb + dsytrd_sb2st + dsterf, run
-//!   only where the time extrapolated (n³) from the previous order stays below a limit.
+//!   only where their time predicted by n³ stays below `--lapack-limit` ([`LapackGate`]).
 //!
 //! Eigenvalues are checked against the first full spectrum computed for that order (cuSOLVER
 //! Dsyevd, else LAPACK dsyevd): max |Δλ| / (n ε ‖A‖).
@@ -159,6 +159,69 @@ pub(crate) fn secs(f: impl FnOnce()) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
+/// Which of the host's LAPACK rows run: those whose time predicted by n³ stays within
+/// `--lapack-limit`, from the method's last time at an order of at least min(n, `PROBE_N`);
+/// where there is none (the first order, or the last was smaller), the method is timed once
+/// at `PROBE_N` on a matrix of its own. Orders up to `PROBE_N` run unpredicted.
+pub(crate) struct LapackGate {
+    limit_s: f64,
+    /// Per method: its last (order, seconds).
+    last: Vec<Option<(usize, f64)>>,
+}
+
+impl LapackGate {
+    pub(crate) const PROBE_N: usize = 1024;
+
+    /// A gate for `methods` methods (numbered from 0); none run if `limit_s` ≤ 0.
+    pub(crate) fn new(limit_s: f64, methods: usize) -> Self {
+        LapackGate {
+            limit_s,
+            last: vec![None; methods],
+        }
+    }
+
+    /// Whether method `k` (`what`) runs at order n, `probe(PROBE_N)` timing it (seconds) where
+    /// needed; prints the prediction where it does not.
+    pub(crate) fn fits(
+        &mut self,
+        k: usize,
+        what: &str,
+        n: usize,
+        probe: impl FnOnce(usize) -> f64,
+    ) -> bool {
+        if self.limit_s <= 0.0 {
+            return false;
+        }
+        if n <= Self::PROBE_N {
+            return true;
+        }
+        let (n0, s0) = match self.last[k] {
+            Some((n0, s0)) if n0 >= Self::PROBE_N => (n0, s0),
+            _ => {
+                let probed = (Self::PROBE_N, probe(Self::PROBE_N));
+                self.last[k] = Some(probed);
+                probed
+            }
+        };
+        let predicted = s0 * (n as f64 / n0 as f64).powi(3);
+        let fits = predicted <= self.limit_s;
+        if !fits {
+            println!(
+                "n={n}: {what} left out: predicted {} (n³ from {} at n={n0}), above --lapack-limit {}",
+                time(predicted),
+                time(s0),
+                time(self.limit_s)
+            );
+        }
+        fits
+    }
+
+    /// Method `k` took `secs` at order n.
+    pub(crate) fn record(&mut self, k: usize, n: usize, secs: f64) {
+        self.last[k] = Some((n, secs));
+    }
+}
+
 /// cuBLAS DGEMM rate (GFLOP/s) at order m, device-resident, through the executor.
 fn dgemm_rate(m: usize) -> Result<f64, String> {
     let mut exec = GpuExecutor::<f64>::new(None).map_err(|e| e.to_string())?;
@@ -242,7 +305,8 @@ fn run(o: &Options) -> i32 {
     let mut table = Table::new(&["n", "method", "time", "GFLOP/s", "err/(n eps |A|)", "note"]);
     let mut rng = Rng::new(testmat::seed_from_time());
     let mut failures = 0;
-    let mut lapack_rate: [Option<f64>; 2] = [None, None]; // seconds / n³ of the two LAPACK rows
+    // The two LAPACK rows: dsyevd, and sy2sb + sb2st + sterf.
+    let mut gate = LapackGate::new(o.lapack_limit_s, 2);
     for &n in &o.sizes {
         let a = testmat::dense_symmetric::<f64>(DenseFamily::Random, n, &mut rng);
         let flops = 4.0 * (n as f64).powi(3) / 3.0;
@@ -576,58 +640,21 @@ fn run(o: &Options) -> i32 {
                 }
             }
         }
-        let n3 = (n as f64).powi(3);
-        // The first size runs LAPACK unless the limit is 0 (no rate is known yet to predict).
-        let fits =
-            |r: Option<f64>| o.lapack_limit_s > 0.0 && r.is_none_or(|r| r * n3 <= o.lapack_limit_s);
-        if !o.no_peers && fits(lapack_rate[0]) {
-            let mut work = a.clone();
-            let mut w = vec![0.0; n];
-            let s = secs(|| {
-                f64::syevd_values(b'L', n, &mut work, n, &mut w);
-            });
-            lapack_rate[0] = Some(s / n3);
+        let random = |n| testmat::dense_symmetric::<f64>(DenseFamily::Random, n, &mut Rng::new(2));
+        let what = "LAPACK dsyevd, values (host)";
+        if !o.no_peers && gate.fits(0, what, n, |n0| host_syevd_values(&random(n0), n0).0) {
+            let (s, w) = host_syevd_values(&a, n);
+            gate.record(0, n, s);
             if reference.is_none() {
                 reference = Some(w.clone());
             }
-            add(
-                &mut rows,
-                "LAPACK dsyevd, values (host)",
-                s,
-                false,
-                Some(w),
-                String::new(),
-            );
+            add(&mut rows, what, s, false, Some(w), String::new());
         }
-        if !o.no_peers && fits(lapack_rate[1]) {
-            let kd = hylapack::syev::bandwidth(n);
-            let mut work = a.clone();
-            let (mut ab, mut tau) = (vec![0.0; (kd + 1) * n], vec![0.0; n - kd]);
-            let (mut d, mut e) = (vec![0.0; n], vec![0.0; n]);
-            let s = secs(|| {
-                sbr::syrdb(
-                    b'L',
-                    n,
-                    kd,
-                    &mut work,
-                    n,
-                    &mut ab,
-                    kd + 1,
-                    &mut tau,
-                    Path::Lapack,
-                );
-                f64::sytrd_sb2st(b'L', n, kd, &mut ab, kd + 1, &mut d, &mut e);
-                f64::sterf(&mut d, &mut e);
-            });
-            lapack_rate[1] = Some(s / n3);
-            add(
-                &mut rows,
-                "LAPACK sy2sb+sb2st+sterf (host)",
-                s,
-                false,
-                Some(d),
-                String::new(),
-            );
+        let what = "LAPACK sy2sb+sb2st+sterf (host)";
+        if !o.no_peers && gate.fits(1, what, n, |n0| host_sbr_values(&random(n0), n0).0) {
+            let (s, d) = host_sbr_values(&a, n);
+            gate.record(1, n, s);
+            add(&mut rows, what, s, false, Some(d), String::new());
         }
         for (what, s, gf, w, note) in rows {
             let err = match (&w, &reference) {
@@ -666,6 +693,42 @@ fn run(o: &Options) -> i32 {
         println!("{failures} eigenvalue results off by more than 2 n ε ‖A‖");
     }
     failures
+}
+
+/// The host's LAPACK dsyevd (JOBZ = N) on a copy of the n x n `a` (its lower triangle):
+/// seconds, eigenvalues.
+fn host_syevd_values(a: &[f64], n: usize) -> (f64, Vec<f64>) {
+    let mut work = a.to_vec();
+    let mut w = vec![0.0; n];
+    let s = secs(|| {
+        f64::syevd_values(b'L', n, &mut work, n, &mut w);
+    });
+    (s, w)
+}
+
+/// The host's LAPACK dsytrd_sy2sb + dsytrd_sb2st + dsterf on a copy of the n x n `a` (its
+/// lower triangle): seconds, eigenvalues.
+fn host_sbr_values(a: &[f64], n: usize) -> (f64, Vec<f64>) {
+    let kd = hylapack::syev::bandwidth(n);
+    let mut work = a.to_vec();
+    let (mut ab, mut tau) = (vec![0.0; (kd + 1) * n], vec![0.0; n - kd]);
+    let (mut d, mut e) = (vec![0.0; n], vec![0.0; n]);
+    let s = secs(|| {
+        sbr::syrdb(
+            b'L',
+            n,
+            kd,
+            &mut work,
+            n,
+            &mut ab,
+            kd + 1,
+            &mut tau,
+            Path::Lapack,
+        );
+        f64::sytrd_sb2st(b'L', n, kd, &mut ab, kd + 1, &mut d, &mut e);
+        f64::sterf(&mut d, &mut e);
+    });
+    (s, d)
 }
 
 /// `--in-place`: for orders whose matrix fills much of the host's memory, only the

@@ -13,7 +13,8 @@
 //! - with `--budget-fraction F`, both hylapack rows again with F times the matrix's bytes as
 //!   the GPU budget (out of core);
 //! - the host's LAPACK dsyevd (JOBZ = V) and dsyevr (RANGE = I, the same 1%), each only where
-//!   its time extrapolated (n³) from the previous order stays below `--lapack-limit`.
+//!   its time predicted by n³ stays below `--lapack-limit` (`bench_syev::LapackGate`: from its
+//!   last order, or from a timing at n = 1024 where there is none).
 //!
 //! Accuracy on a sample S of the columns (24 spread over them, or all of fewer): residual
 //! max_{j∈S} ‖A z_j − λ_j z_j‖₁ / (n ‖A‖₁ ε) and orthogonality max_{j∈S} ‖Zᵀ z_j − e_j‖₁ / (n ε),
@@ -21,7 +22,7 @@
 //! printed as soon as it is measured, the aligned table (and `--csv`) at the end.
 
 use crate::bench_cusolver::{self, Job, Timed};
-use crate::bench_syev::{secs, shared_option};
+use crate::bench_syev::{secs, shared_option, LapackGate};
 use crate::table::{time, Table};
 use hylapack::lapack::{Dense, Orthogonal};
 use hylapack::sbr::Path;
@@ -39,6 +40,8 @@ struct Options {
     uplo: u8,
     /// hylapack's rows again with this fraction of the matrix's bytes as the GPU budget.
     budget_fraction: Option<f64>,
+    /// Only hylapack's selected pairs, on a matrix held once ([`crate::bench_syev_large`]).
+    large: bool,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -49,6 +52,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         no_peers: false,
         uplo: b'L',
         budget_fraction: None,
+        large: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -62,6 +66,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
                     &mut o.lapack_limit_s,
                 )? => {}
             "--no-peers" => o.no_peers = true,
+            "--large" => o.large = true,
             "--budget-fraction" => {
                 let f = it.next().and_then(|v| v.parse::<f64>().ok());
                 o.budget_fraction = match f {
@@ -86,13 +91,13 @@ fn parse(args: &[String]) -> Result<Options, String> {
 }
 
 /// `hylapack bench syev --vectors [--sizes 4096,8192,16384] [--csv FILE] [--lapack-limit S]
-/// [--no-peers] [--uplo L|U] [--quick]`.
+/// [--no-peers] [--uplo L|U] [--budget-fraction F] [--large] [--quick]`.
 pub fn bench_syev_vectors(args: &[String]) -> i32 {
     match parse(args) {
         Ok(o) => run(&o),
         Err(e) => {
             eprintln!("hylapack bench syev --vectors: {e}");
-            eprintln!("usage: hylapack bench syev --vectors [--sizes 4096,8192,16384] [--csv FILE] [--lapack-limit 60] [--no-peers] [--uplo L] [--budget-fraction 0.25] [--quick]");
+            eprintln!("usage: hylapack bench syev --vectors [--sizes 4096,8192,16384] [--csv FILE] [--lapack-limit 60] [--no-peers] [--uplo L] [--budget-fraction 0.25] [--large] [--quick]");
             2
         }
     }
@@ -187,10 +192,16 @@ impl Order<'_> {
 
 /// (residual, orthogonality) of the pairs (w, Z) of the full symmetric n x n `a` (‖A‖₁ =
 /// `anorm1`) over a sample of Z's columns (module notes), by host GEMMs.
+/// The sampled columns of m: 24 spread over them, or all of fewer.
+pub(crate) fn sample_columns(m: usize) -> Vec<usize> {
+    let k = m.min(24);
+    (0..k).map(|q| q * (m - 1) / (k - 1).max(1)).collect()
+}
+
 fn sampled_ratios(a: &[f64], n: usize, anorm1: f64, w: &[f64], z: &[f64]) -> (f64, f64) {
     let m = z.len() / n;
-    let k = m.min(24);
-    let cols: Vec<usize> = (0..k).map(|q| q * (m - 1) / (k - 1).max(1)).collect();
+    let cols = sample_columns(m);
+    let k = cols.len();
     let mut zs = vec![0.0; n * k];
     for (q, &j) in cols.iter().enumerate() {
         zs[q * n..(q + 1) * n].copy_from_slice(&z[j * n..(j + 1) * n]);
@@ -265,7 +276,7 @@ fn stage_rows(stages: &StageTimes) -> Vec<(String, f64, String)> {
     ]
 }
 
-fn stage_note(report: &EigReport) -> String {
+pub(crate) fn stage_note(report: &EigReport) -> String {
     let note = report.reduction.as_ref().and_then(|r| r.note.clone());
     let stages = report.stages.as_ref().map(|s| {
         stage_rows(s)
@@ -305,7 +316,16 @@ fn run(o: &Options) -> i32 {
         ),
         Err(e) => println!("no GPU ({e}): hylapack's GPU path falls back to the CPU"),
     }
-    warm_up(o.uplo, !o.no_peers);
+    warm_up(o.uplo, !o.no_peers && !o.large);
+    if o.large {
+        let seed = testmat::seed_from_time();
+        let mut failures = 0;
+        for &n in &o.sizes {
+            let budget = o.budget_fraction.map(|f| (f * (n * n * 8) as f64) as u64);
+            failures += crate::bench_syev_large::large_order(n, o.uplo, seed, budget);
+        }
+        return failures.min(255) as i32;
+    }
     let header = [
         "n",
         "method",
@@ -320,8 +340,8 @@ fn run(o: &Options) -> i32 {
     let mut table = Table::new(&header);
     let mut rng = Rng::new(testmat::seed_from_time());
     let mut failures = 0;
-    // Seconds / n³ of the two LAPACK rows at the last order they ran.
-    let mut lapack_rate: [Option<f64>; 2] = [None, None];
+    // The two LAPACK rows: dsyevd and dsyevr.
+    let mut gate = LapackGate::new(o.lapack_limit_s, 2);
     for &n in &o.sizes {
         let a = testmat::dense_symmetric::<f64>(DenseFamily::Random, n, &mut rng);
         let anorm1 = (0..n)
@@ -372,7 +392,7 @@ fn run(o: &Options) -> i32 {
             }
         }
         if !o.no_peers {
-            lapack_rows(&mut order, o, (il, iu), &mut lapack_rate);
+            lapack_rows(&mut order, o, (il, iu), &mut gate);
         }
         failures += order.failures;
     }
@@ -450,70 +470,81 @@ fn hylapack_rows(order: &mut Order<'_>, uplo: u8, (il, iu): (i32, i32), budget: 
     });
 }
 
-/// The host's LAPACK dsyevd (JOBZ = V) and dsyevr (RANGE = I, il..iu), each where its time
-/// extrapolated from `rate` (seconds / n³ at its last run) stays within the limit.
-fn lapack_rows(
-    order: &mut Order<'_>,
-    o: &Options,
-    (il, iu): (i32, i32),
-    rate: &mut [Option<f64>; 2],
-) {
+/// The host's LAPACK dsyevd (JOBZ = V) and dsyevr (RANGE = I, il..iu), each where `gate`
+/// predicts it within the limit.
+fn lapack_rows(order: &mut Order<'_>, o: &Options, (il, iu): (i32, i32), gate: &mut LapackGate) {
     let n = order.n;
-    let n3 = (n as f64).powi(3);
-    // The first order runs LAPACK unless the limit is 0 (no rate is known yet to predict).
-    let fits =
-        |r: Option<f64>| o.lapack_limit_s > 0.0 && r.is_none_or(|r| r * n3 <= o.lapack_limit_s);
-    if fits(rate[0]) {
-        let mut work = order.a.to_vec();
-        let mut w = vec![0.0; n];
-        let mut info = 0;
-        let s = secs(|| info = f64::syevd(b'V', o.uplo, n, &mut work, n, &mut w));
-        rate[0] = Some(s / n3);
+    let random = |n| testmat::dense_symmetric::<f64>(DenseFamily::Random, n, &mut Rng::new(2));
+    let what = "LAPACK dsyevd JOBZ=V (host)";
+    if gate.fits(0, what, n, |n0| host_syevd(o.uplo, &random(n0), n0).0) {
+        let (s, info, w, z) = host_syevd(o.uplo, order.a, n);
+        gate.record(0, n, s);
         if order.reference.is_none() && info == 0 {
             order.reference = Some(w.clone());
         }
         order.add(Row {
             w: (info == 0).then_some(w),
-            z: (info == 0).then_some(work),
-            ..Row::timed("LAPACK dsyevd JOBZ=V (host)", s, format!("info {info}"))
+            z: (info == 0).then_some(z),
+            ..Row::timed(what, s, format!("info {info}"))
         });
-    } else {
-        println!("n={n}: LAPACK dsyevd left out (predicted above --lapack-limit)");
     }
-    if fits(rate[1]) {
-        let cols = (iu - il + 1) as usize;
-        let mut work = order.a.to_vec();
-        let (mut w, mut z, mut isuppz) = (vec![0.0; n], vec![0.0; n * cols], vec![0; 2 * cols]);
-        let (lw, liw) = f64::syevr_sizes(n);
-        let (mut wk, mut iwk) = (vec![0.0; lw], vec![0; liw]);
-        let mut got = (0, 0);
-        let s = secs(|| {
-            got = f64::syevr_index_in(
-                o.uplo,
-                n,
-                &mut work,
-                n,
-                (il, iu),
-                &mut w,
-                (&mut z, n),
-                &mut isuppz,
-                &mut wk,
-                &mut iwk,
-            )
-        });
-        rate[1] = Some(s / n3);
-        let (m, info) = (got.0.max(0) as usize, got.1);
-        w.truncate(m);
-        z.truncate(n * m);
+    let what = format!("LAPACK dsyevr JOBZ=V RANGE=I {il}..{iu} (host)");
+    let probe = |n0: usize| {
+        let top = (n0 / 100).max(1) as i32;
+        host_syevr(o.uplo, &random(n0), n0, (1, top)).0
+    };
+    if gate.fits(1, &what, n, probe) {
+        let (s, info, w, z) = host_syevr(o.uplo, order.a, n, (il, iu));
+        gate.record(1, n, s);
         order.add(Row {
             w: (info == 0).then_some(w),
             first: il as usize - 1,
             z: (info == 0).then_some(z),
-            ..Row::timed(
-                &format!("LAPACK dsyevr JOBZ=V RANGE=I {il}..{iu} (host)"),
-                s,
-                format!("info {info}"),
-            )
+            ..Row::timed(&what, s, format!("info {info}"))
         });
     }
+}
+
+/// The host's LAPACK dsyevd with JOBZ = V on a copy of the n x n `a`: seconds, info, the
+/// eigenvalues and the eigenvectors.
+fn host_syevd(uplo: u8, a: &[f64], n: usize) -> (f64, i32, Vec<f64>, Vec<f64>) {
+    let mut z = a.to_vec();
+    let mut w = vec![0.0; n];
+    let mut info = 0;
+    let s = secs(|| info = f64::syevd(b'V', uplo, n, &mut z, n, &mut w));
+    (s, info, w, z)
+}
+
+/// The host's LAPACK dsyevr with JOBZ = V, RANGE = I (the il-th to iu-th pairs) on a copy of
+/// the n x n `a`: seconds, info, the eigenvalues and the eigenvectors found.
+fn host_syevr(
+    uplo: u8,
+    a: &[f64],
+    n: usize,
+    (il, iu): (i32, i32),
+) -> (f64, i32, Vec<f64>, Vec<f64>) {
+    let cols = (iu - il + 1) as usize;
+    let mut work = a.to_vec();
+    let (mut w, mut z, mut isuppz) = (vec![0.0; n], vec![0.0; n * cols], vec![0; 2 * cols]);
+    let (lw, liw) = f64::syevr_sizes(n);
+    let (mut wk, mut iwk) = (vec![0.0; lw], vec![0; liw]);
+    let mut got = (0, 0);
+    let s = secs(|| {
+        got = f64::syevr_index_in(
+            uplo,
+            n,
+            &mut work,
+            n,
+            (il, iu),
+            &mut w,
+            (&mut z, n),
+            &mut isuppz,
+            &mut wk,
+            &mut iwk,
+        )
+    });
+    let (m, info) = (got.0.max(0) as usize, got.1);
+    w.truncate(m);
+    z.truncate(n * m);
+    (s, info, w, z)
 }

@@ -10,6 +10,7 @@ mod bench_overhead;
 mod bench_processes;
 mod bench_stein;
 mod bench_syev;
+mod bench_syev_large;
 mod bench_syev_vectors;
 mod demo;
 mod info;
@@ -38,7 +39,9 @@ const USAGE: &str = "usage: hylapack <command>
       --vectors           eigenvectors instead: dsyev_ooc/dsyevx_ooc JOBZ=V (per-stage times)
                           against cuSOLVER Dsyevd/Dsyevdx, LAPACK dsyevd/dsyevr (default
                           sizes 4096,8192,16384; --lapack-limit S, --uplo L|U, --no-peers;
-                          --budget-fraction F: again with F x the matrix's bytes on the GPU)
+                          --budget-fraction F: again with F x the matrix's bytes on the GPU;
+                          --large: only dsyevx_ooc's lowest 1%, on a matrix held once, e.g.
+                          --sizes 100000, checked by regenerating its entries)
   bench interval [opts] time dgemm_rounded, digemm and dgesv_verified against cuBLAS DGEMM,
                        cuSOLVER and LAPACK LU solves
       --sizes 1024,8192   orders (default: 1024,2048,4096,8192,16384)

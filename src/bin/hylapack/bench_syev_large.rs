@@ -1,0 +1,197 @@
+//! `hylapack bench syev --vectors --large`: orders whose matrix the host holds only once
+//! (n = 100 000: 80 GB), so that neither a copy of A nor a peer fits. Only hylapack's
+//! dsyevx_ooc with the lowest 1% of the pairs runs, and it is checked without a copy: the
+//! entries come from a hash of their position, so that A z for the sampled columns is formed
+//! afterwards by generating each entry again (on the host's threads).
+
+use crate::bench_syev_vectors::{sample_columns, stage_note};
+use crate::table::time;
+use hylapack::host::workers::run_on_threads;
+use hylapack::lapack::Dense;
+use hylapack::sbr::Path;
+use std::sync::{Mutex, PoisonError};
+use std::time::Instant;
+
+/// Entry (i, j) = entry (j, i) of the symmetric test matrix: uniform in [−1, 1), a splitmix64
+/// hash of the seed and the position.
+fn entry(seed: u64, i: usize, j: usize) -> f64 {
+    let (r, c) = if i >= j { (i, j) } else { (j, i) };
+    let mut x = seed ^ ((r as u64) << 32 | c as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^= x >> 31;
+    (x >> 11) as f64 * (2.0 / (1u64 << 53) as f64) - 1.0
+}
+
+/// Runs `work(first, chunk)` over `out` in chunks of `len` elements (the index of the chunk's
+/// first element), on the host's threads.
+fn by_chunks(out: &mut [f64], len: usize, work: impl Fn(usize, &mut [f64]) + Sync) {
+    let queue = Mutex::new(out.chunks_mut(len).enumerate());
+    let next = || queue.lock().unwrap_or_else(PoisonError::into_inner).next();
+    run_on_threads(hylapack::host::threads(), || {
+        while let Some((c, chunk)) = next() {
+            work(c * len, chunk);
+        }
+    });
+}
+
+/// One order n: generate, time dsyevx_ooc (RANGE = I, the lowest 1%) on the GPU path within
+/// `budget` bytes (None: the GPU's), check. Returns the number of results off (0 or 1).
+pub fn large_order(n: usize, uplo: u8, seed: u64, budget: Option<u64>) -> usize {
+    let clock = Instant::now();
+    let mut a = match hylapack::host::try_vec(n * n, 0.0f64) {
+        Some(a) => a,
+        None => {
+            println!(
+                "n={n}: the matrix ({} GB) cannot be allocated",
+                n * n * 8 / 1_000_000_000
+            );
+            return 1;
+        }
+    };
+    by_chunks(&mut a, n, |first, col| {
+        let j = first / n;
+        for (i, x) in col.iter_mut().enumerate() {
+            *x = entry(seed, i, j);
+        }
+    });
+    println!(
+        "n={n}: matrix generated in {} (seed {seed})",
+        time(clock.elapsed().as_secs_f64())
+    );
+    let (il, iu) = (1, (n / 100).max(1) as i32);
+    let cols = (iu - il + 1) as usize;
+    let (Some(mut w), Some(mut z), Some(mut ifail)) = (
+        hylapack::host::try_vec(n, 0.0),
+        hylapack::host::try_vec(n * cols, 0.0),
+        hylapack::host::try_vec(n, 0i32),
+    ) else {
+        println!("n={n}: the vectors cannot be allocated");
+        return 1;
+    };
+    let clock = Instant::now();
+    let report = hylapack::syev::syevx_vectors(
+        b'I',
+        uplo,
+        n,
+        &mut a,
+        n,
+        0.0,
+        0.0,
+        il,
+        iu,
+        0.0,
+        &mut w,
+        &mut z,
+        n,
+        &mut ifail,
+        Path::Gpu { budget },
+    );
+    let secs = clock.elapsed().as_secs_f64();
+    drop(a);
+    let within = budget.map_or(String::new(), |b| format!(", budget {} MiB", b >> 20));
+    let what = format!(
+        "hylapack dsyevx_ooc JOBZ=V RANGE=I {il}..{iu} UPLO={}{within}",
+        uplo as char
+    );
+    let m = report.m.max(0) as usize;
+    if report.info != 0 || m != cols {
+        println!("{n:>6}  {what}: {}; {m} pairs", stage_note(&report));
+        return 1;
+    }
+    let clock = Instant::now();
+    let (resid, ortho, anorm1) = sampled_ratios(seed, n, &w[..m], &z[..n * m]);
+    println!(
+        "{n:>6}  {what:<52} {:>10}  resid {resid:.3}  ortho {ortho:.3}  (‖A‖₁ {anorm1:.4e}, \
+         λ from {:.6e} to {:.6e}; checked in {})  {}",
+        time(secs),
+        w[0],
+        w[m - 1],
+        time(clock.elapsed().as_secs_f64()),
+        stage_note(&report)
+    );
+    usize::from(!(resid < 20.0 && ortho < 20.0) || w[..m].windows(2).any(|p| p[0] > p[1]))
+}
+
+/// The residual and orthogonality ratios of the sampled columns, as the other rows' (see
+/// `bench_syev_vectors`), with A z formed by rows from the regenerated entries; and ‖A‖₁.
+fn sampled_ratios(seed: u64, n: usize, w: &[f64], z: &[f64]) -> (f64, f64, f64) {
+    let m = z.len() / n;
+    let cols = sample_columns(m);
+    let k = cols.len();
+    // The sampled columns by rows (k values per row), and A zs with each row's 1-norm after.
+    let mut zt = vec![0.0; n * k];
+    for (q, &j) in cols.iter().enumerate() {
+        for i in 0..n {
+            zt[i * k + q] = z[i + j * n];
+        }
+    }
+    // Rows in chunks of 256, columns in blocks of 1024 (their zt stays in cache for the chunk).
+    let mut y = vec![0.0; n * (k + 1)];
+    by_chunks(&mut y, 256 * (k + 1), |first, rows| {
+        let i0 = first / (k + 1);
+        for j0 in (0..n).step_by(1024) {
+            let block = &zt[j0 * k..(j0 + 1024).min(n) * k];
+            for (di, row) in rows.chunks_mut(k + 1).enumerate() {
+                let i = i0 + di;
+                let (acc, norm) = row.split_at_mut(k);
+                for (dj, zj) in block.chunks(k).enumerate() {
+                    let x = entry(seed, i, j0 + dj);
+                    norm[0] += x.abs();
+                    for (sum, zv) in acc.iter_mut().zip(zj) {
+                        *sum += x * zv;
+                    }
+                }
+            }
+        }
+    });
+    let anorm1 = (0..n).map(|i| y[i * (k + 1) + k]).fold(0.0, f64::max);
+    let mut zs = vec![0.0; n * k];
+    for (q, &j) in cols.iter().enumerate() {
+        zs[q * n..(q + 1) * n].copy_from_slice(&z[j * n..(j + 1) * n]);
+    }
+    let mut g = vec![0.0; m * k];
+    f64::gemm(b'T', b'N', m, k, n, 1.0, (z, n), (&zs, n), 0.0, &mut g, m);
+    let (mut resid, mut ortho) = (0.0f64, 0.0f64);
+    for (q, &j) in cols.iter().enumerate() {
+        let r: f64 = (0..n)
+            .map(|i| (y[i * (k + 1) + q] - w[j] * zs[i + q * n]).abs())
+            .sum();
+        resid = resid.max(r);
+        let o: f64 = (0..m)
+            .map(|i| (g[i + q * m] - if i == j { 1.0 } else { 0.0 }).abs())
+            .sum();
+        ortho = ortho.max(o);
+    }
+    let unit = n as f64 * f64::EPSILON;
+    (resid / (unit * anorm1), ortho / unit, anorm1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_are_symmetric_and_spread_over_the_interval() {
+        let seed = hylapack::testmat::seed_from_time();
+        println!("seed {seed}");
+        let mut sum = 0.0;
+        let mut extremes = (1.0f64, -1.0f64);
+        for i in 0..200 {
+            for j in 0..200 {
+                let x = entry(seed, i, j);
+                assert_eq!(x, entry(seed, j, i));
+                assert!((-1.0..1.0).contains(&x), "{x}");
+                sum += x;
+                extremes = (extremes.0.min(x), extremes.1.max(x));
+            }
+        }
+        // 40 000 uniform draws: mean within 5 standard deviations (0.577 / 200) of 0.
+        assert!(
+            (sum / 40_000.0).abs() < 5.0 * 0.577 / 200.0,
+            "mean {}",
+            sum / 40_000.0
+        );
+        assert!(extremes.0 < -0.99 && extremes.1 > 0.99, "{extremes:?}");
+    }
+}
