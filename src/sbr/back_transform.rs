@@ -175,10 +175,9 @@ fn upload_v<T: Real, E: Executor<T>>(
     let (rows, cols) = if upper { (pk, pn) } else { (pn, pk) };
     exec.upload_block(dst, off, rows, rows, cols, &mut |start, out| {
         // Whole columns of the block arrive, each a slice of A's column (or row) between the
-        // unit diagonal and the zeros.
+        // unit diagonal and the zeros; each entry is written once (V is n²/2 entries in all).
         for (q, col) in out.chunks_mut(rows).enumerate() {
             let c = start / rows + q;
-            col.fill(T::ZERO);
             if upper {
                 // Column c holds entry c of each reflector: A's entries for reflectors before c.
                 let k = c.min(pk);
@@ -186,10 +185,12 @@ fn upload_v<T: Real, E: Executor<T>>(
                 col[..k].copy_from_slice(&a[at..at + k]);
                 if c < pk {
                     col[c] = T::ONE;
+                    col[c + 1..].fill(T::ZERO);
                 }
             } else {
                 // Column c is reflector c: A's entries below row c.
                 let at = s + (i + c) * lda;
+                col[..c].fill(T::ZERO);
                 col[c] = T::ONE;
                 col[c + 1..].copy_from_slice(&a[at + c + 1..at + rows]);
             }
