@@ -194,4 +194,33 @@ mod tests {
         );
         assert!(extremes.0 < -0.99 && extremes.1 > 0.99, "{extremes:?}");
     }
+
+    /// The check by regeneration passes LAPACK's eigenpairs of the hashed matrix, and fails
+    /// them once an eigenvalue or a vector is off.
+    #[test]
+    fn regenerated_residuals_judge_lapack_pairs() {
+        let seed = hylapack::testmat::seed_from_time();
+        println!("seed {seed}");
+        let n = 300;
+        let mut z: Vec<f64> = (0..n * n).map(|e| entry(seed, e % n, e / n)).collect();
+        let mut w = vec![0.0; n];
+        assert_eq!(f64::syevd(b'V', b'L', n, &mut z, n, &mut w), 0);
+        let anorm1 = (0..n)
+            .map(|j| (0..n).map(|i| entry(seed, i, j).abs()).sum::<f64>())
+            .fold(0.0, f64::max);
+        let (resid, ortho, norm) = sampled_ratios(seed, n, &w, &z);
+        assert!(resid < 1.0 && ortho < 1.0, "resid {resid} ortho {ortho}");
+        assert!(
+            (norm - anorm1).abs() <= 1e-12 * anorm1,
+            "{norm} against {anorm1}"
+        );
+        // The last sampled pair, off by 1e-9 in its eigenvalue, then in one entry of its vector.
+        let mut w_off = w.clone();
+        w_off[n - 1] += 1e-9 * anorm1;
+        assert!(sampled_ratios(seed, n, &w_off, &z).0 > 20.0);
+        let mut z_off = z.clone();
+        z_off[n * n - 1] += 1e-9;
+        let (resid, ortho, _) = sampled_ratios(seed, n, &w, &z_off);
+        assert!(resid > 20.0 && ortho > 20.0, "resid {resid} ortho {ortho}");
+    }
 }
