@@ -173,30 +173,60 @@ fn upload_v<T: Real, E: Executor<T>>(
 ) -> Result<(), ExecError> {
     let pn = n - s;
     let (rows, cols) = if upper { (pk, pn) } else { (pn, pk) };
-    exec.upload_block(dst, off, rows, rows, cols, &mut |start, out| {
-        // Whole columns of the block arrive, each a slice of A's column (or row) between the
-        // unit diagonal and the zeros; each entry is written once (V is n²/2 entries in all).
-        for (q, col) in out.chunks_mut(rows).enumerate() {
-            let c = start / rows + q;
-            if upper {
-                // Column c holds entry c of each reflector: A's entries for reflectors before c.
-                let k = c.min(pk);
-                let at = i + (s + c) * lda;
-                col[..k].copy_from_slice(&a[at..at + k]);
-                if c < pk {
-                    col[c] = T::ONE;
-                    col[c + 1..].fill(T::ZERO);
-                }
-            } else {
-                // Column c is reflector c: A's entries below row c.
-                let at = s + (i + c) * lda;
-                col[..c].fill(T::ZERO);
+    // Column c of the block: A's entries between the unit diagonal and the zeros, each entry
+    // written once (V is n²/2 entries in all).
+    let column = |c: usize, col: &mut [T]| {
+        if upper {
+            // Column c holds entry c of each reflector: A's entries for reflectors before c.
+            let k = c.min(pk);
+            let at = i + (s + c) * lda;
+            col[..k].copy_from_slice(&a[at..at + k]);
+            if c < pk {
                 col[c] = T::ONE;
-                col[c + 1..].copy_from_slice(&a[at + c + 1..at + rows]);
+                col[c + 1..].fill(T::ZERO);
             }
+        } else {
+            // Column c is reflector c: A's entries below row c.
+            let at = s + (i + c) * lda;
+            col[..c].fill(T::ZERO);
+            col[c] = T::ONE;
+            col[c + 1..].copy_from_slice(&a[at + c + 1..at + rows]);
         }
+    };
+    exec.upload_block(dst, off, rows, rows, cols, &mut |start, out| {
+        fill_columns(out, rows, start / rows, &column)
     })
 }
+
+/// `column(c, col)` for the whole columns of `out` (`rows` each), the first being column
+/// `first`: a large piece on the host's threads, in runs of columns (forming Q1's T, mostly
+/// V's upload, went at about 5 GB/s at n = 100000 with one thread filling the staging).
+fn fill_columns<T: Send>(
+    out: &mut [T],
+    rows: usize,
+    first: usize,
+    column: &(impl Fn(usize, &mut [T]) + Sync),
+) {
+    if out.len() < PARALLEL_FILL || rows == 0 {
+        for (q, col) in out.chunks_mut(rows.max(1)).enumerate() {
+            column(first + q, col);
+        }
+        return;
+    }
+    let per = PARALLEL_FILL / 16 / rows + 1;
+    let queue = Mutex::new(out.chunks_mut(rows * per).enumerate());
+    let next = || queue.lock().unwrap_or_else(PoisonError::into_inner).next();
+    run_on_threads(crate::host::threads(), || {
+        while let Some((r, run)) = next() {
+            for (q, col) in run.chunks_mut(rows).enumerate() {
+                column(first + r * per + q, col);
+            }
+        }
+    });
+}
+
+/// Pieces of V at least this long (elements) are filled on the host's threads.
+const PARALLEL_FILL: usize = 1 << 20;
 
 /// Z := Q1 Z on `exec` (module notes), for the n x m `z` (leading dimension `ldz`), Q1 from
 /// the reflectors in the n x n `a` (leading dimension `lda`) and `tau` of a reduction of the
@@ -471,6 +501,30 @@ mod tests {
     use crate::sbr::executor::flaky::Flaky;
     use crate::sbr::{apply_q1, syrdb, Path};
     use crate::testmat::{dense_symmetric, seed_from_time, DenseFamily, Rng};
+
+    /// Every column reaches `column` once, with its index, on the host's threads (pieces from
+    /// PARALLEL_FILL) and on the caller's.
+    #[test]
+    fn large_pieces_of_columns_are_filled_whole_and_once() {
+        for (rows, cols, first) in [
+            (1000, 3000, 7),
+            (3, 400_000, 0),
+            (1 << 20, 2, 5),
+            (50, 10, 2),
+        ] {
+            let mut out = vec![-1.0f64; rows * cols];
+            let calls = std::sync::atomic::AtomicUsize::new(0);
+            fill_columns(&mut out, rows, first, &|c: usize, col: &mut [f64]| {
+                calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                assert_eq!(col.len(), rows);
+                col.fill(c as f64);
+            });
+            assert_eq!(calls.into_inner(), cols, "rows {rows} cols {cols}");
+            for (q, col) in out.chunks(rows).enumerate() {
+                assert!(col.iter().all(|&x| x == (first + q) as f64), "column {q}");
+            }
+        }
+    }
 
     /// The executor failing at each of its operations in turn, with block columns of 3: the
     /// columns before `done` hold Q1 Z, the others are untouched, unless `torn` (a block's
