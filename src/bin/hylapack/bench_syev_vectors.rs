@@ -192,22 +192,32 @@ impl Order<'_> {
 
 /// (residual, orthogonality) of the pairs (w, Z) of the full symmetric n x n `a` (‖A‖₁ =
 /// `anorm1`) over a sample of Z's columns (module notes), by host GEMMs.
-/// The sampled columns of m: 24 spread over them, or all of fewer.
-pub(crate) fn sample_columns(m: usize) -> Vec<usize> {
-    let k = m.min(24);
-    (0..k).map(|q| q * (m - 1) / (k - 1).max(1)).collect()
+fn sampled_ratios(a: &[f64], n: usize, anorm1: f64, w: &[f64], z: &[f64]) -> (f64, f64) {
+    sampled_ratios_with(n, anorm1, w, z, |zs, k| {
+        let mut r = vec![0.0; n * k];
+        f64::gemm(b'N', b'N', n, k, n, 1.0, (a, n), zs, 0.0, &mut r, n);
+        r
+    })
 }
 
-fn sampled_ratios(a: &[f64], n: usize, anorm1: f64, w: &[f64], z: &[f64]) -> (f64, f64) {
+/// (residual, orthogonality) as [`sampled_ratios`], with A times the sampled columns (n x k,
+/// leading dimension n) from `product(zs, k)`: the sample is 24 of Z's m columns spread over
+/// them, or all of fewer.
+pub(crate) fn sampled_ratios_with(
+    n: usize,
+    anorm1: f64,
+    w: &[f64],
+    z: &[f64],
+    product: impl FnOnce((&[f64], usize), usize) -> Vec<f64>,
+) -> (f64, f64) {
     let m = z.len() / n;
-    let cols = sample_columns(m);
-    let k = cols.len();
+    let k = m.min(24);
+    let cols: Vec<usize> = (0..k).map(|q| q * (m - 1) / (k - 1).max(1)).collect();
     let mut zs = vec![0.0; n * k];
     for (q, &j) in cols.iter().enumerate() {
         zs[q * n..(q + 1) * n].copy_from_slice(&z[j * n..(j + 1) * n]);
     }
-    let mut r = vec![0.0; n * k];
-    f64::gemm(b'N', b'N', n, k, n, 1.0, (a, n), (&zs, n), 0.0, &mut r, n);
+    let r = product((&zs, n), k);
     let mut g = vec![0.0; m * k];
     f64::gemm(b'T', b'N', m, k, n, 1.0, (z, n), (&zs, n), 0.0, &mut g, m);
     let (mut resid, mut ortho) = (0.0f64, 0.0f64);
