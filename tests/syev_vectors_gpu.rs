@@ -10,6 +10,7 @@ mod vectors_common;
 use common::{gpu_required, gpu_test};
 use vectors_common::*;
 
+use hylapack::sbr::sb2st::apply_gpu::Q2At;
 use hylapack::sbr::{self, sb2st, Path, SbrReal};
 use hylapack::syev::EigReport;
 use hylapack::testmat::{DenseFamily, Rng};
@@ -92,16 +93,18 @@ fn gpu_driver_eigenvectors() {
     }
 }
 
-/// A band of order n and bandwidth kd chased on the GPU keeping Q2, and Q2 applied on the GPU
-/// (both sweep groups) to the tridiagonal's eigenvectors: the ratio tests, and the same Z as
-/// the host's application of that Q2 within 100 n ε. With `HYLAPACK_DEVICE=gpu`.
+/// A band of order n and bandwidth kd chased on the GPU keeping Q2 there, Q2 downloaded, and
+/// Q2 applied on the GPU (both sweep groups) to the tridiagonal's eigenvectors, from the host's
+/// copy and from the GPU's: the ratio tests, and the same Z as the host's application of that
+/// Q2 within 100 n ε. With `HYLAPACK_DEVICE=gpu`.
 fn gpu_band_q2_case<T: SbrReal>(uplo: u8, n: usize, kd: usize, seed: u64) {
     let mut rng = Rng::new(seed);
     let (full, ab) = random_band::<T>(uplo, n, kd, &mut rng);
     let mut q2 = sb2st::Reflectors::new(n, kd).expect("host memory");
-    let chased = sb2st::gpu::tridiagonalize_keeping(uplo, n, kd, &ab, kd + 1, &mut q2);
-    let (d, e) = match chased {
-        Ok(de) => de,
+    let chased = sb2st::gpu::tridiagonalize_keeping_on_gpu(uplo, n, kd, &ab, kd + 1)
+        .and_then(|(de, device)| device.download(&mut q2).map(|()| (de, device)));
+    let ((d, e), device) = match chased {
+        Ok(done) => done,
         Err(e) if !gpu_required() => {
             println!("no GPU chase: {e}");
             return;
@@ -115,19 +118,26 @@ fn gpu_band_q2_case<T: SbrReal>(uplo: u8, n: usize, kd: usize, seed: u64) {
     let ldz = n + 3;
     let elem = std::mem::size_of::<T>() as u64;
     let (q2_bytes, col) = (q2.bytes(), ldz as u64 * elem);
-    // All of Z beside Q2; block columns of 200 beside it; half of Q2 and a group of sweeps
-    // beside 150 columns, so that Q2 comes in pieces for each block column.
-    let budgets = [
-        None,
-        Some(q2_bytes + 200 * col),
-        Some(q2_bytes / 2 + 150 * col + 32 * (n as u64 - 1) * elem),
+    // From the host's Q2: all of Z beside Q2; block columns of 200 beside it; half of Q2 and
+    // a group of sweeps beside 150 columns, so that Q2 comes in pieces for each block column.
+    // From the GPU's Q2 (its memory held already): all of Z; block columns of 200.
+    let (host_q2, gpu_q2) = (Q2At::Host(&q2), Q2At::Gpu(&device));
+    let runs = [
+        (host_q2, None),
+        (host_q2, Some(q2_bytes + 200 * col)),
+        (
+            host_q2,
+            Some(q2_bytes / 2 + 150 * col + 32 * (n as u64 - 1) * elem),
+        ),
+        (gpu_q2, None),
+        (gpu_q2, Some(200 * col)),
     ];
-    for (k, budget) in budgets.into_iter().enumerate() {
+    for (k, (q, budget)) in runs.into_iter().enumerate() {
         let mut z = vec![T::from_f64(7.0); ldz * n];
         for j in 0..n {
             z[j * ldz..j * ldz + n].copy_from_slice(&z0[j * n..(j + 1) * n]);
         }
-        let on_gpu = sb2st::apply_gpu::apply_left(&q2, n, &mut z, ldz, budget);
+        let on_gpu = sb2st::apply_gpu::apply_left(q, n, &mut z, ldz, budget);
         let run = match on_gpu {
             Ok(run) => run,
             Err(e) => {
@@ -153,10 +163,11 @@ fn gpu_band_q2_case<T: SbrReal>(uplo: u8, n: usize, kd: usize, seed: u64) {
         }
         let diff = diff / (n as f64 * T::ULP.to_f64());
         let what = format!(
-            "{}: uplo {} n {n} kd {kd} budget {budget:?} seed {seed}: residual {resid:.2}, \
-             orthogonality {ortho:.2}, from the host's Q2 Z by {diff:.2} n ε",
+            "{}: uplo {} n {n} kd {kd} Q2 on the {} budget {budget:?} seed {seed}: residual \
+             {resid:.2}, orthogonality {ortho:.2}, from the host's Q2 Z by {diff:.2} n ε",
             T::PREFIX,
-            uplo as char
+            uplo as char,
+            if k < 3 { "host" } else { "GPU" }
         );
         println!("{what}");
         assert!(

@@ -7,7 +7,7 @@ use crate::real::Real;
 use crate::sbr::executor::cpu::CpuExecutor;
 use crate::sbr::executor::gpu::{self, GpuExecutor};
 use crate::sbr::executor::host_zeros;
-use crate::sbr::sb2st::apply_gpu::Q2Stopped;
+use crate::sbr::sb2st::apply_gpu::{Q2At, Q2Stopped};
 use crate::sbr::sbrdb::{self, narrow as narrow_band};
 use crate::sbr::SbrReal;
 use crate::sbr::{apply_q1_on, Executor, Q1Stopped};
@@ -278,24 +278,50 @@ pub struct StageTimes {
 }
 
 /// A matrix reduced to the tridiagonal (d, e) keeping both orthogonal factors: Q1's reflectors
-/// in A (with `tau`) and Q2's in `q2`; the stages' times so far.
+/// in A (with `tau`) and Q2 (module notes of [`Q2Kept`]); the band, for a chase again should Q2
+/// be lost; the stages' times so far.
 pub(super) struct Kept<T> {
     pub(super) d: Vec<T>,
     pub(super) e: Vec<T>,
+    uplo: u8,
     kd: usize,
+    ab: Vec<T>,
     tau: Vec<T>,
-    q2: sb2st::Reflectors<T>,
+    q2: Q2Kept<T>,
     pub(super) times: StageTimes,
 }
 
+/// A stage that finds eigenvectors of the tridiagonal (d, e) into Z, d and e its to overwrite,
+/// and returns how many it found (or fails, with why, for want of host memory).
+pub(super) type TridiagonalVectors<'a, T> =
+    dyn FnMut(&mut Vec<T>, &mut Vec<T>, &mut [T]) -> Result<usize, String> + 'a;
+
+/// Where the chase left Q2: in host memory, or on the GPU (then the host's room for it is
+/// filled only if its application there fails). Gone: lost with the GPU (then the chase must
+/// run again), or freed after its application there.
+enum Q2Kept<T> {
+    Host(sb2st::Reflectors<T>),
+    Gpu(sb2st::gpu::DeviceReflectors<T>, sb2st::Reflectors<T>),
+    Gone(sb2st::Reflectors<T>),
+}
+
+/// Whether Q2 stays on the GPU after the chase: where it fits the path's budget and the GPU's
+/// with room for the n x m Z and the inverse iteration's workspace (about Z again) beside it.
+fn q2_stays_on_gpu(budget: Option<u64>, n: usize, m: usize, q2_bytes: u64, elem: usize) -> bool {
+    let needed = q2_bytes + 2 * (n * m * elem) as u64;
+    within(budget, needed) && crate::device::gpu().is_ok_and(|g| needed <= g.budget.available())
+}
+
 /// Dense → band keeping Q1 in `a` ([`crate::sbr::syrdb`] on `path`), band → tridiagonal keeping
-/// Q2 (the CPU chase), for the n x n `a` (n ≥ 2): the tridiagonal with both factors, and the
-/// workspace's Z; fails, with why, for want of host memory after `a` was touched.
+/// Q2 (on the GPU for `Path::Gpu`, else or if it fails on the host's threads), for the n x n
+/// `a` (n ≥ 2) whose eigenvectors will be at most `m`: the tridiagonal with both factors, and
+/// the workspace's Z; fails, with why, for want of host memory after `a` was touched.
 pub(super) fn reduce_keeping<T: SbrReal>(
     uplo: u8,
     n: usize,
     a: &mut [T],
     lda: usize,
+    m: usize,
     work: VectorWork<T>,
     path: Path,
 ) -> Result<(Kept<T>, Vec<T>, SyrdbReport), String> {
@@ -316,29 +342,40 @@ pub(super) fn reduce_keeping<T: SbrReal>(
         return Err(report.note.unwrap_or_default());
     }
     let clock = Instant::now();
-    let on_gpu = match path {
-        Path::Gpu { budget } if kd <= sb2st::gpu::MAX_BANDWIDTH && within(budget, q2.bytes()) => {
-            match sb2st::gpu::tridiagonalize_keeping(uplo, n, kd, &ab, ldab, &mut q2) {
-                Ok(de) => Some(de),
-                Err(e) => {
-                    dispatch::debug(|| format!("syev: bulge chasing on the host: {e}"));
-                    None
-                }
+    let elem = std::mem::size_of::<T>();
+    let mut on_gpu = None;
+    if let Path::Gpu { budget } = path {
+        if kd <= sb2st::gpu::MAX_BANDWIDTH && within(budget, q2.bytes()) {
+            let chased = if q2_stays_on_gpu(budget, n, m, q2.bytes(), elem) {
+                sb2st::gpu::tridiagonalize_keeping_on_gpu(uplo, n, kd, &ab, ldab)
+                    .map(|(de, device)| (de, Some(device)))
+            } else {
+                sb2st::gpu::tridiagonalize_keeping(uplo, n, kd, &ab, ldab, &mut q2)
+                    .map(|de| (de, None))
+            };
+            match chased {
+                Ok(done) => on_gpu = Some(done),
+                Err(e) => dispatch::debug(|| format!("syev: bulge chasing on the host: {e}")),
             }
         }
-        _ => None,
-    };
+    }
     times.chase_on_gpu = on_gpu.is_some();
-    let (d, e) = match on_gpu {
-        Some(de) => de,
-        None => sb2st::tridiagonalize_keeping(uplo, n, kd, &ab, ldab, 0, &mut q2)
-            .ok_or("bulge chasing: cannot allocate its host memory")?,
+    let (d, e, q2) = match on_gpu {
+        Some(((d, e), Some(device))) => (d, e, Q2Kept::Gpu(device, q2)),
+        Some(((d, e), None)) => (d, e, Q2Kept::Host(q2)),
+        None => {
+            let (d, e) = sb2st::tridiagonalize_keeping(uplo, n, kd, &ab, ldab, 0, &mut q2)
+                .ok_or("bulge chasing: cannot allocate its host memory")?;
+            (d, e, Q2Kept::Host(q2))
+        }
     };
     times.chase = clock.elapsed().as_secs_f64();
     let kept = Kept {
         d,
         e,
+        uplo,
         kd,
+        ab,
         tau,
         q2,
         times,
@@ -347,13 +384,65 @@ pub(super) fn reduce_keeping<T: SbrReal>(
 }
 
 impl<T: SbrReal> Kept<T> {
-    /// Z := Q1 Q2 Z for the n x m `z` (leading dimension `ldz`), `a`, `uplo` and `path` those
-    /// given to [`reduce_keeping`] (Q1 as [`Q1::apply`] does): the stages' times; fails, with
-    /// why, for want of host memory.
+    /// Runs `vectors` (the tridiagonal's eigenvectors into the n x m `z`, leading dimension
+    /// `ldz`, from `d` and `e`, which it may overwrite; it returns m), then Z := Q1 Q2 Z (`a`,
+    /// `n` and `path` those given to [`reduce_keeping`]). Should Q2 be lost with the GPU, the
+    /// band is chased again on the host and both run once more: Z_T must be the eigenvectors of
+    /// the tridiagonal matrix that this Q2 made. The stages' times; fails, with why, for want
+    /// of host memory.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn back_transform(
-        self,
-        uplo: u8,
+    pub(super) fn vectors_and_back_transform(
+        mut self,
+        n: usize,
+        a: &[T],
+        lda: usize,
+        z: &mut [T],
+        ldz: usize,
+        path: Path,
+        vectors: &mut TridiagonalVectors<'_, T>,
+    ) -> Result<StageTimes, String> {
+        loop {
+            let clock = Instant::now();
+            let m = vectors(&mut self.d, &mut self.e, z)?;
+            self.times.tridiagonal_vectors = clock.elapsed().as_secs_f64();
+            if let Some(times) = self.back_transform(n, a, lda, m, z, ldz, path)? {
+                return Ok(times);
+            }
+            dispatch::debug(|| {
+                "syev: Q2 lost with the GPU; bulge chasing again on the host".into()
+            });
+            self.chase_again_on_host(n)?;
+        }
+    }
+
+    /// Band → tridiagonal again on the host's threads, keeping Q2 there (after Q2 was lost).
+    fn chase_again_on_host(&mut self, n: usize) -> Result<(), String> {
+        let clock = Instant::now();
+        let mut q2 = match std::mem::replace(&mut self.q2, Q2Kept::Gone(empty_reflectors())) {
+            Q2Kept::Host(q) | Q2Kept::Gpu(_, q) | Q2Kept::Gone(q) => q,
+        };
+        let (d, e) =
+            sb2st::tridiagonalize_keeping(self.uplo, n, self.kd, &self.ab, self.kd + 1, 0, &mut q2)
+                .ok_or("bulge chasing: cannot allocate its host memory")?;
+        (self.d, self.e, self.q2) = (d, e, Q2Kept::Host(q2));
+        self.times.chase_on_gpu = false;
+        self.times.chase += clock.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    /// Q2 as if the GPU had failed with it: gone, and its host room never filled.
+    #[cfg(test)]
+    fn lose_q2(&mut self, n: usize) {
+        let room = sb2st::Reflectors::new(n, self.kd).expect("host memory");
+        self.q2 = Q2Kept::Gone(room);
+    }
+
+    /// Z := Q1 Q2 Z for the n x m `z` (leading dimension `ldz`), `a` and `path` those given to
+    /// [`reduce_keeping`] (Q1 as [`Q1::apply`] does): the stages' times, or None if Q2 was lost
+    /// (then Z holds neither Z_T nor the product); fails, with why, for want of host memory.
+    #[allow(clippy::too_many_arguments)]
+    fn back_transform(
+        &mut self,
         n: usize,
         a: &[T],
         lda: usize,
@@ -361,34 +450,34 @@ impl<T: SbrReal> Kept<T> {
         z: &mut [T],
         ldz: usize,
         path: Path,
-    ) -> Result<StageTimes, String> {
-        let Kept {
-            kd,
-            tau,
-            q2,
-            mut times,
-            ..
-        } = self;
+    ) -> Result<Option<StageTimes>, String> {
         let locked = lock_for_transfers(path, m, z, ldz);
         let clock = Instant::now();
-        apply_q2(&q2, path, m, z, ldz, &mut times);
-        drop(q2);
+        if !apply_q2(&mut self.q2, path, m, z, ldz, &mut self.times) {
+            return Ok(None);
+        }
+        let mut times = self.times;
         times.q2 = clock.elapsed().as_secs_f64();
         let clock = Instant::now();
         let q1 = Q1 {
-            uplo,
+            uplo: self.uplo,
             n,
-            kd,
+            kd: self.kd,
             a,
             lda,
-            tau: &tau,
+            tau: &self.tau,
         };
         q1.apply(path, m, z, ldz, locked.is_some(), &mut times)?;
         times.q1 = clock.elapsed().as_secs_f64();
         // Both stages waited for their copies: the memory can be unlocked.
         drop(locked);
-        Ok(times)
+        Ok(Some(times))
     }
+}
+
+/// Room for no Q2 (a placeholder while one is moved).
+fn empty_reflectors<T: Real>() -> sb2st::Reflectors<T> {
+    sb2st::Reflectors::new(0, 1).expect("no memory to allocate")
 }
 
 /// Z page-locked for the GPU path's two back-transformations, which move it to the GPU and
@@ -427,25 +516,35 @@ fn within(budget: Option<u64>, bytes: u64) -> bool {
 
 /// Z := Q2 Z for the n x m `z`: on the GPU for `Path::Gpu` where its kernel takes the
 /// bandwidth (by block columns of Z, and pieces of Q2, as the budget holds them), else (and for
-/// the columns it left untouched if it failed) on the host's threads. Panics if the GPU failed
-/// while writing a block column back, which leaves neither Z nor the result (as Q1's torn
-/// download does).
+/// the columns it left untouched if it failed) on the host's threads, with Q2 downloaded first
+/// if the chase left it on the GPU. False if that download failed: Q2 is lost. Panics if the
+/// GPU failed while writing a block column back, which leaves neither Z nor the result (as
+/// Q1's torn download does).
 fn apply_q2<T: SbrReal>(
-    q2: &sb2st::Reflectors<T>,
+    q2: &mut Q2Kept<T>,
     path: Path,
     m: usize,
     z: &mut [T],
     ldz: usize,
     times: &mut StageTimes,
-) {
+) -> bool {
     let mut done = 0;
-    if let Path::Gpu { budget } = path {
-        match sb2st::apply_gpu::apply_left(q2, m, z, ldz, budget) {
+    let at = match &*q2 {
+        Q2Kept::Host(q) => Q2At::Host(q),
+        Q2Kept::Gpu(device, _) => Q2At::Gpu(device),
+        Q2Kept::Gone(_) => return false,
+    };
+    if let (Path::Gpu { budget }, true) = (path, m > 0) {
+        match sb2st::apply_gpu::apply_left(at, m, z, ldz, budget) {
             Ok(run) => {
                 times.q2_on_gpu = true;
                 times.q2_block_columns = run.block_columns;
                 times.q2_pieces = run.pieces;
-                return;
+                // Q1's GPU memory, no longer Q2's.
+                if let Q2Kept::Gpu(_, room) = q2 {
+                    *q2 = Q2Kept::Gone(std::mem::replace(room, empty_reflectors()));
+                }
+                return true;
             }
             Err(Q2Stopped {
                 error,
@@ -461,9 +560,27 @@ fn apply_q2<T: SbrReal>(
             }
         }
     }
-    if done < m {
-        q2.apply_left(m - done, &mut z[done * ldz..], ldz, 0);
+    if done == m {
+        return true;
     }
+    if let Q2Kept::Gpu(device, room) = q2 {
+        match device.download(room) {
+            Ok(()) => {}
+            Err(e) => {
+                dispatch::debug(|| format!("syev: Q2 could not come down from the GPU: {e}"));
+                let room = std::mem::replace(room, empty_reflectors());
+                *q2 = Q2Kept::Gone(room);
+                return false;
+            }
+        }
+        let room = std::mem::replace(room, empty_reflectors());
+        *q2 = Q2Kept::Host(room);
+    }
+    let Q2Kept::Host(q) = &*q2 else {
+        unreachable!("Q2 is on the host by now")
+    };
+    q.apply_left(m - done, &mut z[done * ldz..], ldz, 0);
+    true
 }
 
 /// Q1 of a reduction: its reflectors in `a` and `tau` (see [`crate::sbr::apply_q1`]).
@@ -581,22 +698,21 @@ pub(super) fn eigenvectors<T: SbrReal>(
     work: VectorWork<T>,
     path: Path,
 ) -> Result<(i32, SyrdbReport, StageTimes), String> {
-    let (mut kept, mut z, report) = reduce_keeping(uplo, n, a, lda, work, path)?;
-    let (mut d, mut e) = (std::mem::take(&mut kept.d), std::mem::take(&mut kept.e));
-    let clock = Instant::now();
-    let info = if by_inverse_iteration(path, n) && inverse_iteration(&d, &e, w, &mut z, n)? {
-        d.copy_from_slice(&w[..n]);
-        kept.times.inverse_iteration = true;
-        0
-    } else {
-        tridiagonal_vectors(&mut d, &mut e, &mut z, n)?
+    let (kept, mut z, report) = reduce_keeping(uplo, n, a, lda, n, work, path)?;
+    let (mut info, mut by_inverse) = (0, false);
+    let mut vectors = |d: &mut Vec<T>, e: &mut Vec<T>, z: &mut [T]| {
+        by_inverse = by_inverse_iteration(path, n) && inverse_iteration(d, e, w, z, n)?;
+        if !by_inverse {
+            info = tridiagonal_vectors(d, e, z, n)?;
+            w[..n].copy_from_slice(d);
+        }
+        Ok(n)
     };
-    kept.times.tridiagonal_vectors = clock.elapsed().as_secs_f64();
-    let times = kept.back_transform(uplo, n, a, lda, n, &mut z, n, path)?;
+    let mut times = kept.vectors_and_back_transform(n, a, lda, &mut z, n, path, &mut vectors)?;
+    times.inverse_iteration = by_inverse;
     for (dst, src) in a.chunks_mut(lda).zip(z.chunks(n)) {
         dst[..n].copy_from_slice(src);
     }
-    w[..n].copy_from_slice(&d);
     Ok((info, report, times))
 }
 
@@ -634,6 +750,7 @@ pub(super) fn inverse_iteration<T: SbrReal>(
         return Err("xSTEBZ's IBLOCK and ISPLIT".into());
     };
     let zero = T::ZERO;
+    let clock = Instant::now();
     let r = crate::stebz::stebz_or_lapack(
         b'A',
         b'B',
@@ -657,8 +774,10 @@ pub(super) fn inverse_iteration<T: SbrReal>(
         dispatch::debug(|| format!("syev: bisection ended with INFO = {}", r.info));
         return Ok(false);
     }
+    let bisected = clock.elapsed().as_secs_f64();
     let run = crate::stein::stein_gpu_only(d, &e[..n - 1], &w[..n], &iblock, &isplit, z, ldz)
         .map_err(|e| format!("xSTEIN's workspace ({e})"))?;
+    let iterated = clock.elapsed().as_secs_f64();
     match run {
         Some(report) if report.info == 0 => {}
         other => {
@@ -670,6 +789,13 @@ pub(super) fn inverse_iteration<T: SbrReal>(
         }
     }
     super::sort_pairs(0, n, n, w, z, ldz, &mut []);
+    dispatch::debug(|| {
+        format!(
+            "syev: bisection {bisected:.3} s, inverse iteration {:.3} s, sorting {:.3} s",
+            iterated - bisected,
+            clock.elapsed().as_secs_f64() - iterated
+        )
+    });
     Ok(true)
 }
 
@@ -753,4 +879,69 @@ fn tridiagonal_vectors<T: SbrReal>(
     let mut work = crate::host::try_zeroed::<T>((2 * n).saturating_sub(2).max(1))
         .ok_or("the workspace of xSTEQR")?;
     Ok(T::steqr_vectors(d, e, z, n, &mut work))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testmat::{self, DenseFamily, Rng};
+
+    /// Should Q2 be lost (a GPU that failed holding it), the band is chased again on the host
+    /// and the tridiagonal's eigenvectors are found again for the new tridiagonal matrix: the
+    /// pairs are A's (residual and orthogonality as in tests/syev_vectors.rs, below 20).
+    #[test]
+    fn a_lost_q2_is_made_again_from_the_band() {
+        let seed = testmat::seed_from_time();
+        println!("seed {seed}");
+        let mut rng = Rng::new(seed);
+        let n = 150;
+        let path = Path::CpuBlocked { budget: u64::MAX };
+        for uplo in [b'L', b'U'] {
+            let a0: Vec<f64> = testmat::dense_symmetric(DenseFamily::Random, n, &mut rng);
+            let mut a = a0.clone();
+            let work = VectorWork::new(n, path, true).expect("host memory");
+            let (mut kept, mut z, _) =
+                reduce_keeping(uplo, n, &mut a, n, n, work, path).expect("host memory");
+            kept.lose_q2(n);
+            let (mut w, mut calls) = (vec![0.0; n], 0);
+            let mut vectors = |d: &mut Vec<f64>, e: &mut Vec<f64>, z: &mut [f64]| {
+                calls += 1;
+                assert_eq!(tridiagonal_vectors(d, e, z, n)?, 0, "xSTEDC's INFO");
+                w.copy_from_slice(d);
+                Ok(n)
+            };
+            kept.vectors_and_back_transform(n, &a, n, &mut z, n, path, &mut vectors)
+                .expect("host memory");
+            assert_eq!(calls, 2, "the tridiagonal's vectors once per chase");
+            let norm = (0..n)
+                .map(|j| (0..n).map(|i| a0[i + j * n].abs()).sum::<f64>())
+                .fold(0.0, f64::max);
+            let scale = n as f64 * f64::EPSILON;
+            let (mut resid, mut ortho) = (0.0f64, 0.0f64);
+            for j in 0..n {
+                let zj = &z[j * n..(j + 1) * n];
+                let r: f64 = (0..n)
+                    .map(|i| {
+                        let az: f64 = (0..n).map(|k| a0[i + k * n] * zj[k]).sum();
+                        (az - w[j] * zj[i]).abs()
+                    })
+                    .sum();
+                resid = resid.max(r / (norm * scale));
+                let o: f64 = (0..n)
+                    .map(|k| {
+                        let zk = &z[k * n..(k + 1) * n];
+                        let dot: f64 = zj.iter().zip(zk).map(|(x, y)| x * y).sum();
+                        (dot - if k == j { 1.0 } else { 0.0 }).abs()
+                    })
+                    .sum();
+                ortho = ortho.max(o / scale);
+            }
+            let what = format!(
+                "uplo {}: residual {resid:.2}, orthogonality {ortho:.2}",
+                uplo as char
+            );
+            println!("{what}");
+            assert!(resid < 20.0 && ortho < 20.0, "{what}");
+        }
+    }
 }

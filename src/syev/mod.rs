@@ -830,7 +830,12 @@ pub fn syevx_vectors<T: SbrReal>(
             scaled.vu = vu * sigma;
         }
     }
-    let (mut kept, _, reduction) = match reduce_keeping(uplo, n, a, lda, work, path) {
+    let most = if range == b'I' {
+        (iu - il + 1).max(0) as usize
+    } else {
+        n
+    };
+    let (kept, _, reduction) = match reduce_keeping(uplo, n, a, lda, most, work, path) {
         Ok(done) => done,
         Err(why) => {
             no_host_memory(&mut report, &why);
@@ -841,32 +846,18 @@ pub fn syevx_vectors<T: SbrReal>(
     // All of them with the default tolerance: xSTEDC (xSTEQR if it fails), as LAPACK's
     // xSYEVX takes xSTEQR; bisection and inverse iteration if neither converges.
     let everything = range == b'A' || (range == b'I' && il == 1 && iu == n as i32);
-    let mut done = false;
-    let clock = std::time::Instant::now();
-    if everything && abstol <= T::ZERO {
-        match all_vectors(&kept.d, &kept.e, w, z, ldz, path) {
-            Ok(true) => {
-                report.m = n as i32;
-                ifail[..n].fill(0);
-                done = true;
-            }
-            Ok(false) => {}
-            Err(why) => {
-                no_host_memory(&mut report, &why);
-                return report;
-            }
+    let mut vectors = |d: &mut Vec<T>, e: &mut Vec<T>, z: &mut [T]| {
+        report.stebz_illegal = None;
+        if everything && abstol <= T::ZERO && all_vectors(d, e, w, z, ldz, path)? {
+            report.m = n as i32;
+            report.info = 0;
+            ifail[..n].fill(0);
+        } else {
+            selected_vectors(&mut report, scaled, d, e, w, z, ldz, ifail, path)?;
         }
-    }
-    if !done {
-        let (d, e) = (&kept.d, &kept.e);
-        if let Err(why) = selected_vectors(&mut report, scaled, d, e, w, z, ldz, ifail, path) {
-            no_host_memory(&mut report, &why);
-            return report;
-        }
-    }
-    kept.times.tridiagonal_vectors = clock.elapsed().as_secs_f64();
-    let m = report.m.max(0) as usize;
-    match kept.back_transform(uplo, n, a, lda, m, z, ldz, path) {
+        Ok(report.m.max(0) as usize)
+    };
+    match kept.vectors_and_back_transform(n, a, lda, z, ldz, path, &mut vectors) {
         Ok(stages) => report.stages = Some(stages),
         Err(why) => {
             no_host_memory(&mut report, &why);
@@ -874,6 +865,7 @@ pub fn syevx_vectors<T: SbrReal>(
             return report;
         }
     }
+    let m = report.m.max(0) as usize;
     if let Some(sigma) = sigma {
         let imax = syevx_unscaled(report.info, report.m, n);
         for x in &mut w[..imax] {

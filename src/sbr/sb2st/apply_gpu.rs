@@ -2,8 +2,9 @@
 //! reflectors and how lanes share a column). Z goes up in block columns as wide as the budget
 //! holds beside Q2 (one where both fit), each takes the reflectors, a group of sweeps at a
 //! time, and comes back; where Q2 itself does not fit, it comes up in pieces of whole groups
-//! for each block column.
+//! for each block column. Q2 that the chase left on the GPU is used where it is.
 
+use super::gpu::DeviceReflectors;
 use super::{sweep_offset, Reflectors};
 use crate::device::blas::CublasReal;
 use crate::device::{self, kernels, DeviceError};
@@ -82,16 +83,28 @@ fn plan(
     })
 }
 
+/// Where Q2 is: in host memory, or left on the GPU by the chase.
+#[derive(Clone, Copy)]
+pub enum Q2At<'a, T> {
+    Host(&'a Reflectors<T>),
+    Gpu(&'a DeviceReflectors<T>),
+}
+
 /// Z := Q2 Z for the n x m `z` (leading dimension `ldz`), as [`Reflectors::apply_left`], on
-/// the GPU within `limit` bytes (and the GPU's budget).
+/// the GPU within `limit` bytes (and the GPU's budget; Q2 left on the GPU holds its share
+/// already).
 pub fn apply_left<T: CublasReal>(
-    q: &Reflectors<T>,
+    q: Q2At<'_, T>,
     m: usize,
     z: &mut [T],
     ldz: usize,
     limit: Option<u64>,
 ) -> Result<Q2Run, Q2Stopped> {
-    let (n, b) = (q.n, q.b);
+    let (n, b, q_len) = match q {
+        Q2At::Host(q) => (q.n, q.b, q.v.len()),
+        // Nothing to upload: it is whole on the GPU, and the budget is Z's.
+        Q2At::Gpu(q) => (q.n, q.b, 0),
+    };
     if n < 3 || m == 0 {
         return Ok(Q2Run::default());
     }
@@ -115,7 +128,7 @@ pub fn apply_left<T: CublasReal>(
         n,
         m,
         ldz,
-        q.v.len(),
+        q_len,
         GROUP,
         elem,
         budget.saturating_sub(counts_bytes),
@@ -127,7 +140,7 @@ pub fn apply_left<T: CublasReal>(
         )))
     })?;
     let piece_len = if plan.sweeps == n - 2 {
-        q.v.len()
+        q_len
     } else {
         sweep_offset(n, plan.sweeps)
     };
@@ -146,7 +159,7 @@ pub fn apply_left<T: CublasReal>(
     let n_arg = int(n)?;
     let ldz_arg = ldz as i64;
     let mut piece = stream
-        .alloc_zeros::<T>(piece_len)
+        .alloc_zeros::<T>(piece_len.max(1))
         .map_err(|e| stopped(e.into()))?;
     let mut zd = stream
         .alloc_zeros::<T>(plan.cols * ldz)
@@ -160,9 +173,11 @@ pub fn apply_left<T: CublasReal>(
         .map(|i| (i, (i + plan.sweeps).min(n - 2)))
         .rev()
         .collect();
-    if let [(0, _)] = pieces[..] {
+    let clock = std::time::Instant::now();
+    let mut kernel_secs = 0.0;
+    if let (Q2At::Host(q), [(0, _)]) = (q, &pieces[..]) {
         stream
-            .memcpy_htod(&q.v[..], &mut piece)
+            .memcpy_htod(&q.v[..], &mut piece.slice_mut(0..q_len))
             .map_err(|e| stopped(e.into()))?;
     }
     for c0 in (0..m).step_by(plan.cols) {
@@ -179,12 +194,16 @@ pub fn apply_left<T: CublasReal>(
             .map_err(|e| at(e.into()))?;
         for &(i_lo, i_hi) in &pieces {
             let q_base = sweep_offset(n, i_lo);
-            if pieces.len() > 1 {
+            if let (Q2At::Host(q), true) = (q, pieces.len() > 1) {
                 let src = &q.v[q_base..sweep_offset(n, i_hi)];
                 stream
                     .memcpy_htod(src, &mut piece.slice_mut(0..src.len()))
                     .map_err(|e| at(e.into()))?;
             }
+            let reflectors = match q {
+                Q2At::Host(_) => &piece,
+                Q2At::Gpu(q) => &q.v,
+            };
             let (w_arg, lo_arg, hi_arg) = (int(w)?, int(i_lo)?, int(i_hi)?);
             let base_arg = q_base as i64;
             let grid = ctas(i_hi - i_lo, w);
@@ -198,7 +217,7 @@ pub fn apply_left<T: CublasReal>(
             };
             let mut launch = stream.launch_builder(&func);
             launch
-                .arg(&piece)
+                .arg(reflectors)
                 .arg(&mut zd)
                 .arg(&n_arg)
                 .arg(&w_arg)
@@ -207,7 +226,7 @@ pub fn apply_left<T: CublasReal>(
                 .arg(&hi_arg)
                 .arg(&base_arg)
                 .arg(&mut counts);
-            // SAFETY: the arguments match sb2st_q2_{s,d}{b}: `piece` holds
+            // SAFETY: the arguments match sb2st_q2_{s,d}{b}: `reflectors` holds
             // Q2's entries of sweeps i_lo .. i_hi from q_base, `zd` w columns of ldz ≥ n
             // entries, `counts` a zeroed count per CTA (one per group of sweeps and block of
             // THREADS / LANES columns); the coefficients of a step in shared memory. A CTA
@@ -215,7 +234,9 @@ pub fn apply_left<T: CublasReal>(
             unsafe { launch.launch(cfg) }.map_err(|e| at(e.into()))?;
         }
         // Everything before the download has finished or failed by now.
+        let launched = clock.elapsed().as_secs_f64();
         stream.synchronize().map_err(|e| at(e.into()))?;
+        kernel_secs += clock.elapsed().as_secs_f64() - launched;
         let torn = |e: cudarc::driver::DriverError| Q2Stopped {
             error: e.into(),
             done: c0,
@@ -224,6 +245,12 @@ pub fn apply_left<T: CublasReal>(
         stream.memcpy_dtoh(&zd.slice(0..span), host).map_err(torn)?;
         stream.synchronize().map_err(torn)?;
     }
+    crate::dispatch::debug(|| {
+        format!(
+            "q2 gpu: n={n} m={m}: {:.3} s, of which waiting for the kernels {kernel_secs:.3} s",
+            clock.elapsed().as_secs_f64()
+        )
+    });
     Ok(Q2Run {
         block_columns: m.div_ceil(plan.cols),
         pieces: pieces.len(),
