@@ -710,9 +710,7 @@ pub(super) fn eigenvectors<T: SbrReal>(
     };
     let mut times = kept.vectors_and_back_transform(n, a, lda, &mut z, n, path, &mut vectors)?;
     times.inverse_iteration = by_inverse;
-    for (dst, src) in a.chunks_mut(lda).zip(z.chunks(n)) {
-        dst[..n].copy_from_slice(src);
-    }
+    crate::host::scatter_columns(&z[..n * n], n, &mut a[..(n - 1) * lda + n], lda);
     Ok((info, report, times))
 }
 
