@@ -278,17 +278,17 @@ pub struct StageTimes {
 }
 
 /// A matrix reduced to the tridiagonal (d, e) keeping both orthogonal factors: Q1's reflectors
-/// in A (with `tau`) and Q2 (module notes of [`Q2Kept`]); the band, for a chase again should Q2
-/// be lost; the stages' times so far.
+/// in A (with `tau`) and Q2 (where, see [`Q2Kept`]); the band, for a chase again should Q2 be
+/// lost; the stages' times so far.
 pub(super) struct Kept<T> {
-    pub(super) d: Vec<T>,
-    pub(super) e: Vec<T>,
+    d: Vec<T>,
+    e: Vec<T>,
     uplo: u8,
     kd: usize,
     ab: Vec<T>,
     tau: Vec<T>,
     q2: Q2Kept<T>,
-    pub(super) times: StageTimes,
+    times: StageTimes,
 }
 
 /// A stage that finds eigenvectors of the tridiagonal (d, e) into Z, d and e its to overwrite,
@@ -305,11 +305,19 @@ enum Q2Kept<T> {
     Gone(sb2st::Reflectors<T>),
 }
 
-/// Whether Q2 stays on the GPU after the chase: where it fits the path's budget and the GPU's
-/// with room for the n x m Z and the inverse iteration's workspace (about Z again) beside it.
-fn q2_stays_on_gpu(budget: Option<u64>, n: usize, m: usize, q2_bytes: u64, elem: usize) -> bool {
+/// Whether Q2 stays on the GPU after the chase: where the GPU's kernel applies Q2 of bandwidth
+/// `kd`, and Q2 fits the path's budget and the GPU's with room for the n x m Z and the inverse
+/// iteration's workspace (about Z again) beside it.
+fn q2_stays_on_gpu(
+    budget: Option<u64>,
+    (n, kd, m): (usize, usize, usize),
+    q2_bytes: u64,
+    elem: usize,
+) -> bool {
     let needed = q2_bytes + 2 * (n * m * elem) as u64;
-    within(budget, needed) && crate::device::gpu().is_ok_and(|g| needed <= g.budget.available())
+    sb2st::apply_gpu::supports(kd.max(1))
+        && within(budget, needed)
+        && crate::device::gpu().is_ok_and(|g| needed <= g.budget.available())
 }
 
 /// Dense → band keeping Q1 in `a` ([`crate::sbr::syrdb`] on `path`), band → tridiagonal keeping
@@ -346,7 +354,7 @@ pub(super) fn reduce_keeping<T: SbrReal>(
     let mut on_gpu = None;
     if let Path::Gpu { budget } = path {
         if kd <= sb2st::gpu::MAX_BANDWIDTH && within(budget, q2.bytes()) {
-            let chased = if q2_stays_on_gpu(budget, n, m, q2.bytes(), elem) {
+            let chased = if q2_stays_on_gpu(budget, (n, kd, m), q2.bytes(), elem) {
                 sb2st::gpu::tridiagonalize_keeping_on_gpu(uplo, n, kd, &ab, ldab)
                     .map(|(de, device)| (de, Some(device)))
             } else {
@@ -404,7 +412,7 @@ impl<T: SbrReal> Kept<T> {
         loop {
             let clock = Instant::now();
             let m = vectors(&mut self.d, &mut self.e, z)?;
-            self.times.tridiagonal_vectors = clock.elapsed().as_secs_f64();
+            self.times.tridiagonal_vectors += clock.elapsed().as_secs_f64();
             if let Some(times) = self.back_transform(n, a, lda, m, z, ldz, path)? {
                 return Ok(times);
             }
@@ -453,11 +461,12 @@ impl<T: SbrReal> Kept<T> {
     ) -> Result<Option<StageTimes>, String> {
         let locked = lock_for_transfers(path, m, z, ldz);
         let clock = Instant::now();
-        if !apply_q2(&mut self.q2, path, m, z, ldz, &mut self.times) {
+        let applied = apply_q2(&mut self.q2, path, m, z, ldz, &mut self.times);
+        self.times.q2 += clock.elapsed().as_secs_f64();
+        if !applied {
             return Ok(None);
         }
         let mut times = self.times;
-        times.q2 = clock.elapsed().as_secs_f64();
         let clock = Instant::now();
         let q1 = Q1 {
             uplo: self.uplo,
@@ -685,8 +694,10 @@ impl<T: SbrReal> Q1<'_, T> {
 }
 
 /// The eigenvalues (ascending, into `w`) and eigenvectors (over `a`) of the n x n `a` (n ≥ 2):
-/// [`reduce_keeping`], the tridiagonal's eigenvectors Z_T (xSTEDC, or xSTEQR when xSTEDC fails
-/// or its workspace does not fit, whose INFO > 0 is xSYEV's), then Q1 Q2 Z_T.
+/// [`reduce_keeping`], the tridiagonal's eigenvectors Z_T ([`inverse_iteration`] where
+/// [`by_inverse_iteration`] says so, else or if it does not succeed xSTEDC, or xSTEQR when
+/// xSTEDC fails or its workspace does not fit, whose INFO > 0 is xSYEV's), then Q1 Q2 Z_T
+/// ([`Kept::vectors_and_back_transform`], which finds Z_T again should Q2 be lost).
 /// Returns the tridiagonal solver's INFO and how the reduction ran; fails, with why, for want
 /// of host memory after `a` was touched.
 pub(super) fn eigenvectors<T: SbrReal>(
@@ -701,6 +712,7 @@ pub(super) fn eigenvectors<T: SbrReal>(
     let (kept, mut z, report) = reduce_keeping(uplo, n, a, lda, n, work, path)?;
     let (mut info, mut by_inverse) = (0, false);
     let mut vectors = |d: &mut Vec<T>, e: &mut Vec<T>, z: &mut [T]| {
+        info = 0;
         by_inverse = by_inverse_iteration(path, n) && inverse_iteration(d, e, w, z, n)?;
         if !by_inverse {
             info = tridiagonal_vectors(d, e, z, n)?;

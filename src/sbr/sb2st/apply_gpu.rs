@@ -48,8 +48,8 @@ struct Plan {
     sweeps: usize,
 }
 
-/// The plan for Q2 of order n (`q_len` entries) and the n x m Z with leading dimension `ldz`
-/// in `budget` bytes, with groups of `group` sweeps; or the bytes it needs at least. Q2 stays
+/// The plan for Q2 of order n (`q_len` entries to upload: 0 for Q2 on the GPU already) and
+/// the n x m Z with leading dimension `ldz` in `budget` bytes, with groups of `group` sweeps; or the bytes it needs at least. Q2 stays
 /// whole while a block column of [`THREADS`] columns fits beside it, since its pieces travel
 /// once per block column.
 fn plan(
@@ -121,6 +121,11 @@ pub fn apply_left<T: CublasReal>(
     assert!(ldz >= n && z.len() >= ldz * (m - 1) + n, "Z too short");
     let gpu = device::gpu().map_err(stopped)?;
     let elem = std::mem::size_of::<T>();
+    // `limit` is the call's: Q2 on the GPU already holds part of it.
+    let limit = match q {
+        Q2At::Host(_) => limit,
+        Q2At::Gpu(q) => limit.map(|l| l.saturating_sub(q.bytes())),
+    };
     let budget = gpu.budget.available().min(limit.unwrap_or(u64::MAX));
     // The CTAs' step counts, at most one per group and block of THREADS / LANES columns.
     let counts_bytes = ((n - 2).div_ceil(GROUP) * m.div_ceil(THREADS / LANES) * 4) as u64;
@@ -173,6 +178,10 @@ pub fn apply_left<T: CublasReal>(
         .map(|i| (i, (i + plan.sweeps).min(n - 2)))
         .rev()
         .collect();
+    assert!(
+        matches!(q, Q2At::Host(_)) || pieces.len() == 1,
+        "Q2 on the GPU is applied whole"
+    );
     let clock = std::time::Instant::now();
     let mut kernel_secs = 0.0;
     if let (Q2At::Host(q), [(0, _)]) = (q, &pieces[..]) {
@@ -202,6 +211,7 @@ pub fn apply_left<T: CublasReal>(
             }
             let reflectors = match q {
                 Q2At::Host(_) => &piece,
+                // Whole (one piece from sweep 0), so q_base is 0.
                 Q2At::Gpu(q) => &q.v,
             };
             let (w_arg, lo_arg, hi_arg) = (int(w)?, int(i_lo)?, int(i_hi)?);

@@ -101,6 +101,11 @@ pub struct DeviceReflectors<T> {
 }
 
 impl<T: Real> DeviceReflectors<T> {
+    /// The bytes it holds on the GPU.
+    pub fn bytes(&self) -> u64 {
+        (self.v.len() * std::mem::size_of::<T>()) as u64
+    }
+
     /// Copies Q2 into `q` (room for this order and bandwidth, [`Reflectors::new`]).
     pub fn download(&self, q: &mut Reflectors<T>) -> Result<(), DeviceError> {
         assert!(

@@ -20,7 +20,8 @@
 //! The band is held in lower band storage with `2b + 1` rows: entry (r, c), `r ≥ c`, at
 //! `(r − c) + c · ld`, the extra rows holding the bulge.
 //!
-//! For eigenvectors the CPU chase can keep its reflectors ([`tridiagonalize_keeping`]):
+//! For eigenvectors the chase can keep its reflectors ([`tridiagonalize_keeping`]; the GPU's
+//! also in GPU memory, [`gpu::DeviceReflectors`]):
 //! T = Q2ᵀ B Q2 with Q2 = H(0, 0) H(0, 1) ⋯ H(1, 0) ⋯ in the order of the sweeps run one after
 //! another (the pipeline's order gives the same matrix), H(i, k) = I − τ v vᵀ the reflector
 //! of step k of sweep i over rows `i + 1 + k b ..` (at most b of them, v's first entry 1).
