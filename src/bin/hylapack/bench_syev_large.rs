@@ -1,6 +1,7 @@
 //! `hylapack bench syev --vectors --large`: orders whose matrix the host holds only once
-//! (n = 100 000: 80 GB), so that neither a copy of A nor a peer fits. Only hylapack's
-//! dsyevx_ooc with the lowest 1% of the pairs runs, and it is checked without a copy: the
+//! (n = 100 000: 80 GB), so that neither a copy of A nor a peer fits. Only hylapack runs:
+//! dsyevx_ooc with the lowest 1% of the pairs, or with `--all` dsyev_ooc with all of them (for
+//! A and Z together above GPU memory), and it is checked without a copy: the
 //! entries come from a hash of their position, so that A z for the sampled columns is formed
 //! afterwards by generating each entry again (on the host's threads).
 
@@ -34,9 +35,10 @@ fn by_chunks(out: &mut [f64], len: usize, work: impl Fn(usize, &mut [f64]) + Syn
     });
 }
 
-/// One order n: generate, time dsyevx_ooc (RANGE = I, the lowest 1%) on the GPU path within
-/// `budget` bytes (None: the GPU's), check. Returns the number of results off (0 or 1).
-pub fn large_order(n: usize, uplo: u8, seed: u64, budget: Option<u64>) -> usize {
+/// One order n: generate, time dsyevx_ooc (RANGE = I, the lowest 1%) or, with `all`,
+/// dsyev_ooc (every pair, Z into A) on the GPU path within `budget` bytes (None: the GPU's),
+/// check. Returns the number of results off (0 or 1).
+pub fn large_order(n: usize, uplo: u8, seed: u64, budget: Option<u64>, all: bool) -> usize {
     let clock = Instant::now();
     let mut a = match hylapack::host::try_vec(n * n, 0.0f64) {
         Some(a) => a,
@@ -58,41 +60,51 @@ pub fn large_order(n: usize, uplo: u8, seed: u64, budget: Option<u64>) -> usize 
         "n={n}: matrix generated in {} (seed {seed})",
         time(clock.elapsed().as_secs_f64())
     );
-    let (il, iu) = (1, (n / 100).max(1) as i32);
-    let cols = (iu - il + 1) as usize;
-    let (Some(mut w), Some(mut z), Some(mut ifail)) = (
-        hylapack::host::try_vec(n, 0.0),
-        hylapack::host::try_vec(n * cols, 0.0),
-        hylapack::host::try_vec(n, 0i32),
-    ) else {
-        println!("n={n}: the vectors cannot be allocated");
+    let within = budget.map_or(String::new(), |b| format!(", budget {} MiB", b >> 20));
+    let Some(mut w) = hylapack::host::try_vec(n, 0.0) else {
+        println!("n={n}: the eigenvalues cannot be allocated");
         return 1;
     };
     let clock = Instant::now();
-    let report = hylapack::syev::syevx_vectors(
-        b'I',
-        uplo,
-        n,
-        &mut a,
-        n,
-        0.0,
-        0.0,
-        il,
-        iu,
-        0.0,
-        &mut w,
-        &mut z,
-        n,
-        &mut ifail,
-        Path::Gpu { budget },
-    );
+    let (what, report, cols, z) = if all {
+        let report = hylapack::syev::syev_vectors(uplo, n, &mut a, n, &mut w, Path::Gpu { budget });
+        let what = format!("hylapack dsyev_ooc JOBZ=V UPLO={}{within}", uplo as char);
+        (what, report, n, a)
+    } else {
+        let (il, iu) = (1, (n / 100).max(1) as i32);
+        let cols = (iu - il + 1) as usize;
+        let (Some(mut z), Some(mut ifail)) = (
+            hylapack::host::try_vec(n * cols, 0.0),
+            hylapack::host::try_vec(n, 0i32),
+        ) else {
+            println!("n={n}: the vectors cannot be allocated");
+            return 1;
+        };
+        let report = hylapack::syev::syevx_vectors(
+            b'I',
+            uplo,
+            n,
+            &mut a,
+            n,
+            0.0,
+            0.0,
+            il,
+            iu,
+            0.0,
+            &mut w,
+            &mut z,
+            n,
+            &mut ifail,
+            Path::Gpu { budget },
+        );
+        drop(a);
+        let what = format!(
+            "hylapack dsyevx_ooc JOBZ=V RANGE=I {il}..{iu} UPLO={}{within}",
+            uplo as char
+        );
+        (what, report, cols, z)
+    };
     let secs = clock.elapsed().as_secs_f64();
-    drop(a);
-    let within = budget.map_or(String::new(), |b| format!(", budget {} MiB", b >> 20));
-    let what = format!(
-        "hylapack dsyevx_ooc JOBZ=V RANGE=I {il}..{iu} UPLO={}{within}",
-        uplo as char
-    );
     let m = report.m.max(0) as usize;
     if report.info != 0 || m != cols {
         println!("{n:>6}  {what}: {}; {m} pairs", stage_note(&report));

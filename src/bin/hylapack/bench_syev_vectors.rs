@@ -42,6 +42,8 @@ struct Options {
     budget_fraction: Option<f64>,
     /// Only hylapack's selected pairs, on a matrix held once ([`crate::bench_syev_large`]).
     large: bool,
+    /// With `large`: all pairs (dsyev_ooc) instead of the lowest 1%.
+    all: bool,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -53,6 +55,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         uplo: b'L',
         budget_fraction: None,
         large: false,
+        all: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -67,6 +70,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
                 )? => {}
             "--no-peers" => o.no_peers = true,
             "--large" => o.large = true,
+            "--all" => o.all = true,
             "--budget-fraction" => {
                 let f = it.next().and_then(|v| v.parse::<f64>().ok());
                 o.budget_fraction = match f {
@@ -87,17 +91,20 @@ fn parse(args: &[String]) -> Result<Options, String> {
     if o.sizes.iter().any(|&n| n < 2) {
         return Err("sizes must be at least 2".into());
     }
+    if o.all && !o.large {
+        return Err("--all goes with --large".into());
+    }
     Ok(o)
 }
 
 /// `hylapack bench syev --vectors [--sizes 4096,8192,16384] [--csv FILE] [--lapack-limit S]
-/// [--no-peers] [--uplo L|U] [--budget-fraction F] [--large] [--quick]`.
+/// [--no-peers] [--uplo L|U] [--budget-fraction F] [--large [--all]] [--quick]`.
 pub fn bench_syev_vectors(args: &[String]) -> i32 {
     match parse(args) {
         Ok(o) => run(&o),
         Err(e) => {
             eprintln!("hylapack bench syev --vectors: {e}");
-            eprintln!("usage: hylapack bench syev --vectors [--sizes 4096,8192,16384] [--csv FILE] [--lapack-limit 60] [--no-peers] [--uplo L] [--budget-fraction 0.25] [--large] [--quick]");
+            eprintln!("usage: hylapack bench syev --vectors [--sizes 4096,8192,16384] [--csv FILE] [--lapack-limit 60] [--no-peers] [--uplo L] [--budget-fraction 0.25] [--large [--all]] [--quick]");
             2
         }
     }
@@ -332,7 +339,7 @@ fn run(o: &Options) -> i32 {
         let mut failures = 0;
         for &n in &o.sizes {
             let budget = o.budget_fraction.map(|f| (f * (n * n * 8) as f64) as u64);
-            failures += crate::bench_syev_large::large_order(n, o.uplo, seed, budget);
+            failures += crate::bench_syev_large::large_order(n, o.uplo, seed, budget, o.all);
         }
         return failures.min(255) as i32;
     }
