@@ -333,7 +333,43 @@ pub(super) fn reduce_keeping<T: SbrReal>(
     work: VectorWork<T>,
     path: Path,
 ) -> Result<(Kept<T>, Vec<T>, SyrdbReport), String> {
-    let VectorWork { band, z, mut q2 } = work;
+    let VectorWork { band, mut z, q2 } = work;
+    // On the GPU path the host mostly waits through the reduction and the chase: Z's pages
+    // (n² entries, allocated lazily) are faulted in meanwhile, not later by the stages that
+    // first write Z (the tridiagonal's vectors, page-locking).
+    let (_, reduced) = if matches!(path, Path::Gpu { .. }) && !z.is_empty() {
+        crate::host::workers::alongside(
+            || fault_in(&mut z),
+            || reduce_and_chase(uplo, n, a, lda, m, band, q2, path),
+        )
+    } else {
+        ((), reduce_and_chase(uplo, n, a, lda, m, band, q2, path))
+    };
+    let (kept, report) = reduced?;
+    Ok((kept, z, report))
+}
+
+/// Writes a zero into each page of `z` (zeroed, and so still unmapped by the OS), so that the
+/// OS maps them now.
+fn fault_in<T: Real>(z: &mut [T]) {
+    let per_page = (4096 / std::mem::size_of::<T>()).max(1);
+    for x in z.iter_mut().step_by(per_page) {
+        *x = T::ZERO;
+    }
+}
+
+/// [`reduce_keeping`]'s stages: dense → band, band → tridiagonal.
+#[allow(clippy::too_many_arguments)]
+fn reduce_and_chase<T: SbrReal>(
+    uplo: u8,
+    n: usize,
+    a: &mut [T],
+    lda: usize,
+    m: usize,
+    band: BandWork<T>,
+    mut q2: sb2st::Reflectors<T>,
+    path: Path,
+) -> Result<(Kept<T>, SyrdbReport), String> {
     let BandWork {
         mut ab,
         mut tau,
@@ -388,7 +424,7 @@ pub(super) fn reduce_keeping<T: SbrReal>(
         q2,
         times,
     };
-    Ok((kept, z, report))
+    Ok((kept, report))
 }
 
 impl<T: SbrReal> Kept<T> {
