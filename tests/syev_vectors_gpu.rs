@@ -120,7 +120,7 @@ fn gpu_band_q2_case<T: SbrReal>(uplo: u8, n: usize, kd: usize, seed: u64) {
     let (q2_bytes, col) = (q2.bytes(), ldz as u64 * elem);
     // From the host's Q2: all of Z beside Q2; block columns of 200 beside it; half of Q2 and
     // a group of sweeps beside 150 columns, so that Q2 comes in pieces for each block column.
-    // From the GPU's Q2 (its memory held already): all of Z; block columns of 200.
+    // From the GPU's Q2 (which counts against the call's limit): all of Z; block columns of 200.
     let (host_q2, gpu_q2) = (Q2At::Host(&q2), Q2At::Gpu(&device));
     let runs = [
         (host_q2, None),
@@ -130,7 +130,7 @@ fn gpu_band_q2_case<T: SbrReal>(uplo: u8, n: usize, kd: usize, seed: u64) {
             Some(q2_bytes / 2 + 150 * col + 32 * (n as u64 - 1) * elem),
         ),
         (gpu_q2, None),
-        (gpu_q2, Some(200 * col)),
+        (gpu_q2, Some(device.bytes() + 200 * col)),
     ];
     for (k, (q, budget)) in runs.into_iter().enumerate() {
         let mut z = vec![T::from_f64(7.0); ldz * n];
