@@ -101,7 +101,9 @@ impl Default for GtsvTransfer {
         // On an H200 host (docs/bench/2026-11-26-h200-session17.txt), random systems with one
         // right-hand side: staged was the fastest at every order measured, 2^18 to 2^26 (2^23:
         // 19.6 ms against 26.4 pageable and 28.3 registered); registering cost more than it
-        // saved from 2^22 up, so `auto` never registers.
+        // saved from 2^22 up, so `auto` never registers. On an H100 host (session 23's log)
+        // page-locking DL, D, DU and B at 2^23 (256 MiB) took 11-15 ms and unlocking 5 ms,
+        // serialized in the driver (no faster from 4 or 16 threads), against 5 ms of DMA.
         GtsvTransfer {
             mode: GtsvHostTransfer::Auto,
             register_min_n: usize::MAX,

@@ -335,6 +335,7 @@ fn solve_whole<T: Real>(
     // Declared before the device buffers: a page-locked caller's array is unlocked only after
     // their drops are queued, once the stream is idle.
     let mut io = HostIo::open(gpu, &stream, &o.transfer, o.staging_elems, &host)?;
+    let opened = Instant::now();
     // SAFETY (allocations): every element is written by an upload before it is read.
     let (dl_d, d_d, du_d, f_d) = unsafe {
         (
@@ -371,6 +372,7 @@ fn solve_whole<T: Real>(
     uploaded?;
     let t1 = Instant::now();
     let mut plan = Plan::<T>::new(gpu, stream.clone(), o, a, nrhs)?;
+    let planned = Instant::now();
     let (mut saved, mut plain) = (None, None);
     let verdict = plan.run(f, || match words {
         Some(words) => saved = Some(SavedB::new(b, ldb, n, nrhs, words)),
@@ -392,6 +394,19 @@ fn solve_whole<T: Real>(
         }
     }
     let t3 = Instant::now();
+    let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
+    crate::dispatch::debug(|| {
+        format!(
+            "gtsv gpu: n={n} {:?}: opened {:.3} ms, upload {:.3} ms, plan {:.3} ms, solve {:.3} ms, \
+             download {:.3} ms",
+            io.mode(),
+            ms(t0, opened),
+            ms(opened, t1),
+            ms(t1, planned),
+            ms(planned, t2),
+            ms(t2, t3)
+        )
+    });
     PHASES.with(|p| {
         let mut v = p.get();
         v.upload = (t1 - t0).as_secs_f64();
