@@ -860,13 +860,15 @@ pub(super) fn inverse_iteration<T: SbrReal>(
 }
 
 /// The most eigenvalues of one block in a row (`w` by blocks of `iblock`, ascending in each, as
-/// xSTEBZ's ORDER = 'B' leaves them) each within n ε max |w| of the one before: numerically
-/// one multiple eigenvalue. The GPU's inverse iteration orthogonalizes such a run across its
-/// panels by Gram–Schmidt; a clustered matrix's run of 441 (n = 1324) came out 24.9 n ε from
-/// orthogonal where DSYEV's were 2.4, while xSTEDC deflates such runs, cheaply.
+/// xSTEBZ's ORDER = 'B' leaves them) each within 16 ulp of max |w| of the one before: more
+/// than bisection resolves, so numerically one multiple eigenvalue. The GPU's inverse
+/// iteration orthogonalizes such a run across its panels by Gram–Schmidt; a clustered
+/// matrix's run of 441 (n = 1324) came out 24.9 n ε from orthogonal where DSYEV's were 2.4,
+/// while xSTEDC deflates such runs, cheaply. (Not n ε: in single precision a random matrix's
+/// distinct eigenvalues, about 1/n of the largest apart, fall below that from n ≈ 5000.)
 fn longest_multiple_run<T: Real>(w: &[T], iblock: &[i32]) -> usize {
     let norm = w.iter().fold(T::ZERO, |m, x| m.max(x.abs()));
-    let tol = T::from_f64(w.len() as f64) * T::ULP * norm;
+    let tol = T::from_f64(16.0) * T::ULP * norm;
     let (mut longest, mut run) = (usize::from(!w.is_empty()), 1);
     for k in 1..w.len() {
         let joined = iblock[k] == iblock[k - 1] && (w[k] - w[k - 1]).abs() <= tol;
@@ -966,16 +968,21 @@ mod tests {
     #[test]
     fn multiple_eigenvalues_are_counted_within_a_block() {
         let eps = f64::EPSILON;
-        // Blocks 1 and 2 meet at 0.5; block 2 holds three values within n ε of each other.
+        // Blocks 1 and 2 meet at 0.5; block 2 holds three values within 16 ulp of each other.
         let w = [0.1, 0.5, 0.5, 0.5 + eps, 0.5 + 3.0 * eps, 0.9, 1.0];
         let iblock = [1, 1, 2, 2, 2, 2, 2];
         assert_eq!(longest_multiple_run(&w, &iblock), 3);
         // One block: the four values run together.
         assert_eq!(longest_multiple_run(&w, &[1; 7]), 4);
-        // Spread by more than n ε max |w| = 7 ε: no run.
-        let spread: Vec<f64> = (0..7).map(|k| 0.5 + 8.0 * eps * k as f64).collect();
+        // Spread by more than 16 ulp of max |w|: no run.
+        let spread: Vec<f64> = (0..7).map(|k| 0.5 + 32.0 * eps * k as f64).collect();
         assert_eq!(longest_multiple_run(&spread, &[1; 7]), 1);
         assert_eq!(longest_multiple_run::<f64>(&[], &[]), 0);
+        // Single precision, distinct eigenvalues 2/n apart at n = 16384: no run (a tolerance
+        // growing with n would join them all).
+        let n = 16384;
+        let w: Vec<f32> = (0..n).map(|k| -1.0 + 2.0 * k as f32 / n as f32).collect();
+        assert_eq!(longest_multiple_run(&w, &vec![1; n]), 1);
     }
 
     /// Should Q2 be lost (a GPU that failed holding it), the band is chased again on the host

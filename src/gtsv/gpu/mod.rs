@@ -394,7 +394,8 @@ fn solve_whole<T: Real>(
         }
     }
     let t3 = Instant::now();
-    let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
+    // "upload" holds the device allocations and B's copy too; "opened" the page-locking.
+    let ms = |from: Instant, to: Instant| (to - from).as_secs_f64() * 1e3;
     crate::dispatch::debug(|| {
         format!(
             "gtsv gpu: n={n} {:?}: opened {:.3} ms, upload {:.3} ms, plan {:.3} ms, solve {:.3} ms, \
