@@ -30,20 +30,18 @@
 
 mod driver;
 mod scale;
+mod tridiagonal_vectors;
 
-pub use driver::{
-    bandwidth, bandwidth_streaming, driver_bandwidths, wide_bandwidth, StageTimes,
-    INVERSE_ITERATION_FROM,
-};
+pub use driver::{bandwidth, bandwidth_streaming, driver_bandwidths, wide_bandwidth, StageTimes};
+pub use tridiagonal_vectors::INVERSE_ITERATION_FROM;
 
 use crate::dispatch::Backend;
 use crate::lapack::Dense;
 use crate::real::Real;
 use crate::sbr::{Path, SbrReal, SyrdbReport};
-use driver::{
-    all_by_bisection, all_vectors, eigenvectors, reduce_keeping, tridiagonal, BandWork, VectorWork,
-};
+use driver::{all_by_bisection, eigenvectors, reduce_keeping, tridiagonal, BandWork, VectorWork};
 use scale::{scale_into_range, triangle_max_abs};
+use tridiagonal_vectors::all_vectors;
 
 /// ILAENV's block size for xSYTRD, which sizes LAPACK's optimal workspace.
 const SYTRD_NB: usize = 32;
