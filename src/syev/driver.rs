@@ -1,6 +1,7 @@
 //! The stages of the drivers, composed: the bandwidths, dense → band → tridiagonal, and the
 //! tridiagonal's eigenvalues by bisection.
 
+use super::back_transformation::{back_transform, Q1};
 use super::tridiagonal_vectors::{by_inverse_iteration, divide_and_conquer, inverse_iteration};
 use crate::dispatch::{self, Backend};
 use crate::host::try_vec;
@@ -8,10 +9,8 @@ use crate::real::Real;
 use crate::sbr::executor::cpu::CpuExecutor;
 use crate::sbr::executor::gpu::{self, GpuExecutor};
 use crate::sbr::executor::host_zeros;
-use crate::sbr::sb2st::apply_gpu::{Q2At, Q2Stopped};
 use crate::sbr::sbrdb::{self, narrow as narrow_band};
 use crate::sbr::SbrReal;
-use crate::sbr::{apply_q1_on, Executor, Q1Stopped};
 use crate::sbr::{plan, sb2st, streaming_budget, syrdb_band, Mode, Path, SyrdbReport};
 use std::time::Instant;
 
@@ -300,7 +299,7 @@ pub(super) type TridiagonalVectors<'a, T> =
 /// Where the chase left Q2: in host memory, or on the GPU (then the host's room for it is
 /// filled only if its application there fails). Gone: lost with the GPU (then the chase must
 /// run again), or freed after its application there.
-enum Q2Kept<T> {
+pub(super) enum Q2Kept<T> {
     Host(sb2st::Reflectors<T>),
     Gpu(sb2st::gpu::DeviceReflectors<T>, sb2st::Reflectors<T>),
     Gone(sb2st::Reflectors<T>),
@@ -457,7 +456,17 @@ impl<T: SbrReal> Kept<T> {
             let clock = Instant::now();
             let m = vectors(&mut self.d, &mut self.e, z)?;
             self.times.tridiagonal_vectors += clock.elapsed().as_secs_f64();
-            if let Some(times) = self.back_transform(n, a, lda, m, z, ldz, path)? {
+            let q1 = Q1 {
+                uplo: self.uplo,
+                n,
+                kd: self.kd,
+                a,
+                lda,
+                tau: &self.tau,
+            };
+            if let Some(times) =
+                back_transform(&q1, &mut self.q2, &mut self.times, (path, m), z, ldz)?
+            {
                 return Ok(times);
             }
             dispatch::debug(|| {
@@ -488,253 +497,16 @@ impl<T: SbrReal> Kept<T> {
         let room = sb2st::Reflectors::new(n, self.kd).expect("host memory");
         self.q2 = Q2Kept::Gone(room);
     }
-
-    /// Z := Q1 Q2 Z for the n x m `z` (leading dimension `ldz`), `a` and `path` those given to
-    /// [`reduce_keeping`] (Q1 as [`Q1::apply`] does): the stages' times, or None if Q2 was lost
-    /// (then Z holds neither Z_T nor the product); fails, with why, for want of host memory.
-    #[allow(clippy::too_many_arguments)]
-    fn back_transform(
-        &mut self,
-        n: usize,
-        a: &[T],
-        lda: usize,
-        m: usize,
-        z: &mut [T],
-        ldz: usize,
-        path: Path,
-    ) -> Result<Option<StageTimes>, String> {
-        let locked = lock_for_transfers(path, m, z, ldz);
-        let clock = Instant::now();
-        let applied = apply_q2(&mut self.q2, path, m, z, ldz, &mut self.times);
-        self.times.q2 += clock.elapsed().as_secs_f64();
-        if !applied {
-            return Ok(None);
-        }
-        let mut times = self.times;
-        let clock = Instant::now();
-        let q1 = Q1 {
-            uplo: self.uplo,
-            n,
-            kd: self.kd,
-            a,
-            lda,
-            tau: &self.tau,
-        };
-        q1.apply(path, m, z, ldz, locked.is_some(), &mut times)?;
-        times.q1 = clock.elapsed().as_secs_f64();
-        // Both stages waited for their copies: the memory can be unlocked.
-        drop(locked);
-        Ok(Some(times))
-    }
 }
 
 /// Room for no Q2 (a placeholder while one is moved).
-fn empty_reflectors<T: Real>() -> sb2st::Reflectors<T> {
+pub(super) fn empty_reflectors<T: Real>() -> sb2st::Reflectors<T> {
     sb2st::Reflectors::new(0, 1).expect("no memory to allocate")
-}
-
-/// Z page-locked for the GPU path's two back-transformations, which move it to the GPU and
-/// back twice (by DMA at the bus's rate instead of pageable copies or staging buffers); None
-/// for other paths, or where the driver refuses (Z locked already, a locking limit).
-fn lock_for_transfers<T>(
-    path: Path,
-    m: usize,
-    z: &mut [T],
-    ldz: usize,
-) -> Option<crate::device::memory::Registered> {
-    if !matches!(path, Path::Gpu { .. }) || m == 0 {
-        return None;
-    }
-    let gpu = crate::device::gpu().ok()?;
-    let len = (ldz * m).min(z.len());
-    let clock = Instant::now();
-    // SAFETY: `z` stays allocated (borrowed) until the registration is dropped, after both
-    // stages have waited for their last copy.
-    let locked =
-        unsafe { gpu.register_host(z.as_mut_ptr().cast(), std::mem::size_of_val(&z[..len])) };
-    dispatch::debug(|| match &locked {
-        Ok(_) => format!(
-            "syev: Z page-locked in {:.3} s",
-            clock.elapsed().as_secs_f64()
-        ),
-        Err(e) => format!("syev: Z not page-locked ({e})"),
-    });
-    locked.ok()
 }
 
 /// Whether `bytes` fit a path's budget (`None`: only the GPU's own, which the stage checks).
 fn within(budget: Option<u64>, bytes: u64) -> bool {
     budget.is_none_or(|b| bytes <= b)
-}
-
-/// Z := Q2 Z for the n x m `z`: on the GPU for `Path::Gpu` where its kernel takes the
-/// bandwidth (by block columns of Z, and pieces of Q2, as the budget holds them), else (and for
-/// the columns it left untouched if it failed) on the host's threads, with Q2 downloaded first
-/// if the chase left it on the GPU. False if that download failed: Q2 is lost. Panics if the
-/// GPU failed while writing a block column back, which leaves neither Z nor the result (as
-/// Q1's torn download does).
-fn apply_q2<T: SbrReal>(
-    q2: &mut Q2Kept<T>,
-    path: Path,
-    m: usize,
-    z: &mut [T],
-    ldz: usize,
-    times: &mut StageTimes,
-) -> bool {
-    let mut done = 0;
-    let at = match &*q2 {
-        Q2Kept::Host(q) => Q2At::Host(q),
-        Q2Kept::Gpu(device, _) => Q2At::Gpu(device),
-        Q2Kept::Gone(_) => return false,
-    };
-    if let (Path::Gpu { budget }, true) = (path, m > 0) {
-        match sb2st::apply_gpu::apply_left(at, m, z, ldz, budget) {
-            Ok(run) => {
-                times.q2_on_gpu = true;
-                times.q2_block_columns = run.block_columns;
-                times.q2_pieces = run.pieces;
-                // Q1's GPU memory, no longer Q2's.
-                if let Q2Kept::Gpu(_, room) = q2 {
-                    *q2 = Q2Kept::Gone(std::mem::replace(room, empty_reflectors()));
-                }
-                return true;
-            }
-            Err(Q2Stopped {
-                error,
-                done,
-                torn: true,
-            }) => panic!(
-                "syev: Q2 failed while writing columns from {done} of Z back ({error}); \
-                 the eigenvectors are lost"
-            ),
-            Err(Q2Stopped { error, done: d, .. }) => {
-                dispatch::debug(|| format!("syev: Q2 on the host from column {d}: {error}"));
-                done = d;
-            }
-        }
-    }
-    if done == m {
-        return true;
-    }
-    if let Q2Kept::Gpu(device, room) = q2 {
-        match device.download(room) {
-            Ok(()) => {}
-            Err(e) => {
-                dispatch::debug(|| format!("syev: Q2 could not come down from the GPU: {e}"));
-                let room = std::mem::replace(room, empty_reflectors());
-                *q2 = Q2Kept::Gone(room);
-                return false;
-            }
-        }
-        let room = std::mem::replace(room, empty_reflectors());
-        *q2 = Q2Kept::Host(room);
-    }
-    let Q2Kept::Host(q) = &*q2 else {
-        unreachable!("Q2 is on the host by now")
-    };
-    q.apply_left(m - done, &mut z[done * ldz..], ldz, 0);
-    true
-}
-
-/// Q1 of a reduction: its reflectors in `a` and `tau` (see [`crate::sbr::apply_q1`]).
-struct Q1<'a, T> {
-    uplo: u8,
-    n: usize,
-    kd: usize,
-    a: &'a [T],
-    lda: usize,
-    tau: &'a [T],
-}
-
-impl<T: SbrReal> Q1<'_, T> {
-    /// Z := Q1 Z for the n x m `z`: on `path`'s executor ([`apply_q1_on`]: cuBLAS on the GPU's;
-    /// the CPU's BLAS for `Path::CpuBlocked`, which runs the GPU's tiling without one), and by
-    /// the host's xORMQR/xORMLQ for LAPACK's path and for the columns an executor that failed
-    /// left untouched. Fails, with why, for want of host memory.
-    fn apply(
-        &self,
-        path: Path,
-        m: usize,
-        z: &mut [T],
-        ldz: usize,
-        z_locked: bool,
-        times: &mut StageTimes,
-    ) -> Result<(), String> {
-        let done = match path {
-            Path::Gpu { budget } => match GpuExecutor::<T>::new(budget) {
-                Ok(mut exec) => self.on(&mut exec, Backend::Gpu, m, z, ldz, z_locked, times),
-                Err(e) => {
-                    dispatch::debug(|| format!("syev: Q1 on the host: {e}"));
-                    0
-                }
-            },
-            Path::CpuBlocked { budget } => {
-                let mut exec = CpuExecutor::new(budget);
-                self.on(&mut exec, Backend::Cpu, m, z, ldz, false, times)
-            }
-            Path::Lapack => 0,
-        };
-        if done == m {
-            return Ok(());
-        }
-        let Q1 {
-            uplo,
-            n,
-            kd,
-            a,
-            lda,
-            tau,
-        } = *self;
-        crate::sbr::apply_q1(
-            uplo,
-            n,
-            kd,
-            a,
-            lda,
-            tau,
-            m - done,
-            &mut z[done * ldz..],
-            ldz,
-        )
-    }
-
-    /// [`apply_q1_on`] on `exec`: the columns of Z it transformed (the others are untouched).
-    /// Panics if it failed while writing a block column back, which leaves neither Z nor the
-    /// result (as the band reduction's torn download does; the API reports it as an internal
-    /// error).
-    #[allow(clippy::too_many_arguments)]
-    fn on<E: Executor<T>>(
-        &self,
-        exec: &mut E,
-        backend: Backend,
-        m: usize,
-        z: &mut [T],
-        ldz: usize,
-        z_locked: bool,
-        times: &mut StageTimes,
-    ) -> usize {
-        let (uplo, n, kd, a, lda, tau) = (self.uplo, self.n, self.kd, self.a, self.lda, self.tau);
-        match apply_q1_on(exec, uplo, n, kd, a, lda, tau, m, z, ldz, z_locked) {
-            Ok(run) => {
-                times.transfers += run.transfer_secs;
-                times.q1_on_gpu = backend == Backend::Gpu;
-                times.q1_block_columns = run.block_columns;
-                m
-            }
-            Err(Q1Stopped {
-                error,
-                done,
-                torn: true,
-            }) => panic!(
-                "syev: Q1 failed while writing columns from {done} of Z back ({error}); \
-                 the eigenvectors are lost"
-            ),
-            Err(Q1Stopped { error, done, .. }) => {
-                dispatch::debug(|| format!("syev: Q1 on the host from column {done}: {error}"));
-                done
-            }
-        }
-    }
 }
 
 /// The eigenvalues (ascending, into `w`) and eigenvectors (over `a`) of the n x n `a` (n ≥ 2):

@@ -28,6 +28,7 @@
 //! then the pairs are sorted ascending as LAPACK does. Fallbacks to the system xSYEVX as for
 //! xSYEV, and for N ≤ 1.
 
+mod back_transformation;
 mod driver;
 mod scale;
 mod tridiagonal_vectors;
