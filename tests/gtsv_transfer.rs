@@ -134,7 +134,7 @@ fn every_transfer_gives_the_same_answer_bit_for_bit() {
     }
     let _one_at_a_time = serial();
     let mut rng = Rng::new(seed_from_time());
-    // 2^20 + 3 rows of f64 are three staged pieces of 4 MiB and a short one; f32 two.
+    // 2^20 + 3 rows of f64 are eight staged pieces of 1 MiB and a short one; f32 four.
     for (n, nrhs, ldb) in [
         (2, 1, 2),
         (7, 2, 9),
@@ -228,6 +228,56 @@ fn refused_registration_falls_back_to_staged() {
     drop(held);
 }
 
+/// A random matrix with row and column n / 3 zero: singular, SPIKE meets a zero pivot.
+fn singular(n: usize, rng: &mut Rng) -> Tridiag {
+    let mut s = matrices::random(n, rng);
+    let row = n / 3;
+    s.d[row] = 0.0;
+    s.dl[row - 1] = 0.0;
+    s.du[row] = 0.0;
+    s.dl[row] = 0.0;
+    s.du[row - 1] = 0.0;
+    s
+}
+
+/// A singular system: SPIKE's zero pivot, then LAPACK on the caller's B as it came, which
+/// each transfer must leave or restore (staged: from the pinned copy its upload made of B).
+#[test]
+fn a_rejected_answer_leaves_b_for_lapack_in_every_transfer() {
+    if !have_gpu_or_skip() {
+        eprintln!("skipped: no GPU");
+        return;
+    }
+    let _one_at_a_time = serial();
+    let seed = seed_from_time();
+    let mut rng = Rng::new(seed);
+    let (n, nrhs, ldb) = (300_001, 2, 300_004);
+    let s = singular(n, &mut rng);
+    let b = rhs(n, ldb, nrhs, &mut rng);
+    let want = lapack::<f64>(&s, &b, ldb, nrhs);
+    assert!(want.info > 0, "seed {seed}: LAPACK found no zero pivot");
+    for mode in MODES {
+        let mut x = Arrays::<f64>::new(&s, &b);
+        let r = gtsv::gtsv_with(
+            &forced(mode, None),
+            &mut x.dl,
+            &mut x.d,
+            &mut x.du,
+            &mut x.b,
+            ldb,
+            nrhs,
+            Backend::Gpu,
+        );
+        let what = format!("seed {seed}, {}: {:?}", mode.name(), r.note);
+        assert_eq!(r.spike_backend, Some(Backend::Gpu), "{what}");
+        assert_eq!(r.info, want.info, "{what}");
+        assert!(
+            bits(&x.b) == bits(&want.x),
+            "{what}: B differs from LAPACK's"
+        );
+    }
+}
+
 #[test]
 fn registration_is_undone_on_every_exit() {
     if !have_gpu_or_skip() {
@@ -250,13 +300,7 @@ fn registration_is_undone_on_every_exit() {
     assert!(all_unlocked(&x), "left locked after an accepted answer");
     // Rejected (a singular system: SPIKE's zero pivot, then LAPACK): LAPACK's INFO and B, and
     // the arrays unlocked.
-    let mut s = matrices::random(n, &mut rng);
-    let row = n / 3;
-    s.d[row] = 0.0;
-    s.dl[row - 1] = 0.0;
-    s.du[row] = 0.0;
-    s.dl[row] = 0.0;
-    s.du[row - 1] = 0.0;
+    let s = singular(n, &mut rng);
     let mut x = Arrays::<f64>::new(&s, &b);
     let r = gtsv::gtsv_with(
         &register,
