@@ -134,7 +134,7 @@ fn every_transfer_gives_the_same_answer_bit_for_bit() {
     }
     let _one_at_a_time = serial();
     let mut rng = Rng::new(seed_from_time());
-    // 2^20 + 3 rows of f64 are eight staged pieces of 1 MiB and a short one; f32 four.
+    // 2^20 + 3 rows: two staged pieces of 4 MiB and a short one in f64, one and a short in f32.
     for (n, nrhs, ldb) in [
         (2, 1, 2),
         (7, 2, 9),

@@ -132,7 +132,7 @@ impl StagingPool {
 }
 
 /// Bytes of idle pinned buffers kept for reuse; larger returns are freed.
-pub const POOL_BYTES: usize = 256 << 20;
+const POOL_BYTES: usize = 256 << 20;
 
 /// Element types a pinned buffer may hold: plain numbers, for which every byte pattern is a
 /// valid value (so reused or fresh buffers can be viewed as them). Sealed to these types.
@@ -200,10 +200,8 @@ impl<T: PlainData> Pinned<T> {
         self.len == 0
     }
 
-    /// Marks the buffer busy until the work queued so far on `stream` is done: after copies
-    /// queued from its slices by hand that were not waited for (else [`Self::copy_to_device`]
-    /// and the others mark it).
-    pub fn mark(&mut self, stream: &CudaStream) -> Result<(), DeviceError> {
+    /// Marks the buffer busy until the work queued so far on `stream` is done.
+    fn mark(&mut self, stream: &CudaStream) -> Result<(), DeviceError> {
         match stream.record_event(None) {
             Ok(e) => {
                 self.in_use_until = Some(e);

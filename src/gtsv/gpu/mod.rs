@@ -21,7 +21,6 @@ use super::{
     judge, refine, refine_steps, residual_cols, split_rows, Bands, Columns, RefineState, Reject,
     Residual,
 };
-use crate::config::GtsvHostTransfer;
 use crate::device::memory::{par_copy, Pinned};
 use crate::device::{self, kernels, DeviceError, Gpu};
 use crate::host::workers::alongside;
@@ -356,31 +355,20 @@ fn solve_whole<T: Real>(
         ptr: addr(&f_d, &stream),
         ld: n,
     };
+    // B is saved (when kept) on another thread while the upload runs: both only read it, and
+    // the upload is bound by the bus, the copy by host memory.
     let words = if keep_b {
-        let staged = io.mode() == GtsvHostTransfer::Staged;
-        match SavedB::<T>::reserve(n, nrhs, staged.then_some(gpu)) {
+        match SavedB::<T>::reserve(n, nrhs) {
             Ok(words) => Some(words),
             Err(r) => return Ok(Err(r)),
         }
     } else {
         None
     };
-    // B is saved in pinned memory by the staged upload itself, else (when kept) on another
-    // thread while the upload runs: both only read it.
-    let (words, uploaded) = match words {
-        Some(Saved::Words(w)) => {
-            let (w, uploaded) = alongside(
-                || SavedB::<T>::copy(host.b, ldb, n, nrhs, w),
-                || io.upload(&stream, &host, a, f, None),
-            );
-            (Some(Saved::Words(w)), uploaded)
-        }
-        Some(Saved::Pinned(mut keep)) => {
-            let uploaded = io.upload(&stream, &host, a, f, Some(&mut keep));
-            (Some(Saved::Pinned(keep)), uploaded)
-        }
-        None => (None, io.upload(&stream, &host, a, f, None)),
-    };
+    let (words, uploaded) = alongside(
+        || words.map(|w| SavedB::copy(host.b, ldb, n, nrhs, w)),
+        || io.upload(&stream, &host, a, f),
+    );
     uploaded?;
     let t1 = Instant::now();
     let mut plan = Plan::<T>::new(gpu, stream.clone(), o, a, nrhs)?;
@@ -507,44 +495,24 @@ static SAVE_POOL: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new())
 /// Bytes of [`SAVE_POOL`] kept after a call; a larger buffer is freed.
 const SAVE_POOL_BYTES: usize = 1 << 30;
 
-/// Largest B (bytes) saved in pinned memory: half the pinned pool, so that the buffer is kept
-/// for the next call (allocating and page-locking it costs more than the call saves).
-const PINNED_SAVE_BYTES: usize = crate::device::memory::POOL_BYTES / 2;
-
-/// Where [`SavedB`] holds B's rows: words of 8 bytes (n × nrhs elements of T), or, for a
-/// staged upload, a pinned buffer that the upload fills and sends B from, so that B is read
-/// once (a separate copy beside the upload competed with it for the host's memory: on an H100
-/// host the staged upload at n = 2^23 took 10 ms beside it, 6.4 ms alone).
-enum Saved<T> {
-    Words(Vec<u64>),
-    Pinned(Pinned<T>),
-}
-
 /// The user's `B` (its first `n` rows of each column), saved before `X` is written into it:
 /// restored on drop unless the answer was committed, so a download that fails partway (or a
 /// panic) leaves `B` exactly as it came, for the CPU path or LAPACK to run on.
-struct SavedB<'a, T: Real> {
+struct SavedB<'a, T: Copy> {
     b: &'a mut [T],
     ldb: usize,
     n: usize,
     nrhs: usize,
-    saved: Saved<T>,
+    /// Words of 8 bytes holding n × nrhs elements of T.
+    saved: Vec<u64>,
     committed: bool,
 }
 
 impl<'a, T: Real> SavedB<'a, T> {
-    /// Room for `n × nrhs` elements: pinned from `pinned` where it has a buffer and B is at
-    /// most [`PINNED_SAVE_BYTES`], else words (from the pool when it has them), or
+    /// The words that will hold `n × nrhs` elements (from the pool when it has them), or
     /// [`Reject::NoHostMemory`] when they cannot be allocated.
-    fn reserve(n: usize, nrhs: usize, pinned: Option<&'static Gpu>) -> Result<Saved<T>, Reject> {
-        let len = n.saturating_mul(nrhs);
-        if let Some(gpu) = pinned.filter(|_| len.saturating_mul(sz::<T>()) <= PINNED_SAVE_BYTES) {
-            match gpu.pinned::<T>(len) {
-                Ok(buffer) => return Ok(Saved::Pinned(buffer)),
-                Err(e) => crate::dispatch::debug(|| format!("gtsv: B saved unpinned ({e})")),
-            }
-        }
-        let words = len.saturating_mul(sz::<T>()).div_ceil(8);
+    fn reserve(n: usize, nrhs: usize) -> Result<Vec<u64>, Reject> {
+        let words = n.saturating_mul(nrhs).saturating_mul(sz::<T>()).div_ceil(8);
         let mut saved = std::mem::take(&mut *SAVE_POOL.lock().unwrap_or_else(|p| p.into_inner()));
         // `new` overwrites every word: only words the pool lacks are zeroed, not the whole
         // buffer on every call (64 MB at n = 2^23).
@@ -553,7 +521,7 @@ impl<'a, T: Real> SavedB<'a, T> {
             .try_reserve_exact(words - saved.len())
             .map_err(|_| Reject::NoHostMemory(words.saturating_mul(8)))?;
         saved.resize(words, 0);
-        Ok(Saved::Words(saved))
+        Ok(saved)
     }
 
     /// Copies the first `n` rows of B's columns into `saved` (from [`Self::reserve`] with the
@@ -572,7 +540,7 @@ impl<'a, T: Real> SavedB<'a, T> {
 
     /// Guards `b`, whose rows `saved` holds (from [`Self::copy`] of the same `b`, which must
     /// not have changed since).
-    fn new(b: &'a mut [T], ldb: usize, n: usize, nrhs: usize, saved: Saved<T>) -> Self {
+    fn new(b: &'a mut [T], ldb: usize, n: usize, nrhs: usize, saved: Vec<u64>) -> Self {
         SavedB {
             b,
             ldb,
@@ -584,31 +552,19 @@ impl<'a, T: Real> SavedB<'a, T> {
     }
 }
 
-impl<T: Real> Drop for SavedB<'_, T> {
+impl<T: Copy> Drop for SavedB<'_, T> {
     fn drop(&mut self) {
-        let (n, len) = (self.n, self.n * self.nrhs);
+        let n = self.n;
         if !self.committed {
-            let saved = match &mut self.saved {
-                // SAFETY: as in `copy`.
-                Saved::Words(w) => {
-                    Ok(unsafe { std::slice::from_raw_parts(w.as_ptr() as *const T, len) })
-                }
-                // The upload waited for its copies from it: nothing to wait for here.
-                Saved::Pinned(p) => p.as_slice().map(|s| &s[..len]),
+            // SAFETY: as in `new`.
+            let saved = unsafe {
+                std::slice::from_raw_parts(self.saved.as_ptr() as *const T, n * self.nrhs)
             };
-            match saved {
-                Ok(saved) => {
-                    for (c, col) in saved.chunks(n.max(1)).enumerate() {
-                        self.b[c * self.ldb..c * self.ldb + n].copy_from_slice(col);
-                    }
-                }
-                Err(e) => crate::dispatch::debug(|| format!("gtsv: B not restored ({e})")),
+            for (c, col) in saved.chunks(n.max(1)).enumerate() {
+                self.b[c * self.ldb..c * self.ldb + n].copy_from_slice(col);
             }
         }
-        let Saved::Words(words) = &mut self.saved else {
-            return;
-        };
-        let words = std::mem::take(words);
+        let words = std::mem::take(&mut self.saved);
         if words.capacity() * 8 <= SAVE_POOL_BYTES {
             let mut pool = SAVE_POOL.lock().unwrap_or_else(|p| p.into_inner());
             if words.capacity() > pool.capacity() {

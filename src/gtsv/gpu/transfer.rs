@@ -7,7 +7,7 @@
 
 use super::{sz, DevCols, DevMatrix, Staging};
 use crate::config::{GtsvHostTransfer, GtsvTransfer};
-use crate::device::memory::{copy_threads, par_copy, Pinned, Registered};
+use crate::device::memory::{copy_threads, Pinned, Registered};
 use crate::device::{DeviceError, Gpu};
 use crate::host::workers::{or_resume, run_parts};
 use crate::real::Real;
@@ -16,11 +16,11 @@ use cudarc::driver::{result as cu, CudaStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// Bytes per piece of the staged transfers. Measured on an H100 host (8 workers, n = 2^23):
-/// uploads of 256 MiB take the same time in pieces of 1 and 4 MiB (6.5 and 6.4 ms, 16 MiB
-/// 10.3 ms), the download of 64 MiB less in pieces of 1 MiB (2.2 ms against 2.9), whose last
-/// host copy, which nothing overlaps, is shorter.
-const STAGED_PIECE_BYTES: usize = 1 << 20;
+/// Bytes per piece of the staged transfers: small enough that the first piece's host copy,
+/// which nothing overlaps, is short (a fraction of a millisecond), large enough that a piece's
+/// launch and event cost little beside its DMA. On an H100 host pieces of 1 MiB gave the same
+/// times at n = 2^23 (upload 8.9–10.5 ms against 8.0–9.2, download 2.4–3.2 against 2.7–3.5).
+const STAGED_PIECE_BYTES: usize = 4 << 20;
 
 /// The caller's arrays, page-locked for the call. Dropping it first waits for every copy
 /// queued on the stream (so no DMA touches the memory once it is unlocked), then unlocks; where
@@ -118,17 +118,14 @@ impl<T: Real> HostIo<T> {
     }
 
     /// Uploads the matrix into `a` and B's first `n` rows into `f` (leading dimension `n`).
-    /// With `keep` (staged transfers only; at least n · nrhs elements), B's rows go to the GPU
-    /// through it, packed as in `f`, and stay there: the caller's saved B, read from the
-    /// caller's memory once. Returns once the copies are done (`register`, `staged`) or all
-    /// but the last piece (`pageable`).
+    /// Returns once the copies are done (`register`, `staged`) or all but the last piece
+    /// (`pageable`).
     pub(super) fn upload(
         &mut self,
         stream: &Arc<CudaStream>,
         sys: &HostSystem<'_, T>,
         a: DevMatrix,
         f: DevCols,
-        keep: Option<&mut Pinned<T>>,
     ) -> Result<(), DeviceError> {
         let n = sys.d.len();
         let (ldb, nrhs) = (sys.ldb, sys.nrhs);
@@ -137,46 +134,13 @@ impl<T: Real> HostIo<T> {
             (sys.d, a.d),
             (&sys.du[..n - 1], a.du),
         ];
-        let b_cols = sys.b.chunks(ldb).take(nrhs).map(|col| &col[..n]);
-        let at_col = |col: usize| f.ptr + (col * n * sz::<T>()) as u64;
-        match (&*self, keep) {
-            (HostIo::Staged { gpu, piece }, Some(keep)) => {
-                let piece = *piece;
-                let kept = keep.as_mut_slice().map(|k| {
-                    let places = k[..n * nrhs].chunks_mut(n).enumerate();
-                    b_cols.zip(places).flat_map(move |(src, (col, place))| {
-                        let pieces = src.chunks(piece).zip(place.chunks_mut(piece));
-                        pieces.enumerate().map(move |(k, (s, p))| {
-                            UpPiece::Kept(s, p, at_col(col) + (k * piece * sz::<T>()) as u64)
-                        })
-                    })
-                });
-                let uploaded = kept.and_then(|kept| {
-                    let staged = parts.into_iter().flat_map(|p| staged_pieces(p, piece));
-                    staged_upload(gpu, stream, staged.chain(kept).collect(), piece)
-                });
-                // Waited for, as the staged pieces are, so that the saved B is then read
-                // without a wait that could fail; where it fails, `keep` stays busy (or is
-                // never reused) while its slices' copies, queued by hand, may run.
-                let done = uploaded.and_then(|()| Ok(stream.synchronize()?));
-                if done.is_err() {
-                    let _ = keep.mark(stream);
-                }
-                return done;
-            }
-            // Only staged transfers fill it as they go: here it is filled first.
-            (_, Some(keep)) => {
-                let k = keep.as_mut_slice()?;
-                for (place, src) in k[..n * nrhs].chunks_mut(n).zip(b_cols.clone()) {
-                    par_copy(place, src);
-                }
-            }
-            (_, None) => {}
-        }
         if ldb == n {
             parts.push((&sys.b[..n * nrhs], f.ptr));
         } else {
-            parts.extend(b_cols.enumerate().map(|(col, src)| (src, at_col(col))));
+            for col in 0..nrhs {
+                let src = &sys.b[col * ldb..col * ldb + n];
+                parts.push((src, f.ptr + (col * n * sz::<T>()) as u64));
+            }
         }
         match self {
             HostIo::Pageable(staging) => {
@@ -185,10 +149,7 @@ impl<T: Real> HostIo<T> {
                 }
                 Ok(())
             }
-            HostIo::Staged { gpu, piece } => {
-                let pieces = parts.into_iter().flat_map(|p| staged_pieces(p, *piece));
-                staged_upload(gpu, stream, pieces.collect(), *piece)
-            }
+            HostIo::Staged { gpu, piece } => staged_upload(gpu, stream, parts, *piece),
             HostIo::Register { .. } => {
                 for (src, dst) in parts.into_iter().filter(|(s, _)| !s.is_empty()) {
                     // SAFETY: dst holds src.len() elements (allocated by the solve); src is
@@ -319,58 +280,32 @@ fn on_workers<T: Real, P: Send>(
     or_resume(results).into_iter().collect()
 }
 
-/// A piece of a staged upload and where it goes on the GPU: through a worker's pinned
-/// buffers, or through its place in a pinned buffer that keeps it (B's, when B is saved).
-enum UpPiece<'a, T> {
-    Staged(&'a [T], CUdeviceptr),
-    Kept(&'a [T], &'a mut [T], CUdeviceptr),
-}
-
-/// `src`, bound for `dst`, in staged pieces of `piece` elements.
-fn staged_pieces<T>(
-    (src, dst): (&[T], CUdeviceptr),
-    piece: usize,
-) -> impl Iterator<Item = UpPiece<'_, T>> {
-    let at = move |k: usize| dst + (k * piece * std::mem::size_of::<T>()) as u64;
-    src.chunks(piece)
-        .enumerate()
-        .map(move |(k, p)| UpPiece::Staged(p, at(k)))
-}
-
-/// Copies each piece to device memory: a worker copies a staged piece into one of its pinned
-/// buffers and queues its DMA, then fills its other buffer while that DMA runs; a kept piece
-/// it copies into its place and queues from there. Returns when every DMA from the workers'
-/// buffers is done; those from kept places may still run.
+/// Copies each `(src, dst)` to device memory: each worker copies a piece into one of its
+/// pinned buffers and queues its DMA, then fills its other buffer while that DMA runs.
+/// Returns when every DMA is done.
 fn staged_upload<T: Real>(
     gpu: &'static Gpu,
     stream: &Arc<CudaStream>,
-    pieces: Vec<UpPiece<'_, T>>,
+    parts: Vec<(&[T], CUdeviceptr)>,
     piece: usize,
 ) -> Result<(), DeviceError> {
-    let bytes = pieces
-        .iter()
-        .map(|p| match p {
-            UpPiece::Staged(src, _) | UpPiece::Kept(src, _, _) => std::mem::size_of_val(*src),
+    let pieces: Vec<(&[T], CUdeviceptr)> = parts
+        .into_iter()
+        .flat_map(|(src, dst)| {
+            src.chunks(piece)
+                .enumerate()
+                .map(move |(k, p)| (p, dst + (k * piece * sz::<T>()) as u64))
         })
-        .sum();
-    let work = |bufs: &mut [Pinned<T>; 2], next: NextPiece<'_, UpPiece<'_, T>>| {
+        .collect();
+    let bytes = pieces.iter().map(|(p, _)| std::mem::size_of_val(*p)).sum();
+    let work = |bufs: &mut [Pinned<T>; 2], next: NextPiece<'_, (&[T], CUdeviceptr)>| {
         let mut i = 0;
-        while let Some(p) = next() {
-            match p {
-                UpPiece::Staged(src, dst) => {
-                    bufs[i].as_mut_slice()?[..src.len()].copy_from_slice(src);
-                    // SAFETY: dst holds src.len() elements; the buffer records the copy's end
-                    // and is neither refilled nor freed before it.
-                    unsafe { bufs[i].copy_to_device(src.len(), dst, stream)? };
-                    i ^= 1;
-                }
-                UpPiece::Kept(src, place, dst) => {
-                    place.copy_from_slice(src);
-                    // SAFETY: dst holds place.len() elements; `place` is part of a pinned
-                    // buffer that its owner marks busy until the stream has done this copy.
-                    unsafe { cu::memcpy_htod_async(dst, &*place, stream.cu_stream())? };
-                }
-            }
+        while let Some((src, dst)) = next() {
+            bufs[i].as_mut_slice()?[..src.len()].copy_from_slice(src);
+            // SAFETY: dst holds src.len() elements; the buffer records the copy's end and is
+            // neither refilled nor freed before it.
+            unsafe { bufs[i].copy_to_device(src.len(), dst, stream)? };
+            i ^= 1;
         }
         Ok(())
     };
