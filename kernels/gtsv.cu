@@ -854,9 +854,11 @@ template <typename T> __device__ void add_into(long long n, int ncols, const T *
     }
 
 // The partition kernels, one per partition size M (rows, separator included). This source
-// compiles to two modules: "gtsv" (whole levels, the tail and the row kernels) and, with
-// GTSV_SLICES defined, "gtsv_slice" (the _slice variants with a Span), compiled only when a
-// top level is first streamed: NVRTC takes about as long again for them.
+// compiles to one module per precision and M, named by the embedding source's GTSV_T (the
+// type), GTSV_SFX (s or d) and GTSV_M: a call compiles only its own at first use (all six took
+// NVRTC 44 s on an H100 host, double with M = 8 a tenth of it). With GTSV_SLICES defined it
+// holds the _slice variants with a Span instead, compiled only when a top level is first
+// streamed.
 // gtsv_update holds the most registers (227 for double, m = 8, unbounded: 4 CTAs of 64 per SM);
 // its bound keeps it at 170 or fewer, 6 such CTAs. gtsv_backsub's bound takes it from 142 to
 // 128 registers (8 CTAs of 64, a few bytes spilled): 2-6% faster at n = 2^23 on an H100; the
@@ -870,13 +872,15 @@ template <typename T> __device__ void add_into(long long n, int ncols, const T *
                                                                            T *scratch, int *flags) {       \
         tail_solve<T, M>(systems, nrhs, scratch, flags);                                                  \
     }
-STAMP_GTSV(float, s)
-STAMP_GTSV(double, d)
 #endif
 
-STAMP_GTSV_M(float, s, 8)
-STAMP_GTSV_M(float, s, 16)
-STAMP_GTSV_M(float, s, 32)
-STAMP_GTSV_M(double, d, 8)
-STAMP_GTSV_M(double, d, 16)
-STAMP_GTSV_M(double, d, 32)
+// Through one more macro, so that GTSV_SFX and GTSV_M are replaced before they are pasted.
+#define STAMP_MODULE(T, sfx, M)                                                                            \
+    STAMP_GTSV_M(T, sfx, M)                                                                                \
+    STAMP_WHOLE(T, sfx)
+#ifdef GTSV_SLICES
+#define STAMP_WHOLE(T, sfx)
+#else
+#define STAMP_WHOLE(T, sfx) STAMP_GTSV(T, sfx)
+#endif
+STAMP_MODULE(GTSV_T, GTSV_SFX, GTSV_M)

@@ -34,8 +34,40 @@ fn every_kernel_compiles_for_sm80_and_sm90() {
                 "{} for {arch}: not an ELF cubin",
                 source.name
             );
+            for name in gtsv_entry_points(source.name) {
+                let symbol = format!("{name}\0");
+                assert!(
+                    cubin.windows(symbol.len()).any(|w| w == symbol.as_bytes()),
+                    "{} for {arch}: no kernel {name}",
+                    source.name
+                );
+            }
         }
     }
+}
+
+/// The kernels the tridiagonal solver looks up in the module named `module`
+/// ("gtsv[_slice]_{s,d}_m{8,16,32}"; none for other modules).
+fn gtsv_entry_points(module: &str) -> Vec<String> {
+    let Some(rest) = module.strip_prefix("gtsv_") else {
+        return Vec::new();
+    };
+    let (tag, rest) = match rest.strip_prefix("slice_") {
+        Some(r) => ("_slice", r),
+        None => ("", rest),
+    };
+    let (prefix, m) = rest.split_once('_').expect("gtsv_{s,d}_m{M}");
+    let mut names: Vec<String> = ["reduce", "reduce_res", "backsub", "backsub_spec", "update"]
+        .iter()
+        .map(|k| format!("gtsv_{k}{tag}_{prefix}_{m}"))
+        .collect();
+    if tag.is_empty() {
+        names.push(format!("gtsv_tail_{prefix}_{m}"));
+        for k in ["base", "residual", "add"] {
+            names.push(format!("gtsv_{k}_{prefix}"));
+        }
+    }
+    names
 }
 
 #[test]

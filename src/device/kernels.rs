@@ -12,6 +12,10 @@ use std::path::{Path, PathBuf};
 /// compiled with (part of its cache key).
 pub struct KernelSource {
     pub name: &'static str,
+    /// The file under `kernels/` (without `.cu`), and the lines put before it (`#define`s
+    /// that pick one of its modules): `source` is the two together.
+    pub file: &'static str,
+    pub head: &'static str,
     pub source: &'static str,
     pub options: &'static [&'static str],
 }
@@ -19,31 +23,112 @@ pub struct KernelSource {
 /// Sturm counts for the tridiagonal eigenvalue family.
 pub static STEBZ: KernelSource = KernelSource {
     name: "stebz",
+    file: "stebz",
+    head: "",
     source: include_str!("../../kernels/stebz.cu"),
     options: EXACT,
 };
 
-/// SPIKE + diagonal pivoting for the tridiagonal solver family.
-pub static GTSV: KernelSource = KernelSource {
-    name: "gtsv",
-    source: include_str!("../../kernels/gtsv.cu"),
-    options: EXACT,
-};
+/// The `#define`s that make one module of `kernels/gtsv.cu`.
+macro_rules! gtsv_head {
+    ($t:literal, $sfx:literal, $m:literal, $slices:literal) => {
+        concat!(
+            $slices,
+            "#define GTSV_T ",
+            $t,
+            "\n#define GTSV_SFX ",
+            $sfx,
+            "\n#define GTSV_M ",
+            $m,
+            "\n"
+        )
+    };
+}
 
-/// The tridiagonal solver's kernels for slices of a streamed top level (the same source with
-/// `GTSV_SLICES`): a module of their own, compiled only when a solve first streams.
-pub static GTSV_SLICE: KernelSource = KernelSource {
-    name: "gtsv_slice",
-    source: concat!(
-        "#define GTSV_SLICES 1\n",
-        include_str!("../../kernels/gtsv.cu")
+/// A module of the tridiagonal solver (`kernels/gtsv.cu`) for one precision and partition size.
+macro_rules! gtsv_module {
+    ($name:literal, $t:literal, $sfx:literal, $m:literal, $slices:literal) => {
+        KernelSource {
+            name: $name,
+            file: "gtsv",
+            head: gtsv_head!($t, $sfx, $m, $slices),
+            source: concat!(
+                gtsv_head!($t, $sfx, $m, $slices),
+                include_str!("../../kernels/gtsv.cu")
+            ),
+            options: EXACT,
+        }
+    };
+}
+
+/// SPIKE + diagonal pivoting for the tridiagonal solver family: a module per precision and
+/// partition size (a call compiles only its own; all of them take NVRTC ten times as long as
+/// the default, double with M = 8), whole levels first, then the slices of a streamed top level
+/// (`GTSV_SLICES`, compiled only when a solve first streams).
+pub static GTSV: [KernelSource; 12] = [
+    gtsv_module!("gtsv_s_m8", "float", "s", "8", ""),
+    gtsv_module!("gtsv_s_m16", "float", "s", "16", ""),
+    gtsv_module!("gtsv_s_m32", "float", "s", "32", ""),
+    gtsv_module!("gtsv_d_m8", "double", "d", "8", ""),
+    gtsv_module!("gtsv_d_m16", "double", "d", "16", ""),
+    gtsv_module!("gtsv_d_m32", "double", "d", "32", ""),
+    gtsv_module!(
+        "gtsv_slice_s_m8",
+        "float",
+        "s",
+        "8",
+        "#define GTSV_SLICES 1\n"
     ),
-    options: EXACT,
-};
+    gtsv_module!(
+        "gtsv_slice_s_m16",
+        "float",
+        "s",
+        "16",
+        "#define GTSV_SLICES 1\n"
+    ),
+    gtsv_module!(
+        "gtsv_slice_s_m32",
+        "float",
+        "s",
+        "32",
+        "#define GTSV_SLICES 1\n"
+    ),
+    gtsv_module!(
+        "gtsv_slice_d_m8",
+        "double",
+        "d",
+        "8",
+        "#define GTSV_SLICES 1\n"
+    ),
+    gtsv_module!(
+        "gtsv_slice_d_m16",
+        "double",
+        "d",
+        "16",
+        "#define GTSV_SLICES 1\n"
+    ),
+    gtsv_module!(
+        "gtsv_slice_d_m32",
+        "double",
+        "d",
+        "32",
+        "#define GTSV_SLICES 1\n"
+    ),
+];
+
+/// The [`GTSV`] module of precision `prefix` (s or d) and partition size `m`, of a
+/// streamed top level's slices if `slices`; None for a size without kernels.
+pub fn gtsv(prefix: char, m: usize, slices: bool) -> Option<&'static KernelSource> {
+    let tag = if slices { "_slice" } else { "" };
+    let name = format!("gtsv{tag}_{prefix}_m{m}");
+    GTSV.iter().find(|k| k.name == name)
+}
 
 /// Directed-rounding and interval products, and the verified solver's kernels.
 pub static INTERVAL: KernelSource = KernelSource {
     name: "interval",
+    file: "interval",
+    head: "",
     source: include_str!("../../kernels/interval.cu"),
     options: EXACT,
 };
@@ -51,6 +136,8 @@ pub static INTERVAL: KernelSource = KernelSource {
 /// Band → tridiagonal bulge chasing for the dense eigenvalue path.
 pub static SB2ST: KernelSource = KernelSource {
     name: "sb2st",
+    file: "sb2st",
+    head: "",
     source: include_str!("../../kernels/sb2st.cu"),
     options: EXACT,
 };
@@ -58,6 +145,8 @@ pub static SB2ST: KernelSource = KernelSource {
 /// The bulge chasing's reflectors applied to eigenvectors (Q2 of the dense eigenvector path).
 pub static SB2ST_Q2: KernelSource = KernelSource {
     name: "sb2st_q2",
+    file: "sb2st_q2",
+    head: "",
     source: include_str!("../../kernels/sb2st_q2.cu"),
     options: EXACT,
 };
@@ -65,19 +154,16 @@ pub static SB2ST_Q2: KernelSource = KernelSource {
 /// Inverse iteration for tridiagonal eigenvectors.
 pub static STEIN: KernelSource = KernelSource {
     name: "stein",
+    file: "stein",
+    head: "",
     source: include_str!("../../kernels/stein.cu"),
     options: EXACT,
 };
 
 /// Every kernel family (the compile test walks this list).
 pub static ALL: &[&KernelSource] = &[
-    &STEBZ,
-    &GTSV,
-    &GTSV_SLICE,
-    &INTERVAL,
-    &SB2ST,
-    &SB2ST_Q2,
-    &STEIN,
+    &STEBZ, &GTSV[0], &GTSV[1], &GTSV[2], &GTSV[3], &GTSV[4], &GTSV[5], &GTSV[6], &GTSV[7],
+    &GTSV[8], &GTSV[9], &GTSV[10], &GTSV[11], &INTERVAL, &SB2ST, &SB2ST_Q2, &STEIN,
 ];
 
 /// IEEE division and square root, no flush-to-zero and no contraction into FMA: for kernels
@@ -230,18 +316,17 @@ fn write_entry(path: &Path, cubin: &[u8]) -> std::io::Result<()> {
 }
 
 /// For kernel development on a GPU host without a Rust toolchain: with
-/// `HYLAPACK_KERNEL_DIR` set, `<dir>/<name>.cu` replaces the built-in source of that family
-/// (it is compiled and cached like the built-in one, under its own hash). The file is read
-/// once per module load and kept for the life of the process.
+/// `HYLAPACK_KERNEL_DIR` set, `<dir>/<file>.cu` (after the module's head) replaces the built-in
+/// source of each module made from that file (compiled and cached like the built-in one, under
+/// its own hash). The file is read once per module load and kept for the life of the process.
 fn replacement(source: &KernelSource) -> Option<KernelSource> {
     let dir = std::env::var_os("HYLAPACK_KERNEL_DIR")?;
-    let path = Path::new(&dir).join(format!("{}.cu", source.name));
+    let path = Path::new(&dir).join(format!("{}.cu", source.file));
     let text = std::fs::read_to_string(&path).ok()?;
     log::debug(|| format!("kernels {}: source from {}", source.name, path.display()));
     Some(KernelSource {
-        name: source.name,
-        source: Box::leak(text.into_boxed_str()),
-        options: source.options,
+        source: Box::leak(format!("{}{text}", source.head).into_boxed_str()),
+        ..*source
     })
 }
 

@@ -15,12 +15,9 @@ pub(super) struct PartFuncs {
 }
 
 impl PartFuncs {
-    fn get<T: Real>(
-        gpu: &Gpu,
-        source: &'static kernels::KernelSource,
-        m: usize,
-        tag: &str,
-    ) -> Result<Self, DeviceError> {
+    fn get<T: Real>(gpu: &Gpu, m: usize, slices: bool) -> Result<Self, DeviceError> {
+        let source = module::<T>(m, slices)?;
+        let tag = if slices { "_slice" } else { "" };
         let f = |name: &str| gpu.function(source, &format!("gtsv_{name}{tag}_{}_m{m}", T::PREFIX));
         Ok(PartFuncs {
             reduce: f("reduce")?,
@@ -34,7 +31,7 @@ impl PartFuncs {
     /// The slice kernels of a streamed top level (their module is compiled at the first
     /// streamed solve).
     pub(super) fn slices<T: Real>(gpu: &Gpu, m: usize) -> Result<Self, DeviceError> {
-        Self::get::<T>(gpu, &kernels::GTSV_SLICE, m, "_slice")
+        Self::get::<T>(gpu, m, true)
     }
 }
 
@@ -50,15 +47,21 @@ pub(super) struct Funcs {
 impl Funcs {
     /// The kernels of one precision and partition size (from the device's function cache).
     pub(super) fn get<T: Real>(gpu: &Gpu, m: usize) -> Result<Self, DeviceError> {
-        let source = &kernels::GTSV;
+        let source = module::<T>(m, false)?;
         let f = |name: &str| gpu.function(source, &format!("gtsv_{name}_{}", T::PREFIX));
         let fm = |name: &str| gpu.function(source, &format!("gtsv_{name}_{}_m{m}", T::PREFIX));
         Ok(Funcs {
-            whole: PartFuncs::get::<T>(gpu, source, m, "")?,
+            whole: PartFuncs::get::<T>(gpu, m, false)?,
             base: f("base")?,
             tail: fm("tail")?,
             residual: f("residual")?,
             add: f("add")?,
         })
     }
+}
+
+/// The kernel module of `T` and partition size `m` (whole levels, or a streamed level's slices).
+fn module<T: Real>(m: usize, slices: bool) -> Result<&'static kernels::KernelSource, DeviceError> {
+    kernels::gtsv(T::PREFIX, m, slices)
+        .ok_or_else(|| DeviceError::Unsupported(format!("gtsv: no kernels for partitions of {m}")))
 }
