@@ -381,8 +381,9 @@ __device__ void chase(T *w, int n, int b, int ld, unsigned lag, unsigned *done, 
 // took 191 ms at b = 32 and 391 ms at b = 64, against 212 and 409 ms with four; two steps
 // apart, at b = 64, 233 ms against 274 ms with sixteen (one CTA of 1024 threads per SM), and
 // 566 against 696 ms at n = 32768.
-CHASE(sb2st_chase_s32, float, 32, 8)
-CHASE(sb2st_chase_d32, double, 32, 8)
-CHASE(sb2st_chase_s64, float, 64, 8)
-CHASE(sb2st_chase_d64, double, 64, 8)
+// One module per precision and bandwidth: the embedding source defines SB2ST_T, SB2ST_PRE and
+// SB2ST_R (through one more macro, so that they are replaced before they are pasted).
+#define CHASE_NAMED(T, PRE, R) CHASE(sb2st_chase_##PRE##R, T, R, 8)
+#define CHASE_MODULE(T, PRE, R) CHASE_NAMED(T, PRE, R)
+CHASE_MODULE(SB2ST_T, SB2ST_PRE, SB2ST_R)
 

@@ -205,7 +205,7 @@ __device__ void q2_apply(const T *__restrict__ q, T *z, int n, int m, long long 
 // n = 16384, m = 163, 23 ms against 24 ms and 29 ms.
 #define Q2_KERNEL(T, PRE, B) Q2_APPLY(sb2st_q2_##PRE##B, T, B, 32, 4)
 
-Q2_KERNEL(float, s, 32)
-Q2_KERNEL(double, d, 32)
-Q2_KERNEL(float, s, 64)
-Q2_KERNEL(double, d, 64)
+// One module per precision and bandwidth: the embedding source defines Q2_T, Q2_PRE and Q2_B
+// (through one more macro, so that they are replaced before they are pasted).
+#define Q2_MODULE(T, PRE, B) Q2_KERNEL(T, PRE, B)
+Q2_MODULE(Q2_T, Q2_PRE, Q2_B)

@@ -538,5 +538,7 @@ __device__ void residual(const T* z, long long ldz, const int* cols, const int* 
         residual<T>(z, ldz, cols, row0s, sizes, lambdas, d, e, out);                           \
     }
 
-STEIN_ENTRIES(double, d)
-STEIN_ENTRIES(float, s)
+// One module per precision: the embedding source defines STEIN_T and STEIN_PRE (through one
+// more macro, so that they are replaced before they are pasted).
+#define STEIN_MODULE(T, P) STEIN_ENTRIES(T, P)
+STEIN_MODULE(STEIN_T, STEIN_PRE)

@@ -25,7 +25,7 @@ fn every_kernel_compiles_for_sm80_and_sm90() {
     if !nvrtc_or_skip("every_kernel_compiles_for_sm80_and_sm90") {
         return;
     }
-    for source in kernels::ALL {
+    for source in kernels::all() {
         for arch in ["sm_80", "sm_90"] {
             let cubin = kernels::compile(source, arch)
                 .unwrap_or_else(|e| panic!("{} for {arch}: {e}", source.name));
@@ -34,7 +34,7 @@ fn every_kernel_compiles_for_sm80_and_sm90() {
                 "{} for {arch}: not an ELF cubin",
                 source.name
             );
-            for name in gtsv_entry_points(source.name) {
+            for name in entry_points(source.name) {
                 let symbol = format!("{name}\0");
                 assert!(
                     cubin.windows(symbol.len()).any(|w| w == symbol.as_bytes()),
@@ -46,9 +46,21 @@ fn every_kernel_compiles_for_sm80_and_sm90() {
     }
 }
 
-/// The kernels the tridiagonal solver looks up in the module named `module`
-/// ("gtsv[_slice]_{s,d}_m{8,16,32}"; none for other modules).
-fn gtsv_entry_points(module: &str) -> Vec<String> {
+/// The kernels the library looks up in the module named `module`, for the families split
+/// into modules by precision and size (none for the others).
+fn entry_points(module: &str) -> Vec<String> {
+    if module.starts_with("sb2st_chase_") || module.starts_with("sb2st_q2_") {
+        return vec![module.to_string()];
+    }
+    if let Some(prefix) = module.strip_prefix("stein_") {
+        let kernels = [
+            "iterate", "refine", "scatter", "chol", "finish", "offdiag", "residual",
+        ];
+        return kernels
+            .iter()
+            .map(|k| format!("stein_{k}_{prefix}"))
+            .collect();
+    }
     let Some(rest) = module.strip_prefix("gtsv_") else {
         return Vec::new();
     };

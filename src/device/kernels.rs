@@ -8,7 +8,7 @@ use cudarc::nvrtc::sys as nvrtc;
 use std::ffi::{c_char, CStr};
 use std::path::{Path, PathBuf};
 
-/// One `.cu` file: a kernel family with its s/d entry points, and the NVRTC options it is
+/// One kernel module: its source (a `.cu` file, or part of one), and the NVRTC options it is
 /// compiled with (part of its cache key).
 pub struct KernelSource {
     pub name: &'static str,
@@ -20,151 +20,176 @@ pub struct KernelSource {
     pub options: &'static [&'static str],
 }
 
-/// Sturm counts for the tridiagonal eigenvalue family.
-pub static STEBZ: KernelSource = KernelSource {
-    name: "stebz",
-    file: "stebz",
-    head: "",
-    source: include_str!("../../kernels/stebz.cu"),
-    options: EXACT,
-};
-
-/// The `#define`s that make one module of `kernels/gtsv.cu`.
-macro_rules! gtsv_head {
-    ($t:literal, $sfx:literal, $m:literal, $slices:literal) => {
-        concat!(
-            $slices,
-            "#define GTSV_T ",
-            $t,
-            "\n#define GTSV_SFX ",
-            $sfx,
-            "\n#define GTSV_M ",
-            $m,
-            "\n"
-        )
-    };
-}
-
-/// A module of the tridiagonal solver (`kernels/gtsv.cu`) for one precision and partition size.
-macro_rules! gtsv_module {
-    ($name:literal, $t:literal, $sfx:literal, $m:literal, $slices:literal) => {
+/// A module: `kernels/<file>.cu` after `head` (`#define`s that pick the module's kernels).
+macro_rules! module {
+    ($name:literal, $file:literal, $head:literal) => {
         KernelSource {
             name: $name,
-            file: "gtsv",
-            head: gtsv_head!($t, $sfx, $m, $slices),
-            source: concat!(
-                gtsv_head!($t, $sfx, $m, $slices),
-                include_str!("../../kernels/gtsv.cu")
-            ),
+            file: $file,
+            head: $head,
+            source: concat!($head, include_str!(concat!("../../kernels/", $file, ".cu"))),
             options: EXACT,
         }
     };
 }
 
+// Families whose kernels take NVRTC seconds are split into modules by precision and size, so
+// that a call compiles only its own at first use: on an H100 host the tridiagonal solver's
+// one module of all sizes took 54 s at a first dgtsv, its double module for M = 8 0.07 s.
+
+/// Sturm counts for the tridiagonal eigenvalue family.
+pub static STEBZ: KernelSource = module!("stebz", "stebz", "");
+
 /// SPIKE + diagonal pivoting for the tridiagonal solver family: a module per precision and
-/// partition size (a call compiles only its own; all of them take NVRTC ten times as long as
-/// the default, double with M = 8), whole levels first, then the slices of a streamed top level
+/// partition size, for whole levels, then for the slices of a streamed top level
 /// (`GTSV_SLICES`, compiled only when a solve first streams).
 pub static GTSV: [KernelSource; 12] = [
-    gtsv_module!("gtsv_s_m8", "float", "s", "8", ""),
-    gtsv_module!("gtsv_s_m16", "float", "s", "16", ""),
-    gtsv_module!("gtsv_s_m32", "float", "s", "32", ""),
-    gtsv_module!("gtsv_d_m8", "double", "d", "8", ""),
-    gtsv_module!("gtsv_d_m16", "double", "d", "16", ""),
-    gtsv_module!("gtsv_d_m32", "double", "d", "32", ""),
-    gtsv_module!(
+    module!(
+        "gtsv_s_m8",
+        "gtsv",
+        "#define GTSV_T float\n#define GTSV_SFX s\n#define GTSV_M 8\n"
+    ),
+    module!(
+        "gtsv_s_m16",
+        "gtsv",
+        "#define GTSV_T float\n#define GTSV_SFX s\n#define GTSV_M 16\n"
+    ),
+    module!(
+        "gtsv_s_m32",
+        "gtsv",
+        "#define GTSV_T float\n#define GTSV_SFX s\n#define GTSV_M 32\n"
+    ),
+    module!(
+        "gtsv_d_m8",
+        "gtsv",
+        "#define GTSV_T double\n#define GTSV_SFX d\n#define GTSV_M 8\n"
+    ),
+    module!(
+        "gtsv_d_m16",
+        "gtsv",
+        "#define GTSV_T double\n#define GTSV_SFX d\n#define GTSV_M 16\n"
+    ),
+    module!(
+        "gtsv_d_m32",
+        "gtsv",
+        "#define GTSV_T double\n#define GTSV_SFX d\n#define GTSV_M 32\n"
+    ),
+    module!(
         "gtsv_slice_s_m8",
-        "float",
-        "s",
-        "8",
-        "#define GTSV_SLICES 1\n"
+        "gtsv",
+        "#define GTSV_SLICES 1\n#define GTSV_T float\n#define GTSV_SFX s\n#define GTSV_M 8\n"
     ),
-    gtsv_module!(
+    module!(
         "gtsv_slice_s_m16",
-        "float",
-        "s",
-        "16",
-        "#define GTSV_SLICES 1\n"
+        "gtsv",
+        "#define GTSV_SLICES 1\n#define GTSV_T float\n#define GTSV_SFX s\n#define GTSV_M 16\n"
     ),
-    gtsv_module!(
+    module!(
         "gtsv_slice_s_m32",
-        "float",
-        "s",
-        "32",
-        "#define GTSV_SLICES 1\n"
+        "gtsv",
+        "#define GTSV_SLICES 1\n#define GTSV_T float\n#define GTSV_SFX s\n#define GTSV_M 32\n"
     ),
-    gtsv_module!(
+    module!(
         "gtsv_slice_d_m8",
-        "double",
-        "d",
-        "8",
-        "#define GTSV_SLICES 1\n"
+        "gtsv",
+        "#define GTSV_SLICES 1\n#define GTSV_T double\n#define GTSV_SFX d\n#define GTSV_M 8\n"
     ),
-    gtsv_module!(
+    module!(
         "gtsv_slice_d_m16",
-        "double",
-        "d",
-        "16",
-        "#define GTSV_SLICES 1\n"
+        "gtsv",
+        "#define GTSV_SLICES 1\n#define GTSV_T double\n#define GTSV_SFX d\n#define GTSV_M 16\n"
     ),
-    gtsv_module!(
+    module!(
         "gtsv_slice_d_m32",
-        "double",
-        "d",
-        "32",
-        "#define GTSV_SLICES 1\n"
+        "gtsv",
+        "#define GTSV_SLICES 1\n#define GTSV_T double\n#define GTSV_SFX d\n#define GTSV_M 32\n"
     ),
 ];
-
-/// The [`GTSV`] module of precision `prefix` (s or d) and partition size `m`, of a
-/// streamed top level's slices if `slices`; None for a size without kernels.
-pub fn gtsv(prefix: char, m: usize, slices: bool) -> Option<&'static KernelSource> {
-    let tag = if slices { "_slice" } else { "" };
-    let name = format!("gtsv{tag}_{prefix}_m{m}");
-    GTSV.iter().find(|k| k.name == name)
-}
 
 /// Directed-rounding and interval products, and the verified solver's kernels.
-pub static INTERVAL: KernelSource = KernelSource {
-    name: "interval",
-    file: "interval",
-    head: "",
-    source: include_str!("../../kernels/interval.cu"),
-    options: EXACT,
-};
+pub static INTERVAL: KernelSource = module!("interval", "interval", "");
 
-/// Band → tridiagonal bulge chasing for the dense eigenvalue path.
-pub static SB2ST: KernelSource = KernelSource {
-    name: "sb2st",
-    file: "sb2st",
-    head: "",
-    source: include_str!("../../kernels/sb2st.cu"),
-    options: EXACT,
-};
-
-/// The bulge chasing's reflectors applied to eigenvectors (Q2 of the dense eigenvector path).
-pub static SB2ST_Q2: KernelSource = KernelSource {
-    name: "sb2st_q2",
-    file: "sb2st_q2",
-    head: "",
-    source: include_str!("../../kernels/sb2st_q2.cu"),
-    options: EXACT,
-};
-
-/// Inverse iteration for tridiagonal eigenvectors.
-pub static STEIN: KernelSource = KernelSource {
-    name: "stein",
-    file: "stein",
-    head: "",
-    source: include_str!("../../kernels/stein.cu"),
-    options: EXACT,
-};
-
-/// Every kernel family (the compile test walks this list).
-pub static ALL: &[&KernelSource] = &[
-    &STEBZ, &GTSV[0], &GTSV[1], &GTSV[2], &GTSV[3], &GTSV[4], &GTSV[5], &GTSV[6], &GTSV[7],
-    &GTSV[8], &GTSV[9], &GTSV[10], &GTSV[11], &INTERVAL, &SB2ST, &SB2ST_Q2, &STEIN,
+/// Band → tridiagonal bulge chasing for the dense eigenvalue path: a module per precision and
+/// bandwidth, named as its kernel.
+pub static SB2ST: [KernelSource; 4] = [
+    module!(
+        "sb2st_chase_s32",
+        "sb2st",
+        "#define SB2ST_T float\n#define SB2ST_PRE s\n#define SB2ST_R 32\n"
+    ),
+    module!(
+        "sb2st_chase_d32",
+        "sb2st",
+        "#define SB2ST_T double\n#define SB2ST_PRE d\n#define SB2ST_R 32\n"
+    ),
+    module!(
+        "sb2st_chase_s64",
+        "sb2st",
+        "#define SB2ST_T float\n#define SB2ST_PRE s\n#define SB2ST_R 64\n"
+    ),
+    module!(
+        "sb2st_chase_d64",
+        "sb2st",
+        "#define SB2ST_T double\n#define SB2ST_PRE d\n#define SB2ST_R 64\n"
+    ),
 ];
+
+/// The bulge chasing's reflectors applied to eigenvectors (Q2 of the dense eigenvector path):
+/// a module per precision and bandwidth, named as its kernel.
+pub static SB2ST_Q2: [KernelSource; 4] = [
+    module!(
+        "sb2st_q2_s32",
+        "sb2st_q2",
+        "#define Q2_T float\n#define Q2_PRE s\n#define Q2_B 32\n"
+    ),
+    module!(
+        "sb2st_q2_d32",
+        "sb2st_q2",
+        "#define Q2_T double\n#define Q2_PRE d\n#define Q2_B 32\n"
+    ),
+    module!(
+        "sb2st_q2_s64",
+        "sb2st_q2",
+        "#define Q2_T float\n#define Q2_PRE s\n#define Q2_B 64\n"
+    ),
+    module!(
+        "sb2st_q2_d64",
+        "sb2st_q2",
+        "#define Q2_T double\n#define Q2_PRE d\n#define Q2_B 64\n"
+    ),
+];
+
+/// Inverse iteration for tridiagonal eigenvectors: a module per precision.
+pub static STEIN: [KernelSource; 2] = [
+    module!(
+        "stein_s",
+        "stein",
+        "#define STEIN_T float\n#define STEIN_PRE s\n"
+    ),
+    module!(
+        "stein_d",
+        "stein",
+        "#define STEIN_T double\n#define STEIN_PRE d\n"
+    ),
+];
+
+/// The module of `family` named `name`, or why there is none (a size without kernels).
+pub fn module_named(
+    family: &'static [KernelSource],
+    name: &str,
+) -> Result<&'static KernelSource, DeviceError> {
+    family
+        .iter()
+        .find(|k| k.name == name)
+        .ok_or_else(|| DeviceError::Unsupported(format!("no kernel module {name}")))
+}
+
+/// Every kernel module (the compile test and `hylapack info` walk them).
+pub fn all() -> impl Iterator<Item = &'static KernelSource> {
+    let single = [&STEBZ, &INTERVAL];
+    let families: [&'static [KernelSource]; 4] = [&GTSV, &SB2ST, &SB2ST_Q2, &STEIN];
+    single.into_iter().chain(families.into_iter().flatten())
+}
 
 /// IEEE division and square root, no flush-to-zero and no contraction into FMA: for kernels
 /// whose correctness argument needs each operation rounded as written — Sturm counts that must

@@ -104,7 +104,7 @@ pub fn run() -> i32 {
                 "GPU memory budget: {:.2} GiB (HYLAPACK_GPU_MEMORY_LIMIT: {limit})",
                 gpu.budget.limit() as f64 / (1u64 << 30) as f64
             );
-            for source in kernels::ALL {
+            for source in kernels::all() {
                 match gpu.loaded_module(source) {
                     Ok(m) => println!(
                         "Kernels {:<10} {} for {} in {:.1} ms",

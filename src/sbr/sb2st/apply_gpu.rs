@@ -155,7 +155,8 @@ pub fn apply_left<T: CublasReal>(
     let bytes = (piece_len + plan.cols * ldz) * elem + counts_len * std::mem::size_of::<i32>();
     let _memory = gpu.budget.reserve(bytes as u64).map_err(stopped)?;
     let name = format!("sb2st_q2_{}{b}", T::PREFIX);
-    let func = gpu.function(&kernels::SB2ST_Q2, &name).map_err(stopped)?;
+    let module = kernels::module_named(&kernels::SB2ST_Q2, &name).map_err(stopped)?;
+    let func = gpu.function(module, &name).map_err(stopped)?;
     let stream = gpu.linalg().map_err(stopped)?.stream.clone();
     let int = |x: usize| {
         i32::try_from(x)

@@ -152,7 +152,8 @@ fn chase<T: Real>(
         .reserve((std::mem::size_of_val(w) + 4 * (sweeps + 1)) as u64)?;
     // The function attribute and occupancy queries below need the context current here.
     gpu.ctx.bind_to_thread()?;
-    let func = gpu.function(&kernels::SB2ST, &format!("sb2st_chase_{}{rows}", T::PREFIX))?;
+    let name = format!("sb2st_chase_{}{rows}", T::PREFIX);
+    let func = gpu.function(kernels::module_named(&kernels::SB2ST, &name)?, &name)?;
     // Two blocks of R × (R + 1), G + 2 vectors of R and one entry per warp.
     let smem = (2 * rows * (rows + 1) + (groups + 2) * rows + threads / 32) * elem;
     if smem > 48 * 1024 {

@@ -316,7 +316,8 @@ impl<'a, T: SteinReal> Run<'a, T> {
         at: Arrays<T>,
     ) -> Result<Self, DeviceError> {
         let stream = linalg.stream.clone();
-        let f = |name: &str| gpu.function(&kernels::STEIN, &format!("stein_{name}_{}", T::PREFIX));
+        let module = kernels::module_named(&kernels::STEIN, &format!("stein_{}", T::PREFIX))?;
+        let f = |name: &str| gpu.function(module, &format!("stein_{name}_{}", T::PREFIX));
         let k = Kernels {
             iterate: f("iterate")?,
             refine: f("refine")?,

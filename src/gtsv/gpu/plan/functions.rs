@@ -62,6 +62,6 @@ impl Funcs {
 
 /// The kernel module of `T` and partition size `m` (whole levels, or a streamed level's slices).
 fn module<T: Real>(m: usize, slices: bool) -> Result<&'static kernels::KernelSource, DeviceError> {
-    kernels::gtsv(T::PREFIX, m, slices)
-        .ok_or_else(|| DeviceError::Unsupported(format!("gtsv: no kernels for partitions of {m}")))
+    let tag = if slices { "_slice" } else { "" };
+    kernels::module_named(&kernels::GTSV, &format!("gtsv{tag}_{}_m{m}", T::PREFIX))
 }
