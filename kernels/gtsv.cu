@@ -856,7 +856,7 @@ template <typename T> __device__ void add_into(long long n, int ncols, const T *
 // The partition kernels, one per partition size M (rows, separator included). This source
 // compiles to one module per precision and M, named by the embedding source's GTSV_T (the
 // type), GTSV_SFX (s or d) and GTSV_M: a call compiles only its own at first use (all six took
-// NVRTC 54 s on an H100 host, double with M = 8 0.07 s). With GTSV_SLICES defined it
+// NVRTC 54 s on an H100 host, double with M = 8 2.3 s). With GTSV_SLICES defined it
 // holds the _slice variants with a Span instead, compiled only when a top level is first
 // streamed.
 // gtsv_update holds the most registers (227 for double, m = 8, unbounded: 4 CTAs of 64 per SM);
