@@ -103,6 +103,25 @@ pub fn try_zeroed<T: ZeroBits>(len: usize) -> Option<Vec<T>> {
     Some(unsafe { Vec::from_raw_parts(ptr, len, len) })
 }
 
+/// Writes a zero into each page of `room` (from [`try_zeroed`]: its pages still unmapped) on
+/// `threads` of the host's threads, so that the OS maps them now, not during a later write by
+/// one thread (which maps only 1–2 GB/s). Only for memory that holds zeros or will be wholly
+/// overwritten.
+pub fn fault_in<T: ZeroBits + Send>(room: &mut [T], threads: usize) {
+    let per_page = (4096 / std::mem::size_of::<T>().max(1)).max(1);
+    let part = room
+        .len()
+        .div_ceil(threads.max(1))
+        .next_multiple_of(per_page);
+    let parts: Vec<&mut [T]> = room.chunks_mut(part.max(1)).collect();
+    // A part whose thread panicked only leaves its pages to be mapped later.
+    let _ = workers::run_parts(parts, &|p: &mut [T]| {
+        for x in p.iter_mut().step_by(per_page) {
+            *x = unsafe_zero();
+        }
+    });
+}
+
 /// The zero of a `ZeroBits` type.
 fn unsafe_zero<T: ZeroBits>() -> T {
     // SAFETY: all-zero bytes are a valid `T` (the trait's contract).
@@ -138,7 +157,30 @@ pub fn scatter_columns<T: Copy + Send + Sync>(from: &[T], n: usize, to: &mut [T]
 
 #[cfg(test)]
 mod tests {
-    use super::scatter_columns;
+    use super::{fault_in, scatter_columns};
+
+    /// Writes only zeros, one per page, within the slice, at any thread count, lengths that
+    /// split unevenly and a slice shorter than a page.
+    #[test]
+    fn fault_in_writes_a_zero_per_page_and_nothing_else() {
+        for len in [1, 511, 512, 513, 100_003] {
+            for threads in [0, 1, 3, 16] {
+                let mut v = vec![7.0f64; len + 2];
+                fault_in(&mut v[1..len + 1], threads);
+                let zeros: Vec<usize> = (0..len + 2).filter(|&i| v[i] == 0.0).collect();
+                let want: Vec<usize> = (0..len + 2).filter(|&i| i >= 1 && i <= len).collect();
+                assert!(
+                    zeros.iter().all(|i| want.contains(i)),
+                    "len {len}: outside the slice"
+                );
+                assert!(
+                    want.chunks(512)
+                        .all(|page| page.iter().any(|i| zeros.contains(i))),
+                    "len {len}, threads {threads}: a page without its zero"
+                );
+            }
+        }
+    }
 
     /// Every column lands at its LDZ offset, rows past N and columns past the last untouched,
     /// for column counts that split unevenly over the threads.

@@ -336,10 +336,13 @@ pub(super) fn reduce_keeping<T: SbrReal>(
     let VectorWork { band, mut z, q2 } = work;
     // On the GPU path the host mostly waits through the reduction and the chase: Z's pages
     // (n² entries, allocated lazily) are faulted in meanwhile, not later by the stages that
-    // first write Z (the tridiagonal's vectors, page-locking).
+    // first write Z (the tridiagonal's vectors, page-locking); on half the host's threads (one
+    // maps only 1–2 GB/s, less than Z's size over the reduction's time at large n), the
+    // others left to the reduction.
     let (_, reduced) = if matches!(path, Path::Gpu { .. }) && !z.is_empty() {
+        let threads = (crate::host::threads() / 2).max(1);
         crate::host::workers::alongside(
-            || fault_in(&mut z),
+            || crate::host::fault_in(&mut z, threads),
             || reduce_and_chase(uplo, n, a, lda, m, band, q2, path),
         )
     } else {
@@ -347,22 +350,6 @@ pub(super) fn reduce_keeping<T: SbrReal>(
     };
     let (kept, report) = reduced?;
     Ok((kept, z, report))
-}
-
-/// Writes a zero into each page of `z` (zeroed, and so still unmapped by the OS), so that the
-/// OS maps them now; on half the host's threads (one maps only 1–2 GB/s, less than Z's size
-/// over the reduction's time at large n), the others left to the reduction.
-fn fault_in<T: Real>(z: &mut [T]) {
-    let per_page = (4096 / std::mem::size_of::<T>()).max(1);
-    let threads = (crate::host::threads() / 2).max(1);
-    let part = z.len().div_ceil(threads).next_multiple_of(per_page);
-    let parts: Vec<&mut [T]> = z.chunks_mut(part.max(1)).collect();
-    // A part whose thread panicked only leaves its pages to be mapped later.
-    let _ = crate::host::workers::run_parts(parts, &|p: &mut [T]| {
-        for x in p.iter_mut().step_by(per_page) {
-            *x = T::ZERO;
-        }
-    });
 }
 
 /// [`reduce_keeping`]'s stages: dense → band, band → tridiagonal.

@@ -114,6 +114,9 @@ impl<T: Real> DeviceReflectors<T> {
         );
         let clock = std::time::Instant::now();
         let stream = device::gpu()?.stream()?;
+        // The room is allocated lazily, and the driver's pageable copy would map its pages on
+        // one thread: at n = 73728 (20 GiB) the download took 22 s on an H100 host.
+        crate::host::fault_in(&mut q.v, crate::host::threads());
         stream.memcpy_dtoh(&self.v.slice(0..q.v.len()), &mut q.v[..])?;
         stream.synchronize()?;
         crate::dispatch::debug(|| {
