@@ -107,6 +107,21 @@ pub static GTSV: [KernelSource; 12] = [
     ),
 ];
 
+/// xGTSV's partial pivoting for the small systems of a strided batch, one warp per system: a
+/// module per precision.
+pub static GTSV_BATCH: [KernelSource; 2] = [
+    module!(
+        "gtsv_batch_s",
+        "gtsv_batch",
+        "#define GTSV_BATCH_T float\n#define GTSV_BATCH_SFX s\n"
+    ),
+    module!(
+        "gtsv_batch_d",
+        "gtsv_batch",
+        "#define GTSV_BATCH_T double\n#define GTSV_BATCH_SFX d\n"
+    ),
+];
+
 /// Directed-rounding and interval products, and the verified solver's kernels.
 pub static INTERVAL: KernelSource = module!("interval", "interval", "");
 
@@ -188,7 +203,7 @@ pub fn module_named(
 /// Every kernel module (the compile test and `hylapack info` walk them).
 pub fn all() -> impl Iterator<Item = &'static KernelSource> {
     let single = [&STEBZ, &INTERVAL];
-    let families: [&'static [KernelSource]; 4] = [&GTSV, &SB2ST, &SB2ST_Q2, &STEIN];
+    let families: [&'static [KernelSource]; 5] = [&GTSV, &GTSV_BATCH, &SB2ST, &SB2ST_Q2, &STEIN];
     single.into_iter().chain(families.into_iter().flatten())
 }
 

@@ -1,5 +1,6 @@
-//! [`gtsv_strided_batch`]: many systems of one size, stacked into one SPIKE solve on the GPU
-//! (each system then judged on its own), or LAPACK xGTSV per system over host threads.
+//! [`gtsv_strided_batch`]: many systems of one size on the GPU, small ones by xGTSV's own
+//! elimination a warp each ([`gpu::batch`]), larger ones stacked into one SPIKE solve (each
+//! system then judged on its own); or LAPACK xGTSV per system over host threads.
 
 use super::{gpu, judge, lu, residual_rows, try_vec, Options, Solver};
 use crate::dispatch::Backend;
@@ -35,10 +36,12 @@ fn split_strided<T>(s: &mut [T], stride: usize, len: usize, count: usize) -> Vec
 /// system `k` is `dl[k·sa ..]` (n − 1), `d[k·sa ..]` (n), `du[k·sa ..]` (n − 1) with right-hand
 /// sides `b[k·sb ..]` (`ldb × nrhs`); its INFO goes to `info[k]`.
 ///
-/// On the GPU the systems are stacked into one block-diagonal tridiagonal system (zero
-/// couplings between neighbours) and solved by SPIKE in one call; if that answer is rejected
-/// (some system singular or badly conditioned) every system is solved by LAPACK xGTSV on the
-/// CPU from its untouched data. On the CPU, LAPACK xGTSV runs on each system, spread over host
+/// On the GPU, systems of at most [`gpu::batch::SMALL_N`] rows are solved by LAPACK xGTSV's
+/// partial pivoting, one warp each; a system with an exactly zero pivot is then solved by
+/// LAPACK on the CPU from its untouched data (so it ends as LAPACK leaves it). Larger systems
+/// are stacked into one block-diagonal tridiagonal system (zero couplings between neighbours)
+/// and solved by SPIKE in one call; a system whose answer fails its own check is solved by
+/// LAPACK xGTSV on the CPU from its untouched data. On the CPU, LAPACK xGTSV runs on each system, spread over host
 /// threads. `dl`, `d`, `du` are unspecified on exit, as for [`gtsv`].
 #[allow(clippy::too_many_arguments)]
 pub fn gtsv_strided_batch<T: Lapack>(
@@ -71,16 +74,31 @@ pub fn gtsv_strided_batch<T: Lapack>(
     // Systems whose answer is already in B (empty: none).
     let mut done = Vec::new();
     if backend == Backend::Gpu && nrhs > 0 {
-        match solve_stacked(opts, n, nrhs, dl, d, du, sa, b, ldb, sb, count) {
+        let small = gpu::batch::takes::<T>(n, nrhs);
+        let tried = if small {
+            solve_small(opts, n, nrhs, dl, d, du, sa, b, ldb, sb, count)
+        } else {
+            solve_stacked(opts, n, nrhs, dl, d, du, sa, b, ldb, sb, count)
+        };
+        match tried {
             Ok((solved, rejected)) => {
                 report.backend = Backend::Gpu;
-                report.solver = Solver::Spike;
+                report.solver = if small {
+                    Solver::PartialPivoting
+                } else {
+                    Solver::Spike
+                };
                 if rejected == 0 {
                     return report;
                 }
                 done = solved;
+                let why = if small {
+                    "have an exactly zero pivot"
+                } else {
+                    "failed their own check"
+                };
                 report.note = Some(format!(
-                    "{rejected} of {count} systems failed their own check; LAPACK xGTSV ran on them"
+                    "{rejected} of {count} systems {why}; LAPACK xGTSV ran on them"
                 ));
             }
             Err(note) => report.note = Some(note),
@@ -152,11 +170,49 @@ struct Job<'a, T> {
     info: &'a mut i32,
 }
 
+/// The GPU part of [`gtsv_strided_batch`] for small systems ([`gpu::batch::takes`]): xGTSV's
+/// own elimination, a warp per system. Returns which systems are done (their X in `b`) and how
+/// many had an exactly zero pivot (left for LAPACK), or why nothing was done (the note).
+#[allow(clippy::too_many_arguments)]
+fn solve_small<T: Lapack>(
+    opts: &Options,
+    n: usize,
+    nrhs: usize,
+    dl: &[T],
+    d: &[T],
+    du: &[T],
+    sa: usize,
+    b: &mut [T],
+    ldb: usize,
+    sb: usize,
+    count: usize,
+) -> Result<(Vec<bool>, usize), String> {
+    let info = gpu::batch::solve(&opts.gpu, n, nrhs, dl, d, du, sa, b, ldb, sb, count)
+        .map_err(|e| format!("GPU path unavailable ({e}); CPU path ran"))?;
+    let mut done = try_vec(count, false).ok_or("no host memory for the batch's flags")?;
+    for (flag, &i) in done.iter_mut().zip(&info) {
+        *flag = i == 0;
+    }
+    let rejected = info.iter().filter(|&&i| i != 0).count();
+    Ok((done, rejected))
+}
+
+/// One group of systems' share of the stacked arrays: their rows of DL, D, DU and of each
+/// column of B, the first of them system `first`.
+struct Stacked<'a, T> {
+    first: usize,
+    dl: &'a mut [T],
+    d: &'a mut [T],
+    du: &'a mut [T],
+    b: Vec<&'a mut [T]>,
+}
+
 /// The GPU part of [`gtsv_strided_batch`]: the systems stacked block-diagonally (B packed to
 /// leading dimension `n·count`) and solved by SPIKE in one call, then each system judged on its
 /// own (the stack's check is normwise over all systems, which could hide a poor answer of a
-/// system with small entries). Writes the accepted systems' answers into `b`; returns which
-/// systems are done and how many were rejected, or why nothing was (the note).
+/// system with small entries). The stacking and the judging run on host threads, a group of
+/// systems each. Writes the accepted systems' answers into `b`; returns which systems are done
+/// and how many were rejected, or why nothing was (the note).
 #[allow(clippy::too_many_arguments)]
 fn solve_stacked<T: Lapack>(
     opts: &Options,
@@ -176,43 +232,82 @@ fn solve_stacked<T: Lapack>(
         .checked_mul(count)
         .ok_or("the stacked system is too large; CPU path ran")?;
     let no_memory = || "no host memory to stack the systems; CPU path ran".to_string();
-    let mut sdl = try_vec(big - 1, T::ZERO).ok_or_else(no_memory)?;
+    // DL and DU get `big` entries (the stack uses `big - 1`) so that each system owns `n`: its
+    // `n - 1` couplings and the zero one to the next system.
+    let mut sdl = try_vec(big, T::ZERO).ok_or_else(no_memory)?;
     let mut sd = try_vec(big, T::ZERO).ok_or_else(no_memory)?;
-    let mut sdu = try_vec(big - 1, T::ZERO).ok_or_else(no_memory)?;
+    let mut sdu = try_vec(big, T::ZERO).ok_or_else(no_memory)?;
     let mut sbx = big
         .checked_mul(nrhs)
         .and_then(|len| try_vec(len, T::ZERO))
         .ok_or_else(no_memory)?;
     let mut done = try_vec(count, false).ok_or_else(no_memory)?;
-    for k in 0..count {
-        let (r, a0, b0) = (k * n, k * sa, k * sb);
-        sd[r..r + n].copy_from_slice(&d[a0..a0 + n]);
-        sdl[r..r + m1].copy_from_slice(piece(dl, a0, m1));
-        sdu[r..r + m1].copy_from_slice(piece(du, a0, m1));
-        for c in 0..nrhs {
-            sbx[c * big + r..c * big + r + n].copy_from_slice(&b[b0 + c * ldb..b0 + c * ldb + n]);
+    // Copying and judging thousands of large systems one after another took longer than the
+    // GPU's solve: a contiguous group of systems per thread.
+    let per = count.div_ceil(crate::host::threads().min(count));
+    let rows = n * per;
+    let mut groups: Vec<Stacked<'_, T>> = sdl
+        .chunks_mut(rows)
+        .zip(sd.chunks_mut(rows))
+        .zip(sdu.chunks_mut(rows))
+        .enumerate()
+        .map(|(g, ((dl, d), du))| Stacked {
+            first: g * per,
+            dl,
+            d,
+            du,
+            b: Vec::with_capacity(nrhs),
+        })
+        .collect();
+    for col in sbx.chunks_mut(big) {
+        for (group, part) in groups.iter_mut().zip(col.chunks_mut(rows)) {
+            group.b.push(part);
         }
     }
-    match gpu::solve(&opts.gpu, &sdl, &sd, &sdu, &mut sbx, big, nrhs) {
-        Ok(Ok(())) => {
-            let mut rejected = 0;
-            for (k, done) in done.iter_mut().enumerate() {
-                let (r, a0, b0) = (k * n, k * sa, k * sb);
-                let (kdl, kd, kdu) = (piece(dl, a0, m1), &d[a0..a0 + n], piece(du, a0, m1));
-                let checks = (0..nrhs).map(|c| {
-                    let x = &sbx[c * big + r..c * big + r + n];
-                    residual_rows(kdl, kd, kdu, x, &b[b0 + c * ldb..], 0..n)
-                });
-                if judge(checks).is_ok() {
-                    for c in 0..nrhs {
-                        b[b0 + c * ldb..b0 + c * ldb + n]
-                            .copy_from_slice(&sbx[c * big + r..c * big + r + n]);
-                    }
-                    *done = true;
-                } else {
-                    rejected += 1;
-                }
+    let src: &[T] = b;
+    or_resume(run_parts(groups, &|mut s: Stacked<'_, T>| {
+        for j in 0..s.d.len() / n {
+            let (r, a0, b0) = (j * n, (s.first + j) * sa, (s.first + j) * sb);
+            s.d[r..r + n].copy_from_slice(&d[a0..a0 + n]);
+            s.dl[r..r + m1].copy_from_slice(piece(dl, a0, m1));
+            s.du[r..r + m1].copy_from_slice(piece(du, a0, m1));
+            for (c, col) in s.b.iter_mut().enumerate() {
+                col[r..r + n].copy_from_slice(&src[b0 + c * ldb..b0 + c * ldb + n]);
             }
+        }
+    }));
+    let (sdl, sdu) = (&sdl[..big - 1], &sdu[..big - 1]);
+    match gpu::solve(&opts.gpu, sdl, &sd, sdu, &mut sbx, big, nrhs) {
+        Ok(Ok(())) => {
+            // Group `g` of `b` holds systems `g·per ..` from its start, the last group as far as
+            // `b` goes (its last system may end before a full stride).
+            let parts: Vec<_> = done
+                .chunks_mut(per)
+                .zip(b.chunks_mut(per * sb))
+                .enumerate()
+                .collect();
+            let judge_group = |(g, (flags, bg)): (usize, (&mut [bool], &mut [T]))| {
+                let mut rejected = 0;
+                for (j, flag) in flags.iter_mut().enumerate() {
+                    let k = g * per + j;
+                    let (r, a0, b0) = (k * n, k * sa, j * sb);
+                    let (kdl, kd, kdu) = (piece(dl, a0, m1), &d[a0..a0 + n], piece(du, a0, m1));
+                    let x = |c: usize| &sbx[c * big + r..c * big + r + n];
+                    let checks = (0..nrhs)
+                        .map(|c| residual_rows(kdl, kd, kdu, x(c), &bg[b0 + c * ldb..], 0..n));
+                    if judge(checks).is_ok() {
+                        for c in 0..nrhs {
+                            bg[b0 + c * ldb..b0 + c * ldb + n].copy_from_slice(x(c));
+                        }
+                        *flag = true;
+                    } else {
+                        rejected += 1;
+                    }
+                }
+                rejected
+            };
+            // Accepted answers may be in `b` already: a thread's panic is raised again here.
+            let rejected = or_resume(run_parts(parts, &judge_group)).into_iter().sum();
             Ok((done, rejected))
         }
         Ok(Err(reject)) => Err(format!("{reject}; LAPACK xGTSV ran on every system")),

@@ -89,6 +89,8 @@ pub fn check_args(n: i32, nrhs: i32, ldb: i32) -> i32 {
 pub enum Solver {
     /// SPIKE + diagonal pivoting, answer accepted by the checks.
     Spike,
+    /// LAPACK xGTSV's partial pivoting on the GPU (the small systems of a strided batch).
+    PartialPivoting,
     /// The system LAPACK's xGTSV (small `n`, NRHS = 0, or a fallback: see `note`).
     Lapack,
 }

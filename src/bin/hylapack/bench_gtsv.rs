@@ -261,7 +261,7 @@ fn hylapack_device_run(
         times.push(t0.elapsed().as_secs_f64());
         note = match r.solver {
             Solver::Spike => format!("{} refine", gtsv::gpu::last_phases().refine_steps),
-            Solver::Lapack => format!("ran LAPACK: {}", r.note.unwrap_or_default()),
+            other => format!("ran {other:?}: {}", r.note.unwrap_or_default()),
         };
         if r.info != 0 {
             note = format!("INFO = {}; {note}", r.info);

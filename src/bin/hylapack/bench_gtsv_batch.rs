@@ -4,9 +4,10 @@
 //! cuSPARSE's rows are device-resident (data on the GPU before the timer starts, each on its
 //! own layout: `gtsv2StridedBatch` one system after another, `gtsvInterleavedBatch` element i
 //! of every system together, transposed on the host outside the timer). hylapack's strided
-//! batch takes host pointers, so its row includes the transfers; the "stacked, device ptrs"
-//! row is the same block-diagonal SPIKE solve from device memory (one system, checked as a
-//! whole rather than system by system), the like-for-like time beside cuSPARSE.
+//! batch takes host pointers, so its row includes the transfers. Its two GPU paths are also
+//! timed from device memory, like for like beside cuSPARSE: "stacked" is the block-diagonal
+//! SPIKE solve of larger systems (one system, checked as a whole rather than system by
+//! system), "warp per system" the small systems' kernel.
 
 use crate::table::{time, Table};
 use cudarc::cusparse::sys as sp;
@@ -19,7 +20,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// (order, systems) of the batched runs.
-const SHAPES: [(usize, usize); 2] = [(256, 4096), (4096, 4096)];
+const SHAPES: [(usize, usize); 4] = [(256, 4096), (512, 4096), (1024, 4096), (4096, 4096)];
 const REPS: usize = 5;
 
 /// `count` systems of order `n` in LAPACK's strided layout (stride `n` for every array:
@@ -199,6 +200,56 @@ fn hylapack_stacked(stream: &Arc<CudaStream>, bt: &Batch) -> Result<Timed, Strin
         seconds: median(times),
         x: stream.clone_dtoh(&b_d).map_err(de)?,
         note: format!("device-resident, one stacked system; {note}"),
+    })
+}
+
+/// The warp-per-system kernel (xGTSV's partial pivoting) from device memory: the small-system
+/// path of the strided batch without its transfers, for sizes where one system fits its
+/// shared memory (the batch itself takes it up to `SMALL_N` rows).
+fn hylapack_small(stream: &Arc<CudaStream>, bt: &Batch) -> Result<Timed, String> {
+    use gtsv::gpu::batch;
+    let (n, count) = (bt.n, bt.count);
+    if !batch::fits::<f64>(n, 1) {
+        return Err("one system does not fit the kernel's shared memory".into());
+    }
+    let de = |e: cudarc::driver::DriverError| e.to_string();
+    let dl_d = stream.clone_htod(&bt.dl).map_err(de)?;
+    let d_d = stream.clone_htod(&bt.d).map_err(de)?;
+    let du_d = stream.clone_htod(&bt.du).map_err(de)?;
+    let b_d = stream.clone_htod(&bt.b).map_err(de)?;
+    let x_d = stream.alloc_zeros::<f64>(n * count).map_err(de)?;
+    let info_d = stream.alloc_zeros::<i32>(count).map_err(de)?;
+    let a = batch::DevBatch {
+        n,
+        nrhs: 1,
+        count,
+        dl: dl_d.device_ptr(stream).0,
+        d: d_d.device_ptr(stream).0,
+        du: du_d.device_ptr(stream).0,
+        sa: n,
+        b: b_d.device_ptr(stream).0,
+        ldb: n,
+        sb: n,
+    };
+    let (x, info) = (x_d.device_ptr(stream).0, info_d.device_ptr(stream).0);
+    stream.synchronize().map_err(de)?;
+    let mut times = Vec::new();
+    for rep in 0..=REPS {
+        let t0 = Instant::now();
+        // SAFETY: the arrays above hold the batch's layout, X and the INFOs.
+        unsafe { batch::solve_device::<f64>(&a, x, info) }.map_err(|e| e.to_string())?;
+        if rep > 0 {
+            times.push(t0.elapsed().as_secs_f64());
+        }
+    }
+    let infos = stream.clone_dtoh(&info_d).map_err(de)?;
+    let singular = infos.iter().filter(|&&i| i != 0).count();
+    Ok(Timed {
+        seconds: median(times),
+        x: stream.clone_dtoh(&x_d).map_err(de)?,
+        note: format!(
+            "device-resident, strided layout, xGTSV's partial pivoting; {singular} singular"
+        ),
     })
 }
 
@@ -448,6 +499,10 @@ pub fn run() -> i32 {
             add(
                 "hylapack stacked (device ptrs)",
                 hylapack_stacked(&stream, &bt),
+            );
+            add(
+                "hylapack warp per system (device ptrs)",
+                hylapack_small(&stream, &bt),
             );
             if cusparse {
                 add(

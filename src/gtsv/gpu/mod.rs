@@ -34,6 +34,7 @@ use std::cell::Cell;
 use std::sync::Arc;
 use std::time::Instant;
 
+pub mod batch;
 mod chunked;
 mod plan;
 mod streamed;

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 /// which nothing overlaps, is short (a fraction of a millisecond), large enough that a piece's
 /// launch and event cost little beside its DMA. On an H100 host pieces of 1 MiB gave the same
 /// times at n = 2^23 (upload 8.9–10.5 ms against 8.0–9.2, download 2.4–3.2 against 2.7–3.5).
-const STAGED_PIECE_BYTES: usize = 4 << 20;
+pub(super) const STAGED_PIECE_BYTES: usize = 4 << 20;
 
 /// The caller's arrays, page-locked for the call. Dropping it first waits for every copy
 /// queued on the stream (so no DMA touches the memory once it is unlocked), then unlocks; where
@@ -283,7 +283,7 @@ fn on_workers<T: Real, P: Send>(
 /// Copies each `(src, dst)` to device memory: each worker copies a piece into one of its
 /// pinned buffers and queues its DMA, then fills its other buffer while that DMA runs.
 /// Returns when every DMA is done.
-fn staged_upload<T: Real>(
+pub(super) fn staged_upload<T: Real>(
     gpu: &'static Gpu,
     stream: &Arc<CudaStream>,
     parts: Vec<(&[T], CUdeviceptr)>,
@@ -315,7 +315,7 @@ fn staged_upload<T: Real>(
 /// Copies device memory at each `src` into its `dst`: each worker queues the DMA of a piece
 /// into one of its pinned buffers, then copies its previous piece out of the other while the
 /// DMA runs.
-fn staged_download<T: Real>(
+pub(super) fn staged_download<T: Real>(
     gpu: &'static Gpu,
     stream: &Arc<CudaStream>,
     parts: Vec<(CUdeviceptr, &mut [T])>,

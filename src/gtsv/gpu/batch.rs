@@ -1,0 +1,260 @@
+//! The small systems of a strided batch (`kernels/gtsv_batch.cu`): LAPACK xGTSV's partial
+//! pivoting, one warp per system in shared memory. Each system is read and its X written once,
+//! and the answer has LAPACK's accuracy without a check; a system with an exactly zero pivot
+//! (INFO > 0) is left to LAPACK. Larger systems are stacked into one SPIKE solve instead
+//! (`crate::gtsv::gtsv_strided_batch`).
+
+use super::transfer::{staged_download, staged_upload, STAGED_PIECE_BYTES};
+use super::{sz, Call, GpuOptions};
+use crate::device::{kernels, DeviceError, Gpu};
+use crate::host::workers::{or_resume, run_parts};
+use crate::real::Real;
+use cudarc::driver::sys::CUdeviceptr;
+use cudarc::driver::{result as cu, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
+use std::sync::Arc;
+
+/// Shared memory a launch gets without an opt-in.
+const SHARED_BYTES: usize = 48 << 10;
+
+/// Systems (warps) per CTA, at most.
+const MOST_WARPS: usize = 4;
+
+/// The largest order the batch gives the kernel: its one lane per system works serially, so
+/// above this the stacked SPIKE solve is faster. On an H200, 4096 random systems took 167 us
+/// at n = 256 (stacked 254 us), 511 us at 512 (stacked 367 us).
+pub const SMALL_N: usize = 256;
+
+/// Shared-memory bytes of one system: D, DU, the second superdiagonal and the multipliers, B's
+/// columns (`(4 + nrhs) n` elements), and an interchange flag per row; 16-byte aligned.
+fn system_bytes<T>(n: usize, nrhs: usize) -> Option<usize> {
+    let elems = nrhs.checked_add(4)?.checked_mul(n)?;
+    let bytes = elems.checked_mul(sz::<T>())?.checked_add(n)?;
+    bytes.checked_next_multiple_of(16)
+}
+
+/// Whether a batch of systems of order `n` with `nrhs` right-hand sides goes to the kernel:
+/// at most [`SMALL_N`] rows, and one system fits in a CTA's shared memory.
+pub fn takes<T>(n: usize, nrhs: usize) -> bool {
+    (1..=SMALL_N).contains(&n) && nrhs >= 1 && fits::<T>(n, nrhs)
+}
+
+/// Whether one system fits in a CTA's shared memory (the kernel's only limit).
+pub fn fits<T>(n: usize, nrhs: usize) -> bool {
+    n >= 1 && nrhs >= 1 && system_bytes::<T>(n, nrhs).is_some_and(|b| b <= SHARED_BYTES)
+}
+
+/// A strided batch in device memory, laid out as [`crate::gtsv::gtsv_strided_batch`] takes it:
+/// system `k` is `dl[k·sa ..]` (n − 1), `d[k·sa ..]` (n), `du[k·sa ..]` (n − 1) and B's columns
+/// at `b[k·sb ..]` (leading dimension `ldb`).
+#[derive(Clone, Copy, Debug)]
+pub struct DevBatch {
+    pub n: usize,
+    pub nrhs: usize,
+    pub count: usize,
+    pub dl: CUdeviceptr,
+    pub d: CUdeviceptr,
+    pub du: CUdeviceptr,
+    pub sa: usize,
+    pub b: CUdeviceptr,
+    pub ldb: usize,
+    pub sb: usize,
+}
+
+/// Queues the kernel on `stream`: X into `x` (packed, system `k` at `k·n·nrhs`, leading
+/// dimension `n`) for every system whose INFO, written to `info[k]`, is 0.
+///
+/// # Safety
+/// The batch's arrays hold what its layout says; `x` holds `count · n · nrhs` elements of T
+/// and `info` `count` i32s; all stay allocated until the stream has run the kernel.
+pub unsafe fn launch<T: Real>(
+    gpu: &Gpu,
+    stream: &CudaStream,
+    a: &DevBatch,
+    x: CUdeviceptr,
+    info: CUdeviceptr,
+) -> Result<(), DeviceError> {
+    let bytes = system_bytes::<T>(a.n, a.nrhs)
+        .filter(|_| fits::<T>(a.n, a.nrhs))
+        .ok_or_else(|| {
+            DeviceError::Unsupported(format!("batched systems of n = {}, nrhs = {}", a.n, a.nrhs))
+        })?;
+    let warps = (SHARED_BYTES / bytes).clamp(1, MOST_WARPS);
+    let blocks = u32::try_from(a.count.div_ceil(warps))
+        .map_err(|_| DeviceError::Unsupported(format!("a batch of {} systems", a.count)))?;
+    let name = format!("gtsv_batch_{}", T::PREFIX);
+    let f = gpu.function(kernels::module_named(&kernels::GTSV_BATCH, &name)?, &name)?;
+    let cfg = LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (32 * warps as u32, 1, 1),
+        shared_mem_bytes: (warps * bytes) as u32,
+    };
+    let (n, nrhs) = (a.n as i32, a.nrhs as i32);
+    let (count, sa, ldb, sb) = (a.count as i64, a.sa as i64, a.ldb as i64, a.sb as i64);
+    let per = bytes as i64;
+    let mut l = stream.launch_builder(&f);
+    l.arg(&n)
+        .arg(&nrhs)
+        .arg(&count)
+        .arg(&a.dl)
+        .arg(&a.d)
+        .arg(&a.du)
+        .arg(&sa)
+        .arg(&a.b)
+        .arg(&ldb)
+        .arg(&sb)
+        .arg(&x)
+        .arg(&info)
+        .arg(&per);
+    // SAFETY: the arguments match gtsv_batch's signature; the arrays are valid (this
+    // function's contract).
+    unsafe { l.launch(cfg) }?;
+    Ok(())
+}
+
+/// Elements of a strided array whose last piece holds `len`: `(count − 1) · stride + len`, or
+/// none where `len` is 0 (DL and DU of systems of order 1 may be empty).
+fn span(count: usize, stride: usize, len: usize) -> usize {
+    if len == 0 {
+        0
+    } else {
+        (count - 1) * stride + len
+    }
+}
+
+/// Solves `count` systems of order `n` ([`takes`]) on the GPU for host arrays: uploads the
+/// caller's arrays as they lie, runs the kernel, and writes X into B for every system whose
+/// INFO is 0. Returns every system's INFO; a system with INFO > 0 has its B untouched (the
+/// caller then solves it with LAPACK, which ends it as LAPACK does). `Err`: the GPU could not
+/// run it, and nothing changed.
+#[allow(clippy::too_many_arguments)]
+pub fn solve<T: Real>(
+    o: &GpuOptions,
+    n: usize,
+    nrhs: usize,
+    dl: &[T],
+    d: &[T],
+    du: &[T],
+    sa: usize,
+    b: &mut [T],
+    ldb: usize,
+    sb: usize,
+    count: usize,
+) -> Result<Vec<i32>, DeviceError> {
+    assert!(n >= 1 && nrhs >= 1 && count >= 1 && sa >= n && ldb >= n && sb >= ldb * nrhs);
+    let (la, ld, lb) = (
+        span(count, sa, n - 1),
+        span(count, sa, n),
+        ldb * (nrhs - 1) + n,
+    );
+    let lb = span(count, sb, lb);
+    let lx = count * n * nrhs;
+    let bytes = ((2 * la + ld + lb + lx) * sz::<T>() + count * 4) as u64;
+    let call = Call::begin(o, n, nrhs, bytes)?;
+    let (gpu, stream) = (call.gpu, call.stream.clone());
+    // SAFETY (allocations): the uploads fill the inputs; the kernel writes every INFO, and X
+    // is read back only for systems whose INFO is 0, which it wrote.
+    let (dl_d, d_d, du_d, b_d, x_d, info_d) = unsafe {
+        (
+            stream.alloc::<T>(la.max(1))?,
+            stream.alloc::<T>(ld)?,
+            stream.alloc::<T>(la.max(1))?,
+            stream.alloc::<T>(lb)?,
+            stream.alloc::<T>(lx)?,
+            stream.alloc::<i32>(count)?,
+        )
+    };
+    let batch = DevBatch {
+        n,
+        nrhs,
+        count,
+        dl: dl_d.device_ptr(&stream).0,
+        d: d_d.device_ptr(&stream).0,
+        du: du_d.device_ptr(&stream).0,
+        sa,
+        b: b_d.device_ptr(&stream).0,
+        ldb,
+        sb,
+    };
+    let parts = vec![
+        (&dl[..la], batch.dl),
+        (&d[..ld], batch.d),
+        (&du[..la], batch.du),
+        (&b[..lb], batch.b),
+    ];
+    let piece = (STAGED_PIECE_BYTES / sz::<T>()).max(1);
+    staged_upload(gpu, &stream, parts, piece)?;
+    let (x, info_ptr) = (x_d.device_ptr(&stream).0, info_d.device_ptr(&stream).0);
+    // SAFETY: the buffers above hold the batch's layout, X and the INFOs, and live until the
+    // stream is synchronized below.
+    unsafe { launch::<T>(gpu, &stream, &batch, x, info_ptr)? };
+    let no_memory = |what: &str| DeviceError::Unsupported(format!("no host memory for {what}"));
+    let mut info = crate::host::try_vec(count, 0i32).ok_or_else(|| no_memory("the INFOs"))?;
+    // SAFETY: info_d holds count i32s; the copy is waited for before `info` is read.
+    unsafe { cu::memcpy_dtoh_async(&mut info[..], info_ptr, stream.cu_stream())? };
+    stream.synchronize()?;
+    let mut xs = crate::host::try_vec(lx, T::ZERO).ok_or_else(|| no_memory("X"))?;
+    staged_download(gpu, &stream, vec![(x, &mut xs[..])], piece)?;
+    scatter(&xs, &info, b, n, nrhs, ldb, sb);
+    Ok(info)
+}
+
+/// Copies each system's packed X (`n · nrhs` elements) into its B columns, on host threads,
+/// for the systems whose INFO is 0.
+fn scatter<T: Real>(
+    xs: &[T],
+    info: &[i32],
+    b: &mut [T],
+    n: usize,
+    nrhs: usize,
+    ldb: usize,
+    sb: usize,
+) {
+    let count = info.len();
+    let threads = crate::device::memory::copy_threads(std::mem::size_of_val(xs));
+    let per = count.div_ceil(threads).max(1);
+    // Each part: its first system and the B it owns (whole strides; the last may be short).
+    let mut parts = Vec::new();
+    let mut rest = b;
+    let mut k0 = 0;
+    while k0 < count {
+        let k1 = (k0 + per).min(count);
+        let take = ((k1 - k0) * sb).min(rest.len());
+        let (head, tail) = std::mem::take(&mut rest).split_at_mut(take);
+        parts.push((k0, k1, head));
+        rest = tail;
+        k0 = k1;
+    }
+    let copy = |(k0, k1, part): (usize, usize, &mut [T])| {
+        for k in k0..k1 {
+            if info[k] != 0 {
+                continue;
+            }
+            let x = &xs[k * n * nrhs..(k + 1) * n * nrhs];
+            let bk = &mut part[(k - k0) * sb..];
+            for c in 0..nrhs {
+                bk[c * ldb..c * ldb + n].copy_from_slice(&x[c * n..(c + 1) * n]);
+            }
+        }
+    };
+    or_resume(run_parts(parts, &copy));
+}
+
+/// Solves a batch already in device memory (the benchmark's device-resident row): X into `x`
+/// (packed), INFO into `info`; returns once both are there.
+///
+/// # Safety
+/// As for [`launch`]; the arrays are in the device's primary context.
+pub unsafe fn solve_device<T: Real>(
+    a: &DevBatch,
+    x: CUdeviceptr,
+    info: CUdeviceptr,
+) -> Result<(), DeviceError> {
+    let gpu = crate::device::gpu()?;
+    gpu.ctx.bind_to_thread()?;
+    let pooled = gpu.stream()?;
+    let stream: Arc<CudaStream> = (*pooled).clone();
+    // SAFETY: this function's contract.
+    unsafe { launch::<T>(gpu, &stream, a, x, info)? };
+    stream.synchronize()?;
+    Ok(())
+}
