@@ -571,53 +571,73 @@ fn tridiagonal_of_a_rank_deficient_matrix() {
 /// printed). A fresh draw of the couplings follows the fixed ones.
 #[test]
 fn copies_of_one_block_pass_the_thresholds() {
-    fn check<T: Lapack + LapackStein + Dense + SteinReal>(couplings: &[f64], ctx: &str) {
-        const BLOCK_D: [f64; 6] = [
-            0.45203361873994696,
-            -0.498649994637522,
-            0.861823901272702,
-            0.5958310505327933,
-            -0.4870522172107896,
-            -0.6518775387032354,
-        ];
-        const BLOCK_E: [f64; 5] = [
-            0.9942735094799642,
-            0.522083923481753,
-            0.11453607410851974,
-            0.16186410715717875,
-            0.5719690452152876,
-        ];
-        let n = 1000;
-        let ulp = T::ULP.to_f64();
-        let d: Vec<T> = (0..n).map(|i| T::from_f64(BLOCK_D[i % 6])).collect();
-        let e: Vec<T> = (0..n - 1)
-            .map(|i| match BLOCK_E.get(i % 6) {
-                Some(&x) => T::from_f64(x),
-                None => T::from_f64(couplings[(i / 6) % couplings.len()] * ulp),
-            })
-            .collect();
-        let ev = stebz_by_block(b'A', 0, 0, &d, &e);
-        let mut z = vec![T::ZERO; n * ev.w.len()];
-        let run = stein::stein_with(backend(), &d, &e, &ev.w, &ev.iblock, &ev.isplit, &mut z, n)
-            .expect("host memory");
-        let (orth, resid) = quality(&d, &e, &ev.w, &z);
-        let (z_ref, _) = lapack_stein(&d, &e, &ev);
-        let (orth_ref, resid_ref) = quality(&d, &e, &ev.w, &z_ref);
-        println!(
-            "{}stein {ctx}: orthogonality {orth:.3} (LAPACK {orth_ref:.3}), residual {resid:.3} \
-             (LAPACK {resid_ref:.3}), INFO {}",
-            T::PREFIX,
-            run.report.info
-        );
-        assert_eq!(run.report.info, 0, "{ctx}");
-        assert!(orth < 50.0 && resid < 50.0, "{}stein {ctx}", T::PREFIX);
-    }
     // The first coupling of the case that failed, in ulps, everywhere.
-    check::<f32>(&[2.3562875], "coupling 2.356 ulp");
-    check::<f64>(&[2.3562875], "coupling 2.356 ulp");
+    check_copies_of_one_block::<f32>(&[2.3562875], "coupling 2.356 ulp");
+    check_copies_of_one_block::<f64>(&[2.3562875], "coupling 2.356 ulp");
     let seed = seed();
     let mut rng = Rng::new(seed);
     let drawn: Vec<f64> = (0..166).map(|_| rng.range(1.5, 3.0)).collect();
-    check::<f32>(&drawn, &format!("drawn couplings, seed {seed}"));
-    check::<f64>(&drawn, &format!("drawn couplings, seed {seed}"));
+    check_copies_of_one_block::<f32>(&drawn, &format!("drawn couplings, seed {seed}"));
+    check_copies_of_one_block::<f64>(&drawn, &format!("drawn couplings, seed {seed}"));
+}
+
+/// The draw of [`copies_of_one_block_pass_the_thresholds`] with seed 5310813053943022144, on
+/// which the GPU path's sstein returned orthogonality 29.8 and residual 115 (LAPACK 0.43 and
+/// 2.2; the host path as LAPACK) with INFO = 0, the same on three runs on an H200: past LAPACK's
+/// threshold of 50, inside the GPU path's own check (`CHECK_LIMIT`, 250). Ignored: a known gap,
+/// kept as its reproducer (`--ignored`) until the GPU path is fixed.
+#[test]
+#[ignore]
+fn copies_of_one_block_known_gpu_gap() {
+    let seed = 5_310_813_053_943_022_144;
+    let mut rng = Rng::new(seed);
+    let drawn: Vec<f64> = (0..166).map(|_| rng.range(1.5, 3.0)).collect();
+    check_copies_of_one_block::<f32>(&drawn, &format!("drawn couplings, seed {seed}"));
+}
+
+/// 166 copies of one 6 x 6 block coupled by `couplings` (in ulps, repeated), solved on
+/// [`backend`]: INFO 0 and both ratios below LAPACK's SEP threshold of 50.
+fn check_copies_of_one_block<T: Lapack + LapackStein + Dense + SteinReal>(
+    couplings: &[f64],
+    ctx: &str,
+) {
+    const BLOCK_D: [f64; 6] = [
+        0.45203361873994696,
+        -0.498649994637522,
+        0.861823901272702,
+        0.5958310505327933,
+        -0.4870522172107896,
+        -0.6518775387032354,
+    ];
+    const BLOCK_E: [f64; 5] = [
+        0.9942735094799642,
+        0.522083923481753,
+        0.11453607410851974,
+        0.16186410715717875,
+        0.5719690452152876,
+    ];
+    let n = 1000;
+    let ulp = T::ULP.to_f64();
+    let d: Vec<T> = (0..n).map(|i| T::from_f64(BLOCK_D[i % 6])).collect();
+    let e: Vec<T> = (0..n - 1)
+        .map(|i| match BLOCK_E.get(i % 6) {
+            Some(&x) => T::from_f64(x),
+            None => T::from_f64(couplings[(i / 6) % couplings.len()] * ulp),
+        })
+        .collect();
+    let ev = stebz_by_block(b'A', 0, 0, &d, &e);
+    let mut z = vec![T::ZERO; n * ev.w.len()];
+    let run = stein::stein_with(backend(), &d, &e, &ev.w, &ev.iblock, &ev.isplit, &mut z, n)
+        .expect("host memory");
+    let (orth, resid) = quality(&d, &e, &ev.w, &z);
+    let (z_ref, _) = lapack_stein(&d, &e, &ev);
+    let (orth_ref, resid_ref) = quality(&d, &e, &ev.w, &z_ref);
+    println!(
+        "{}stein {ctx}: orthogonality {orth:.3} (LAPACK {orth_ref:.3}), residual {resid:.3} \
+         (LAPACK {resid_ref:.3}), INFO {}",
+        T::PREFIX,
+        run.report.info
+    );
+    assert_eq!(run.report.info, 0, "{ctx}");
+    assert!(orth < 50.0 && resid < 50.0, "{}stein {ctx}", T::PREFIX);
 }
