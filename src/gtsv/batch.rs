@@ -6,6 +6,7 @@ use super::{gpu, judge, lu, residual_rows, try_vec, Options, Solver};
 use crate::dispatch::Backend;
 use crate::host::workers::{or_resume, run_parts};
 use crate::lapack::Lapack;
+use gpu::batch::HostBatch;
 
 /// What a batched call ([`gtsv_strided_batch`]) did.
 #[derive(Clone, Debug)]
@@ -75,10 +76,21 @@ pub fn gtsv_strided_batch<T: Lapack>(
     let mut done = Vec::new();
     if backend == Backend::Gpu && nrhs > 0 {
         let small = gpu::batch::takes::<T>(n, nrhs);
+        let sys = gpu::batch::HostBatch {
+            n,
+            nrhs,
+            count,
+            dl,
+            d,
+            du,
+            sa,
+            ldb,
+            sb,
+        };
         let tried = if small {
-            solve_small(opts, n, nrhs, dl, d, du, sa, b, ldb, sb, count)
+            solve_small(opts, &sys, b)
         } else {
-            solve_stacked(opts, n, nrhs, dl, d, du, sa, b, ldb, sb, count)
+            solve_stacked(opts, &sys, b)
         };
         match tried {
             Ok((solved, rejected)) => {
@@ -173,23 +185,14 @@ struct Job<'a, T> {
 /// The GPU part of [`gtsv_strided_batch`] for small systems ([`gpu::batch::takes`]): xGTSV's
 /// own elimination, a warp per system. Returns which systems are done (their X in `b`) and how
 /// many had an exactly zero pivot (left for LAPACK), or why nothing was done (the note).
-#[allow(clippy::too_many_arguments)]
 fn solve_small<T: Lapack>(
     opts: &Options,
-    n: usize,
-    nrhs: usize,
-    dl: &[T],
-    d: &[T],
-    du: &[T],
-    sa: usize,
+    sys: &HostBatch<'_, T>,
     b: &mut [T],
-    ldb: usize,
-    sb: usize,
-    count: usize,
 ) -> Result<(Vec<bool>, usize), String> {
-    let info = gpu::batch::solve(&opts.gpu, n, nrhs, dl, d, du, sa, b, ldb, sb, count)
+    let info = gpu::batch::solve(&opts.gpu, sys, b)
         .map_err(|e| format!("GPU path unavailable ({e}); CPU path ran"))?;
-    let mut done = try_vec(count, false).ok_or("no host memory for the batch's flags")?;
+    let mut done = try_vec(sys.count, false).ok_or("no host memory for the batch's flags")?;
     for (flag, &i) in done.iter_mut().zip(&info) {
         *flag = i == 0;
     }
@@ -213,20 +216,22 @@ struct Stacked<'a, T> {
 /// system with small entries). The stacking and the judging run on host threads, a group of
 /// systems each. Writes the accepted systems' answers into `b`; returns which systems are done
 /// and how many were rejected, or why nothing was (the note).
-#[allow(clippy::too_many_arguments)]
 fn solve_stacked<T: Lapack>(
     opts: &Options,
-    n: usize,
-    nrhs: usize,
-    dl: &[T],
-    d: &[T],
-    du: &[T],
-    sa: usize,
+    sys: &HostBatch<'_, T>,
     b: &mut [T],
-    ldb: usize,
-    sb: usize,
-    count: usize,
 ) -> Result<(Vec<bool>, usize), String> {
+    let HostBatch {
+        n,
+        nrhs,
+        count,
+        dl,
+        d,
+        du,
+        sa,
+        ldb,
+        sb,
+    } = *sys;
     let m1 = n - 1;
     let big = n
         .checked_mul(count)

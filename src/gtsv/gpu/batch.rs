@@ -60,6 +60,21 @@ pub struct DevBatch {
     pub sb: usize,
 }
 
+/// A strided batch in host memory (the caller's arrays), laid out as [`DevBatch`]; B, which
+/// a solve writes, travels apart.
+#[derive(Clone, Copy, Debug)]
+pub struct HostBatch<'a, T> {
+    pub n: usize,
+    pub nrhs: usize,
+    pub count: usize,
+    pub dl: &'a [T],
+    pub d: &'a [T],
+    pub du: &'a [T],
+    pub sa: usize,
+    pub ldb: usize,
+    pub sb: usize,
+}
+
 /// Queues the kernel on `stream`: X into `x` (packed, system `k` at `k·n·nrhs`, leading
 /// dimension `n`) for every system whose INFO, written to `info[k]`, is 0.
 ///
@@ -126,20 +141,22 @@ fn span(count: usize, stride: usize, len: usize) -> usize {
 /// INFO is 0. Returns every system's INFO; a system with INFO > 0 has its B untouched (the
 /// caller then solves it with LAPACK, which ends it as LAPACK does). `Err`: the GPU could not
 /// run it, and nothing changed.
-#[allow(clippy::too_many_arguments)]
 pub fn solve<T: Real>(
     o: &GpuOptions,
-    n: usize,
-    nrhs: usize,
-    dl: &[T],
-    d: &[T],
-    du: &[T],
-    sa: usize,
+    sys: &HostBatch<'_, T>,
     b: &mut [T],
-    ldb: usize,
-    sb: usize,
-    count: usize,
 ) -> Result<Vec<i32>, DeviceError> {
+    let HostBatch {
+        n,
+        nrhs,
+        count,
+        dl,
+        d,
+        du,
+        sa,
+        ldb,
+        sb,
+    } = *sys;
     assert!(n >= 1 && nrhs >= 1 && count >= 1 && sa >= n && ldb >= n && sb >= ldb * nrhs);
     let (la, ld, lb) = (
         span(count, sa, n - 1),
