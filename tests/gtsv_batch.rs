@@ -123,7 +123,7 @@ fn check_batch_scaled<T: Lapack>(
     if backend() == Backend::Gpu && require_gpu() && dominant && singular.is_none() {
         assert_eq!(report.backend, Backend::Gpu, "{what}: {:?}", report.note);
         // Small systems take the warp-per-system kernel, larger ones the stacked SPIKE solve.
-        let want = if gtsv::gpu::batch::takes::<T>(n, nrhs) {
+        let want = if gtsv::gpu::batch::fits::<T>(n, nrhs) {
             gtsv::Solver::PartialPivoting
         } else {
             gtsv::Solver::Spike

@@ -37,13 +37,14 @@ fn split_strided<T>(s: &mut [T], stride: usize, len: usize, count: usize) -> Vec
 /// system `k` is `dl[k·sa ..]` (n − 1), `d[k·sa ..]` (n), `du[k·sa ..]` (n − 1) with right-hand
 /// sides `b[k·sb ..]` (`ldb × nrhs`); its INFO goes to `info[k]`.
 ///
-/// On the GPU, systems of at most [`gpu::batch::SMALL_N`] rows are solved by LAPACK xGTSV's
-/// partial pivoting, one warp each; a system with an exactly zero pivot is then solved by
-/// LAPACK on the CPU from its untouched data (so it ends as LAPACK leaves it). Larger systems
-/// are stacked into one block-diagonal tridiagonal system (zero couplings between neighbours)
-/// and solved by SPIKE in one call; a system whose answer fails its own check is solved by
-/// LAPACK xGTSV on the CPU from its untouched data. On the CPU, LAPACK xGTSV runs on each system, spread over host
-/// threads. `dl`, `d`, `du` are unspecified on exit, as for [`gtsv`].
+/// On the GPU, systems that fit a CTA's shared memory ([`gpu::batch::fits`]) are solved by
+/// LAPACK xGTSV's partial pivoting, one warp each; a system with an exactly zero pivot is then
+/// solved by LAPACK on the CPU from its untouched data (so it ends as LAPACK leaves it). Larger
+/// systems are stacked into one block-diagonal tridiagonal system (zero couplings between
+/// neighbours) and solved by SPIKE in one call; a system whose answer fails its own check is
+/// solved by LAPACK xGTSV on the CPU from its untouched data. On the CPU, LAPACK xGTSV runs on
+/// each system, spread over host threads. `dl`, `d`, `du` are unspecified on exit, as for
+/// [`gtsv`].
 #[allow(clippy::too_many_arguments)]
 pub fn gtsv_strided_batch<T: Lapack>(
     opts: &Options,
@@ -75,7 +76,7 @@ pub fn gtsv_strided_batch<T: Lapack>(
     // Systems whose answer is already in B (empty: none).
     let mut done = Vec::new();
     if backend == Backend::Gpu && nrhs > 0 {
-        let small = gpu::batch::takes::<T>(n, nrhs);
+        let small = gpu::batch::fits::<T>(n, nrhs);
         let sys = gpu::batch::HostBatch {
             n,
             nrhs,
@@ -182,7 +183,7 @@ struct Job<'a, T> {
     info: &'a mut i32,
 }
 
-/// The GPU part of [`gtsv_strided_batch`] for small systems ([`gpu::batch::takes`]): xGTSV's
+/// The GPU part of [`gtsv_strided_batch`] for small systems ([`gpu::batch::fits`]): xGTSV's
 /// own elimination, a warp per system. Returns which systems are done (their X in `b`) and how
 /// many had an exactly zero pivot (left for LAPACK), or why nothing was done (the note).
 fn solve_small<T: Lapack>(

@@ -205,7 +205,7 @@ fn hylapack_stacked(stream: &Arc<CudaStream>, bt: &Batch) -> Result<Timed, Strin
 
 /// The warp-per-system kernel (xGTSV's partial pivoting) from device memory: the small-system
 /// path of the strided batch without its transfers, for sizes where one system fits its
-/// shared memory (the batch itself takes it up to `SMALL_N` rows).
+/// shared memory.
 fn hylapack_small(stream: &Arc<CudaStream>, bt: &Batch) -> Result<Timed, String> {
     use gtsv::gpu::batch;
     let (n, count) = (bt.n, bt.count);

@@ -19,11 +19,6 @@ const SHARED_BYTES: usize = 48 << 10;
 /// Systems (warps) per CTA, at most.
 const MOST_WARPS: usize = 4;
 
-/// The largest order the batch gives the kernel: its one lane per system works serially, so
-/// above this the stacked SPIKE solve is faster. On an H200, 4096 random systems took 167 us
-/// at n = 256 (stacked 254 us), 511 us at 512 (stacked 367 us).
-pub const SMALL_N: usize = 256;
-
 /// Shared-memory bytes of one system: D, DU, the second superdiagonal and the multipliers, B's
 /// columns (`(4 + nrhs) n` elements), and an interchange flag per row; 16-byte aligned.
 fn system_bytes<T>(n: usize, nrhs: usize) -> Option<usize> {
@@ -33,12 +28,11 @@ fn system_bytes<T>(n: usize, nrhs: usize) -> Option<usize> {
 }
 
 /// Whether a batch of systems of order `n` with `nrhs` right-hand sides goes to the kernel:
-/// at most [`SMALL_N`] rows, and one system fits in a CTA's shared memory.
-pub fn takes<T>(n: usize, nrhs: usize) -> bool {
-    (1..=SMALL_N).contains(&n) && nrhs >= 1 && fits::<T>(n, nrhs)
-}
-
-/// Whether one system fits in a CTA's shared memory (the kernel's only limit).
+/// one system fits in a CTA's shared memory (in double precision with one right-hand side, up
+/// to 1198 rows). The stacked SPIKE solve is faster on the GPU from n = 512 on (an H200, 4096
+/// random systems: 511 us against 367 us), but through host pointers, the batch's interface,
+/// the kernel's path is (16.3 ms against 43.4 ms at n = 512): the stacked path's stacking and
+/// judging on the host cost more than the GPU's solve.
 pub fn fits<T>(n: usize, nrhs: usize) -> bool {
     n >= 1 && nrhs >= 1 && system_bytes::<T>(n, nrhs).is_some_and(|b| b <= SHARED_BYTES)
 }
@@ -136,7 +130,7 @@ fn span(count: usize, stride: usize, len: usize) -> usize {
     }
 }
 
-/// Solves `count` systems of order `n` ([`takes`]) on the GPU for host arrays: uploads the
+/// Solves `count` systems of order `n` ([`fits`]) on the GPU for host arrays: uploads the
 /// caller's arrays as they lie, runs the kernel, and writes X into B for every system whose
 /// INFO is 0. Returns every system's INFO; a system with INFO > 0 has its B untouched (the
 /// caller then solves it with LAPACK, which ends it as LAPACK does). `Err`: the GPU could not
