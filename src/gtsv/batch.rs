@@ -77,7 +77,7 @@ pub fn gtsv_strided_batch<T: Lapack>(
     let mut done = Vec::new();
     if backend == Backend::Gpu && nrhs > 0 {
         let small = gpu::batch::fits::<T>(n, nrhs);
-        let sys = gpu::batch::HostBatch {
+        let sys = HostBatch {
             n,
             nrhs,
             count,
