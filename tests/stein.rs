@@ -582,13 +582,12 @@ fn copies_of_one_block_pass_the_thresholds() {
 }
 
 /// The draw of [`copies_of_one_block_pass_the_thresholds`] with seed 5310813053943022144, on
-/// which the GPU path's sstein returned orthogonality 29.8 and residual 115 (LAPACK 0.43 and
-/// 2.2; the host path as LAPACK) with INFO = 0, the same on three runs on an H200: past LAPACK's
-/// threshold of 50, inside the GPU path's own check (`CHECK_LIMIT`, 250). Ignored: a known gap,
-/// kept as its reproducer (`--ignored`) until the GPU path is fixed.
+/// which the GPU path's sstein returned residual 115 and orthogonality 29.8 (LAPACK 2.2 and
+/// 0.43; the host path as LAPACK) with INFO = 0, the same on three runs on an H200: past
+/// LAPACK's threshold of 50, inside the GPU path's own check while its limit was 250. With the
+/// limit at 50 the check refuses it and the host path answers.
 #[test]
-#[ignore]
-fn copies_of_one_block_known_gpu_gap() {
+fn copies_of_one_block_seed_past_the_old_gpu_check() {
     let seed = 5_310_813_053_943_022_144;
     let mut rng = Rng::new(seed);
     let drawn: Vec<f64> = (0..166).map(|_| rng.range(1.5, 3.0)).collect();

@@ -6,10 +6,12 @@ use crate::stein::SteinReal;
 use cudarc::driver::{DevicePtrMut, LaunchConfig, PushKernelArg};
 
 /// The largest residual and orthogonality ratio ([`Run::check`], in the units of LAPACK's
-/// tests) the GPU path returns: five times the threshold of LAPACK's own SEP tests. A check
-/// for gross failures (1e4-1e5 seen), not a certificate of LAPACK's quality (this crate's
-/// tests compare with LAPACK's answers for that).
-pub const CHECK_LIMIT: f64 = 250.0;
+/// tests) the GPU path returns: the threshold of LAPACK's own SEP tests, so that it returns
+/// nothing those would fail. In this crate's stein tests on an H200 (489 checks) the worst
+/// residuals were 0.65 or below, or past 7000 (refused); one case at 115 (single precision,
+/// clusters agreeing to working precision: `tests/stein.rs`, copies of one block) passed the
+/// earlier limit of 250.
+pub const CHECK_LIMIT: f64 = 50.0;
 
 impl<T: SteinReal> Run<'_, T> {
     /// Stage 5, the path's own test of its answer: every vector's residual
@@ -94,6 +96,18 @@ impl<T: SteinReal> Run<'_, T> {
             .cols
             .iter()
             .fold(0.0f64, |m, c| m.max(c.scale_base.to_f64() / c.size as f64));
+        // The worst ratios of every checked group, for judging the limit against real runs.
+        crate::log::debug(|| {
+            let worst_r = resid.iter().fold(0.0f64, |m, r| m.max(r / (t_norm * unit)));
+            let worst_o = orth
+                .iter()
+                .fold(0.0f64, |m, &b| m.max(f64::from_bits(b) / unit));
+            format!(
+                "stein gpu check: {} columns, worst residual {worst_r:.3}, worst orthogonality \
+                 {worst_o:.3} (limit {CHECK_LIMIT})",
+                cols.len()
+            )
+        });
         for (c, r) in cols.iter().zip(&resid) {
             let ratio = r / (t_norm * unit);
             if ratio.is_nan() || ratio > CHECK_LIMIT {
