@@ -12,22 +12,26 @@ use std::path::{Path, PathBuf};
 /// compiled with (part of its cache key).
 pub struct KernelSource {
     pub name: &'static str,
-    /// The file under `kernels/` (without `.cu`), and the lines put before it (`#define`s
-    /// that pick one of its modules): `source` is the two together.
-    pub file: &'static str,
+    /// The files under `kernels/` (without `.cu`), and the lines put before them (`#define`s
+    /// that pick one of their modules): `source` is the head and the files, in this order.
+    pub files: &'static [&'static str],
     pub head: &'static str,
     pub source: &'static str,
     pub options: &'static [&'static str],
 }
 
-/// A module: `kernels/<file>.cu` after `head` (`#define`s that pick the module's kernels).
+/// A module: `kernels/<file>.cu` (or several files, in order) after `head` (`#define`s that
+/// pick the module's kernels).
 macro_rules! module {
     ($name:literal, $file:literal, $head:literal) => {
+        module!($name, [$file], $head)
+    };
+    ($name:literal, [$($file:literal),+], $head:literal) => {
         KernelSource {
             name: $name,
-            file: $file,
+            files: &[$($file),+],
             head: $head,
-            source: concat!($head, include_str!(concat!("../../kernels/", $file, ".cu"))),
+            source: concat!($head, $(include_str!(concat!("../../kernels/", $file, ".cu"))),+),
             options: EXACT,
         }
     };
@@ -47,62 +51,62 @@ pub static STEBZ: KernelSource = module!("stebz", "stebz", "");
 pub static GTSV: [KernelSource; 12] = [
     module!(
         "gtsv_s_m8",
-        "gtsv",
+        ["spike_partition", "gtsv"],
         "#define GTSV_T float\n#define GTSV_SFX s\n#define GTSV_M 8\n"
     ),
     module!(
         "gtsv_s_m16",
-        "gtsv",
+        ["spike_partition", "gtsv"],
         "#define GTSV_T float\n#define GTSV_SFX s\n#define GTSV_M 16\n"
     ),
     module!(
         "gtsv_s_m32",
-        "gtsv",
+        ["spike_partition", "gtsv"],
         "#define GTSV_T float\n#define GTSV_SFX s\n#define GTSV_M 32\n"
     ),
     module!(
         "gtsv_d_m8",
-        "gtsv",
+        ["spike_partition", "gtsv"],
         "#define GTSV_T double\n#define GTSV_SFX d\n#define GTSV_M 8\n"
     ),
     module!(
         "gtsv_d_m16",
-        "gtsv",
+        ["spike_partition", "gtsv"],
         "#define GTSV_T double\n#define GTSV_SFX d\n#define GTSV_M 16\n"
     ),
     module!(
         "gtsv_d_m32",
-        "gtsv",
+        ["spike_partition", "gtsv"],
         "#define GTSV_T double\n#define GTSV_SFX d\n#define GTSV_M 32\n"
     ),
     module!(
         "gtsv_slice_s_m8",
-        "gtsv",
+        ["spike_partition", "gtsv"],
         "#define GTSV_SLICES 1\n#define GTSV_T float\n#define GTSV_SFX s\n#define GTSV_M 8\n"
     ),
     module!(
         "gtsv_slice_s_m16",
-        "gtsv",
+        ["spike_partition", "gtsv"],
         "#define GTSV_SLICES 1\n#define GTSV_T float\n#define GTSV_SFX s\n#define GTSV_M 16\n"
     ),
     module!(
         "gtsv_slice_s_m32",
-        "gtsv",
+        ["spike_partition", "gtsv"],
         "#define GTSV_SLICES 1\n#define GTSV_T float\n#define GTSV_SFX s\n#define GTSV_M 32\n"
     ),
     module!(
         "gtsv_slice_d_m8",
-        "gtsv",
+        ["spike_partition", "gtsv"],
         "#define GTSV_SLICES 1\n#define GTSV_T double\n#define GTSV_SFX d\n#define GTSV_M 8\n"
     ),
     module!(
         "gtsv_slice_d_m16",
-        "gtsv",
+        ["spike_partition", "gtsv"],
         "#define GTSV_SLICES 1\n#define GTSV_T double\n#define GTSV_SFX d\n#define GTSV_M 16\n"
     ),
     module!(
         "gtsv_slice_d_m32",
-        "gtsv",
+        ["spike_partition", "gtsv"],
         "#define GTSV_SLICES 1\n#define GTSV_T double\n#define GTSV_SFX d\n#define GTSV_M 32\n"
     ),
 ];
@@ -112,12 +116,12 @@ pub static GTSV: [KernelSource; 12] = [
 pub static GTSV_BATCH: [KernelSource; 2] = [
     module!(
         "gtsv_batch_s",
-        "gtsv_batch",
+        ["spike_partition", "gtsv_batch"],
         "#define GTSV_BATCH_T float\n#define GTSV_BATCH_SFX s\n"
     ),
     module!(
         "gtsv_batch_d",
-        "gtsv_batch",
+        ["spike_partition", "gtsv_batch"],
         "#define GTSV_BATCH_T double\n#define GTSV_BATCH_SFX d\n"
     ),
 ];
@@ -357,16 +361,26 @@ fn write_entry(path: &Path, cubin: &[u8]) -> std::io::Result<()> {
 }
 
 /// For kernel development on a GPU host without a Rust toolchain: with
-/// `HYLAPACK_KERNEL_DIR` set, `<dir>/<file>.cu` (after the module's head) replaces the built-in
-/// source of each module made from that file (compiled and cached like the built-in one, under
-/// its own hash). The file is read once per module load and kept for the life of the process.
+/// `HYLAPACK_KERNEL_DIR` set, the module's files read from `<dir>/<file>.cu` (after its head)
+/// replace its built-in source where all of them are there (compiled and cached like the
+/// built-in one, under its own hash). They are read once per module load and kept for the
+/// life of the process.
 fn replacement(source: &KernelSource) -> Option<KernelSource> {
     let dir = std::env::var_os("HYLAPACK_KERNEL_DIR")?;
-    let path = Path::new(&dir).join(format!("{}.cu", source.file));
-    let text = std::fs::read_to_string(&path).ok()?;
-    log::debug(|| format!("kernels {}: source from {}", source.name, path.display()));
+    let mut text = source.head.to_string();
+    for file in source.files {
+        let path = Path::new(&dir).join(format!("{file}.cu"));
+        text.push_str(&std::fs::read_to_string(&path).ok()?);
+    }
+    log::debug(|| {
+        format!(
+            "kernels {}: source from {}",
+            source.name,
+            Path::new(&dir).display()
+        )
+    });
     Some(KernelSource {
-        source: Box::leak(format!("{}{text}", source.head).into_boxed_str()),
+        source: Box::leak(text.into_boxed_str()),
         ..*source
     })
 }
