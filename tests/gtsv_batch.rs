@@ -124,7 +124,7 @@ fn check_batch_scaled<T: Lapack>(
         assert_eq!(report.backend, Backend::Gpu, "{what}: {:?}", report.note);
         // Small systems take the warp-per-system kernel, larger ones the stacked SPIKE solve.
         let want = if gtsv::gpu::batch::fits::<T>(n, nrhs) {
-            gtsv::Solver::PartialPivoting
+            gtsv::Solver::WarpPerSystem
         } else {
             gtsv::Solver::Spike
         };
@@ -169,7 +169,9 @@ fn check_batch_scaled<T: Lapack>(
 #[test]
 fn strided_batch_against_lapack() {
     let mut rng = Rng::new(seed_from_time());
-    for &n in &[1, 2, 3, 17, 100, 1000] {
+    // Sizes for each of the warp kernel's SPIKE partitions (up to 256 and 512 rows), for
+    // partial pivoting alone (1000) and for the stacked solve (2000).
+    for &n in &[1, 2, 3, 17, 100, 256, 500, 1000, 2000] {
         for &(nrhs, count) in &[(1, 1), (1, 5), (3, 33), (16, 7)] {
             for dominant in [true, false] {
                 check_batch::<f64>(n, nrhs, count, dominant, None, &mut rng);
@@ -177,8 +179,10 @@ fn strided_batch_against_lapack() {
         }
         check_batch::<f32>(n, 2, 9, true, None, &mut rng);
     }
-    // Many small systems (the batch's purpose).
+    // Many small systems (the batch's purpose), random ones refined or refused by SPIKE.
     check_batch::<f64>(64, 1, 20_000, true, None, &mut rng);
+    check_batch::<f64>(256, 1, 3000, false, None, &mut rng);
+    check_batch::<f32>(200, 1, 3000, false, None, &mut rng);
     // Neighbours of very different magnitudes.
     for dominant in [true, false] {
         check_batch_scaled::<f64>(500, 2, 16, dominant, None, 1e-10, &mut rng);
@@ -186,6 +190,68 @@ fn strided_batch_against_lapack() {
     // One singular system among many: its INFO and B as LAPACK's, the others solved.
     check_batch::<f64>(50, 2, 40, true, Some(17), &mut rng);
     check_batch::<f32>(3, 1, 10, true, Some(0), &mut rng);
+}
+
+/// Systems tridiag(1, 0, 1) of even order are nonsingular, but every partition of an odd number
+/// of interior rows is singular: the warp kernel's SPIKE must refuse them all, and its partial
+/// pivoting solve them as LAPACK does.
+#[test]
+fn strided_batch_spike_refusals_go_to_partial_pivoting() {
+    let mut rng = Rng::new(seed_from_time());
+    for (n, nrhs, count) in [(256, 1, 300), (512, 2, 40), (30, 3, 50)] {
+        let a = Tridiag {
+            dl: vec![1.0; n - 1],
+            d: vec![0.0; n],
+            du: vec![1.0; n - 1],
+        };
+        let bs = rhs(n, n, nrhs * count, &mut rng);
+        let (mut dl, mut d, mut du) = (
+            vec![1.0f64; n * count],
+            vec![0.0f64; n * count],
+            vec![1.0f64; n * count],
+        );
+        let mut b = bs.clone();
+        let mut info = vec![-99; count];
+        let report = gtsv::gtsv_strided_batch(
+            &Options::default(),
+            n,
+            nrhs,
+            &mut dl[..],
+            &mut d[..],
+            &mut du[..],
+            n,
+            &mut b,
+            n,
+            n * nrhs,
+            count,
+            &mut info,
+            backend(),
+        );
+        let what = format!("tridiag(1, 0, 1): n {n} nrhs {nrhs} count {count}");
+        if backend() == Backend::Gpu && require_gpu() {
+            assert_eq!(report.solver, gtsv::Solver::WarpPerSystem, "{what}");
+            assert_eq!(report.pivoted, count, "{what}: {:?}", report.note);
+        }
+        assert!(info.iter().all(|&i| i == 0), "{what}: {info:?}");
+        for k in 0..count {
+            let (got, b_k) = (&b[k * n * nrhs..], &bs[k * n * nrhs..]);
+            let want = lapack::<f64>(&a, b_k, n, nrhs);
+            for c in 0..nrhs {
+                let be = backward_error(&a, got, b_k, n, c);
+                assert!(
+                    be <= 64.0 * f64::EPSILON,
+                    "{what}: system {k} column {c} backward error {be:e}"
+                );
+                for i in 0..n {
+                    let (x, y) = (got[c * n + i], want.x[c * n + i]);
+                    assert!(
+                        (x - y).abs() <= 1e-12 * y.abs().max(1.0),
+                        "{what}: system {k} x[{i}] {x} against LAPACK {y}"
+                    );
+                }
+            }
+        }
+    }
 }
 
 #[test]

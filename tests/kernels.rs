@@ -49,11 +49,12 @@ fn every_kernel_compiles_for_sm80_and_sm90() {
 /// The kernels the library looks up in the module named `module`, for the families split
 /// into modules by precision and size (none for the others).
 fn entry_points(module: &str) -> Vec<String> {
-    if module.starts_with("sb2st_chase_")
-        || module.starts_with("sb2st_q2_")
-        || module.starts_with("gtsv_batch_")
-    {
+    if module.starts_with("sb2st_chase_") || module.starts_with("sb2st_q2_") {
         return vec![module.to_string()];
+    }
+    if let Some(prefix) = module.strip_prefix("gtsv_batch_") {
+        let spike = [8, 16].map(|m| format!("gtsv_batch_spike_{prefix}_m{m}"));
+        return [vec![module.to_string()], spike.to_vec()].concat();
     }
     if let Some(prefix) = module.strip_prefix("stein_") {
         let kernels = [

@@ -270,7 +270,7 @@ unsafe fn run_device<T: Lapack>(
                             internal_error(routine, why);
                         }
                         let backend = match r.solver {
-                            Solver::Spike | Solver::PartialPivoting => Backend::Gpu,
+                            Solver::Spike | Solver::WarpPerSystem => Backend::Gpu,
                             Solver::Lapack => Backend::Cpu,
                         };
                         dispatch::finish_call(

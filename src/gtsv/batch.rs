@@ -14,6 +14,9 @@ pub struct BatchReport {
     pub backend: Backend,
     pub solver: Solver,
     pub note: Option<String>,
+    /// With [`Solver::WarpPerSystem`]: the systems whose SPIKE answer was refused and which
+    /// partial pivoting then solved on the GPU.
+    pub pivoted: usize,
 }
 
 /// `count` equal-length pieces of `s`, piece `k` starting at `k · stride` (`stride ≥ len`).
@@ -66,6 +69,7 @@ pub fn gtsv_strided_batch<T: Lapack>(
         backend: Backend::Cpu,
         solver: Solver::Lapack,
         note: None,
+        pivoted: 0,
     };
     info[..count].fill(0);
     if n == 0 || count == 0 {
@@ -89,7 +93,7 @@ pub fn gtsv_strided_batch<T: Lapack>(
             sb,
         };
         let tried = if small {
-            solve_small(opts, &sys, b)
+            solve_small(opts, &sys, b, &mut report.pivoted)
         } else {
             solve_stacked(opts, &sys, b)
         };
@@ -97,7 +101,7 @@ pub fn gtsv_strided_batch<T: Lapack>(
             Ok((solved, rejected)) => {
                 report.backend = Backend::Gpu;
                 report.solver = if small {
-                    Solver::PartialPivoting
+                    Solver::WarpPerSystem
                 } else {
                     Solver::Spike
                 };
@@ -183,16 +187,20 @@ struct Job<'a, T> {
     info: &'a mut i32,
 }
 
-/// The GPU part of [`gtsv_strided_batch`] for small systems ([`gpu::batch::fits`]): xGTSV's
-/// own elimination, a warp per system. Returns which systems are done (their X in `b`) and how
-/// many had an exactly zero pivot (left for LAPACK), or why nothing was done (the note).
+/// The GPU part of [`gtsv_strided_batch`] for small systems ([`gpu::batch::fits`]): a warp per
+/// system, SPIKE or xGTSV's own elimination (`pivoted` counts the latter). Returns which
+/// systems are done (their X in `b`) and how many had an exactly zero pivot (left for
+/// LAPACK), or why nothing was done (the note).
 fn solve_small<T: Lapack>(
     opts: &Options,
     sys: &HostBatch<'_, T>,
     b: &mut [T],
+    pivoted: &mut usize,
 ) -> Result<(Vec<bool>, usize), String> {
-    let info = gpu::batch::solve(&opts.gpu, sys, b)
+    let solved = gpu::batch::solve(&opts.gpu, sys, b)
         .map_err(|e| format!("GPU path unavailable ({e}); CPU path ran"))?;
+    *pivoted = solved.pivoted;
+    let info = solved.info;
     let mut done = try_vec(sys.count, false).ok_or("no host memory for the batch's flags")?;
     for (flag, &i) in done.iter_mut().zip(&info) {
         *flag = i == 0;

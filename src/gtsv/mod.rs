@@ -53,8 +53,8 @@ mod residual;
 
 pub use batch::{gtsv_strided_batch, BatchReport};
 pub use residual::{
-    judge, refine_steps, residual_cols, residual_rows, residual_rows_into, wants_refinement, Bands,
-    Columns, Residual, REFINE_B_EPS, REFINE_TOL_EPS,
+    accept_levels, judge, refine_steps, residual_cols, residual_rows, residual_rows_into,
+    wants_refinement, Bands, Columns, Residual, REFINE_B_EPS, REFINE_TOL_EPS,
 };
 pub(crate) use residual::{refine, split_rows, RefineState};
 
@@ -89,8 +89,10 @@ pub fn check_args(n: i32, nrhs: i32, ldb: i32) -> i32 {
 pub enum Solver {
     /// SPIKE + diagonal pivoting, answer accepted by the checks.
     Spike,
-    /// LAPACK xGTSV's partial pivoting on the GPU (the small systems of a strided batch).
-    PartialPivoting,
+    /// The small systems of a strided batch, a warp per system on the GPU: SPIKE where its
+    /// residual reaches the large solver's refinement level, LAPACK xGTSV's partial pivoting
+    /// for the others (`BatchReport::pivoted` counts them).
+    WarpPerSystem,
     /// The system LAPACK's xGTSV (small `n`, NRHS = 0, or a fallback: see `note`).
     Lapack,
 }

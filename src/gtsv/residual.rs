@@ -129,12 +129,18 @@ pub fn residual_rows_into<T: Real>(
     }
 }
 
+/// The levels [`judge`] accepts a column's `max |r|` below: `RESIDUAL_TOL_EPS · ε` times its
+/// scale `max(|A||x| + |b|)`, and `√ε` times `max |b|` (above it the answer is too large for
+/// its right-hand side: an ill-conditioned system, left to LAPACK).
+pub fn accept_levels<T: Real>() -> (T, T) {
+    (T::from_f64(RESIDUAL_TOL_EPS) * T::EPS, T::EPS.sqrt())
+}
+
 /// Turns per-RHS residual summaries into the acceptance decision.
 // `!(r <= tol · s)` on purpose: a NaN fails the check.
 #[allow(clippy::neg_cmp_op_on_partial_ord)]
 pub fn judge<T: Real>(per_rhs: impl IntoIterator<Item = Residual<T>>) -> Result<(), Reject> {
-    let tol = T::from_f64(RESIDUAL_TOL_EPS) * T::EPS;
-    let tol_b = T::EPS.sqrt();
+    let (tol, tol_b) = accept_levels::<T>();
     let mut worst = 0.0f64;
     let mut ill = 0.0f64;
     for Residual {

@@ -203,10 +203,10 @@ fn hylapack_stacked(stream: &Arc<CudaStream>, bt: &Batch) -> Result<Timed, Strin
     })
 }
 
-/// The warp-per-system kernel (xGTSV's partial pivoting) from device memory: the small-system
-/// path of the strided batch without its transfers, for sizes where one system fits its
-/// shared memory.
-fn hylapack_small(stream: &Arc<CudaStream>, bt: &Batch) -> Result<Timed, String> {
+/// The warp-per-system kernel from device memory: the small-system path of the strided batch
+/// without its transfers, for sizes where one system fits its shared memory; with `spike`
+/// false, xGTSV's partial pivoting alone.
+fn hylapack_small(stream: &Arc<CudaStream>, bt: &Batch, spike: bool) -> Result<Timed, String> {
     use gtsv::gpu::batch;
     let (n, count) = (bt.n, bt.count);
     if !batch::fits::<f64>(n, 1) {
@@ -218,7 +218,7 @@ fn hylapack_small(stream: &Arc<CudaStream>, bt: &Batch) -> Result<Timed, String>
     let du_d = stream.clone_htod(&bt.du).map_err(de)?;
     let b_d = stream.clone_htod(&bt.b).map_err(de)?;
     let x_d = stream.alloc_zeros::<f64>(n * count).map_err(de)?;
-    let info_d = stream.alloc_zeros::<i32>(count).map_err(de)?;
+    let info_d = stream.alloc_zeros::<i32>(count + 1).map_err(de)?;
     let a = batch::DevBatch {
         n,
         nrhs: 1,
@@ -237,19 +237,24 @@ fn hylapack_small(stream: &Arc<CudaStream>, bt: &Batch) -> Result<Timed, String>
     for rep in 0..=REPS {
         let t0 = Instant::now();
         // SAFETY: the arrays above hold the batch's layout, X and the INFOs.
-        unsafe { batch::solve_device::<f64>(&a, x, info) }.map_err(|e| e.to_string())?;
+        unsafe { batch::solve_device::<f64>(&a, x, info, spike) }.map_err(|e| e.to_string())?;
         if rep > 0 {
             times.push(t0.elapsed().as_secs_f64());
         }
     }
-    let infos = stream.clone_dtoh(&info_d).map_err(de)?;
+    let mut infos = stream.clone_dtoh(&info_d).map_err(de)?;
+    // The count of systems SPIKE refused, summed over every repetition.
+    let pivoted = infos.pop().unwrap_or(0) as usize / (REPS + 1);
     let singular = infos.iter().filter(|&&i| i != 0).count();
+    let how = if spike {
+        format!("SPIKE, {pivoted} refused to partial pivoting")
+    } else {
+        "xGTSV's partial pivoting".into()
+    };
     Ok(Timed {
         seconds: median(times),
         x: stream.clone_dtoh(&x_d).map_err(de)?,
-        note: format!(
-            "device-resident, strided layout, xGTSV's partial pivoting; {singular} singular"
-        ),
+        note: format!("device-resident, strided layout, {how}; {singular} singular"),
     })
 }
 
@@ -502,7 +507,11 @@ pub fn run() -> i32 {
             );
             add(
                 "hylapack warp per system (device ptrs)",
-                hylapack_small(&stream, &bt),
+                hylapack_small(&stream, &bt, true),
+            );
+            add(
+                "hylapack warp, pivoting alone (device ptrs)",
+                hylapack_small(&stream, &bt, false),
             );
             if cusparse {
                 add(

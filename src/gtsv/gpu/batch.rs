@@ -1,8 +1,10 @@
-//! The small systems of a strided batch (`kernels/gtsv_batch.cu`): LAPACK xGTSV's partial
-//! pivoting, one warp per system in shared memory. Each system is read and its X written once,
-//! and the answer has LAPACK's accuracy without a check; a system with an exactly zero pivot
-//! (INFO > 0) is left to LAPACK. Larger systems are stacked into one SPIKE solve instead
-//! (`crate::gtsv::gtsv_strided_batch`).
+//! The small systems of a strided batch (`kernels/gtsv_batch.cu`), one warp per system in
+//! shared memory: each system is read and its X written once. Systems of up to 512 rows are
+//! solved by SPIKE with a partition per lane, refined and accepted by the large solver's
+//! residual levels ([`Levels`]); the others, and larger systems, by LAPACK xGTSV's partial
+//! pivoting, whose answer has LAPACK's accuracy without a check. A system with an exactly zero
+//! pivot (INFO > 0) is left to LAPACK. Systems too large for a CTA's shared memory are stacked
+//! into one SPIKE solve instead (`crate::gtsv::gtsv_strided_batch`).
 
 use super::transfer::{staged_download, staged_upload, STAGED_PIECE_BYTES};
 use super::{sz, Call, GpuOptions};
@@ -19,22 +21,60 @@ const SHARED_BYTES: usize = 48 << 10;
 /// Systems (warps) per CTA, at most.
 const MOST_WARPS: usize = 4;
 
-/// Shared-memory bytes of one system: D, DU, the second superdiagonal and the multipliers, B's
-/// columns (`(4 + nrhs) n` elements), and an interchange flag per row; 16-byte aligned.
-fn system_bytes<T>(n: usize, nrhs: usize) -> Option<usize> {
+/// Shared-memory bytes of one system for partial pivoting: D, DU, the second superdiagonal
+/// and the multipliers, B's columns (`(4 + nrhs) n` elements), and an interchange flag per row;
+/// 16-byte aligned.
+fn pivoting_bytes<T>(n: usize, nrhs: usize) -> Option<usize> {
     let elems = nrhs.checked_add(4)?.checked_mul(n)?;
     let bytes = elems.checked_mul(sz::<T>())?.checked_add(n)?;
     bytes.checked_next_multiple_of(16)
 }
 
+/// Shared-memory bytes of one system for SPIKE with partitions of `m` rows: A's three
+/// diagonals and B's columns padded to `32 (m + 1)` rows, then the 32 separators' system in
+/// [`pivoting_bytes`]' layout.
+fn spike_bytes<T>(m: usize, nrhs: usize) -> Option<usize> {
+    let rows = 32 * (m + 1);
+    let elems = nrhs.checked_add(3)?.checked_mul(rows)?;
+    elems
+        .checked_mul(sz::<T>())?
+        .checked_add(pivoting_bytes::<T>(32, 1)?)?
+        .checked_next_multiple_of(16)
+}
+
+/// How the kernel solves a batch's systems.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Method {
+    /// SPIKE with partitions of this many rows, then partial pivoting where it is refused.
+    Spike(usize),
+    /// Partial pivoting alone.
+    Pivoting,
+}
+
+/// Partition sizes of SPIKE's kernels (`gtsv_batch_spike_*_m{8,16}`).
+const SPIKE_M: [usize; 2] = [8, 16];
+
+/// The kernel's method for systems of order `n` with `nrhs` right-hand sides, and the
+/// shared-memory bytes of one system; none where one system does not fit in a CTA's shared
+/// memory.
+fn method<T>(n: usize, nrhs: usize) -> Option<(Method, usize)> {
+    let pivoting =
+        pivoting_bytes::<T>(n, nrhs).filter(|&b| n >= 1 && nrhs >= 1 && b <= SHARED_BYTES)?;
+    let spike = SPIKE_M.into_iter().find(|&m| n <= 32 * m).and_then(|m| {
+        let bytes = spike_bytes::<T>(m, nrhs)?.max(pivoting);
+        (bytes <= SHARED_BYTES).then_some((Method::Spike(m), bytes))
+    });
+    Some(spike.unwrap_or((Method::Pivoting, pivoting)))
+}
+
 /// Whether a batch of systems of order `n` with `nrhs` right-hand sides goes to the kernel:
 /// one system fits in a CTA's shared memory (in double precision with one right-hand side, up
 /// to 1198 rows). The stacked SPIKE solve is faster on the GPU from n = 512 on (an H200, 4096
-/// random systems: 511 us against 367 us), but through host pointers, the batch's interface,
-/// the kernel's path is (16.3 ms against 43.4 ms at n = 512): the stacked path's stacking and
-/// judging on the host cost more than the GPU's solve.
+/// random systems: 511 us against 367 us with partial pivoting alone), but through host
+/// pointers, the batch's interface, the kernel's path is (16.3 ms against 43.4 ms at n = 512):
+/// the stacked path's stacking and judging on the host cost more than the GPU's solve.
 pub fn fits<T>(n: usize, nrhs: usize) -> bool {
-    n >= 1 && nrhs >= 1 && system_bytes::<T>(n, nrhs).is_some_and(|b| b <= SHARED_BYTES)
+    method::<T>(n, nrhs).is_some()
 }
 
 /// A strided batch in device memory, laid out as [`crate::gtsv::gtsv_strided_batch`] takes it:
@@ -69,29 +109,38 @@ pub struct HostBatch<'a, T> {
     pub sb: usize,
 }
 
-/// Queues the kernel on `stream`: X into `x` (packed, system `k` at `k·n·nrhs`, leading
-/// dimension `n`) for every system whose INFO, written to `info[k]`, is 0.
+/// Queues the kernel on `stream` (partial pivoting alone unless `spike`): X into `x` (packed, system `k` at `k·n·nrhs`, leading
+/// dimension `n`) for every system whose INFO, written to `info[k]`, is 0; `info[count]`, which
+/// the caller zeroes, counts the systems that SPIKE left to partial pivoting.
 ///
 /// # Safety
 /// The batch's arrays hold what its layout says; `x` holds `count · n · nrhs` elements of T
-/// and `info` `count` i32s; all stay allocated until the stream has run the kernel.
+/// and `info` `count + 1` i32s; all stay allocated until the stream has run the kernel.
 pub unsafe fn launch<T: Real>(
     gpu: &Gpu,
     stream: &CudaStream,
     a: &DevBatch,
     x: CUdeviceptr,
     info: CUdeviceptr,
+    spike: bool,
 ) -> Result<(), DeviceError> {
-    let bytes = system_bytes::<T>(a.n, a.nrhs)
-        .filter(|_| fits::<T>(a.n, a.nrhs))
+    let (method, bytes) = method::<T>(a.n, a.nrhs)
+        .map(|(m, bytes)| match m {
+            Method::Spike(_) if !spike => (Method::Pivoting, bytes),
+            _ => (m, bytes),
+        })
         .ok_or_else(|| {
             DeviceError::Unsupported(format!("batched systems of n = {}, nrhs = {}", a.n, a.nrhs))
         })?;
     let warps = (SHARED_BYTES / bytes).clamp(1, MOST_WARPS);
     let blocks = u32::try_from(a.count.div_ceil(warps))
         .map_err(|_| DeviceError::Unsupported(format!("a batch of {} systems", a.count)))?;
-    let name = format!("gtsv_batch_{}", T::PREFIX);
-    let f = gpu.function(kernels::module_named(&kernels::GTSV_BATCH, &name)?, &name)?;
+    let name = match method {
+        Method::Spike(m) => format!("gtsv_batch_spike_{}_m{m}", T::PREFIX),
+        Method::Pivoting => format!("gtsv_batch_{}", T::PREFIX),
+    };
+    let module = format!("gtsv_batch_{}", T::PREFIX);
+    let f = gpu.function(kernels::module_named(&kernels::GTSV_BATCH, &module)?, &name)?;
     let cfg = LaunchConfig {
         grid_dim: (blocks, 1, 1),
         block_dim: (32 * warps as u32, 1, 1),
@@ -100,6 +149,8 @@ pub unsafe fn launch<T: Real>(
     let (n, nrhs) = (a.n as i32, a.nrhs as i32);
     let (count, sa, ldb, sb) = (a.count as i64, a.sa as i64, a.ldb as i64, a.sb as i64);
     let per = bytes as i64;
+    let levels = Levels::<T>::new();
+    let pivoted = info + 4 * a.count as CUdeviceptr;
     let mut l = stream.launch_builder(&f);
     l.arg(&n)
         .arg(&nrhs)
@@ -114,11 +165,44 @@ pub unsafe fn launch<T: Real>(
         .arg(&x)
         .arg(&info)
         .arg(&per);
-    // SAFETY: the arguments match gtsv_batch's signature; the arrays are valid (this
-    // function's contract).
+    if let Method::Spike(_) = method {
+        l.arg(&levels).arg(&pivoted);
+    }
+    // SAFETY: the arguments match the kernel's signature (gtsv_batch_*, or gtsv_batch_spike_*
+    // with the two more); the arrays are valid (this function's contract).
     unsafe { l.launch(cfg) }?;
     Ok(())
 }
+
+/// The SPIKE kernel's residual levels (`Levels` in `kernels/gtsv_batch.cu`): the large
+/// solver's, so that a batch's system is refined and accepted as a single system would be
+/// ([`crate::gtsv::wants_refinement`], [`crate::gtsv::judge`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct Levels<T> {
+    refine_s: T,
+    refine_b: T,
+    accept_s: T,
+    accept_b: T,
+    steps: i32,
+}
+
+impl<T: Real> Levels<T> {
+    fn new() -> Self {
+        use crate::gtsv::{accept_levels, REFINE_B_EPS, REFINE_TOL_EPS};
+        let (accept_s, accept_b) = accept_levels::<T>();
+        Levels {
+            refine_s: T::from_f64(REFINE_TOL_EPS) * T::EPS,
+            refine_b: T::from_f64(REFINE_B_EPS) * T::EPS,
+            accept_s,
+            accept_b,
+            steps: crate::gtsv::refine_steps().min(8) as i32,
+        }
+    }
+}
+
+// SAFETY: four reals and an int in C's layout, as the kernel's struct.
+unsafe impl<T: Real> cudarc::driver::DeviceRepr for Levels<T> {}
 
 /// Elements of a strided array whose last piece holds `len`: `(count − 1) · stride + len`, or
 /// none where `len` is 0 (DL and DU of systems of order 1 may be empty).
@@ -130,16 +214,23 @@ fn span(count: usize, stride: usize, len: usize) -> usize {
     }
 }
 
+/// What [`solve`] did: every system's INFO, and how many systems SPIKE left to partial
+/// pivoting.
+#[derive(Clone, Debug)]
+pub struct Solved {
+    pub info: Vec<i32>,
+    pub pivoted: usize,
+}
+
 /// Solves `count` systems of order `n` ([`fits`]) on the GPU for host arrays: uploads the
 /// caller's arrays as they lie, runs the kernel, and writes X into B for every system whose
-/// INFO is 0. Returns every system's INFO; a system with INFO > 0 has its B untouched (the
-/// caller then solves it with LAPACK, which ends it as LAPACK does). `Err`: the GPU could not
-/// run it, and nothing changed.
+/// INFO is 0. A system with INFO > 0 has its B untouched (the caller then solves it with
+/// LAPACK, which ends it as LAPACK does). `Err`: the GPU could not run it, and nothing changed.
 pub fn solve<T: Real>(
     o: &GpuOptions,
     sys: &HostBatch<'_, T>,
     b: &mut [T],
-) -> Result<Vec<i32>, DeviceError> {
+) -> Result<Solved, DeviceError> {
     let HostBatch {
         n,
         nrhs,
@@ -159,21 +250,21 @@ pub fn solve<T: Real>(
     );
     let lb = span(count, sb, lb);
     let lx = count * n * nrhs;
-    let bytes = ((2 * la + ld + lb + lx) * sz::<T>() + count * 4) as u64;
+    let bytes = ((2 * la + ld + lb + lx) * sz::<T>() + (count + 1) * 4) as u64;
     let call = Call::begin(o, n, nrhs, bytes)?;
     let (gpu, stream) = (call.gpu, call.stream.clone());
-    // SAFETY (allocations): the uploads fill the inputs; the kernel writes every INFO, and X
-    // is read back only for systems whose INFO is 0, which it wrote.
-    let (dl_d, d_d, du_d, b_d, x_d, info_d) = unsafe {
+    // SAFETY (allocations): the uploads fill the inputs, and X is read back only for systems
+    // whose INFO is 0, which the kernel wrote.
+    let (dl_d, d_d, du_d, b_d, x_d) = unsafe {
         (
             stream.alloc::<T>(la.max(1))?,
             stream.alloc::<T>(ld)?,
             stream.alloc::<T>(la.max(1))?,
             stream.alloc::<T>(lb)?,
             stream.alloc::<T>(lx)?,
-            stream.alloc::<i32>(count)?,
         )
     };
+    let info_d = stream.alloc_zeros::<i32>(count + 1)?;
     let batch = DevBatch {
         n,
         nrhs,
@@ -197,16 +288,17 @@ pub fn solve<T: Real>(
     let (x, info_ptr) = (x_d.device_ptr(&stream).0, info_d.device_ptr(&stream).0);
     // SAFETY: the buffers above hold the batch's layout, X and the INFOs, and live until the
     // stream is synchronized below.
-    unsafe { launch::<T>(gpu, &stream, &batch, x, info_ptr)? };
+    unsafe { launch::<T>(gpu, &stream, &batch, x, info_ptr, true)? };
     let no_memory = |what: &str| DeviceError::Unsupported(format!("no host memory for {what}"));
-    let mut info = crate::host::try_vec(count, 0i32).ok_or_else(|| no_memory("the INFOs"))?;
-    // SAFETY: info_d holds count i32s; the copy is waited for before `info` is read.
+    let mut info = crate::host::try_vec(count + 1, 0i32).ok_or_else(|| no_memory("the INFOs"))?;
+    // SAFETY: info_d holds count + 1 i32s; the copy is waited for before `info` is read.
     unsafe { cu::memcpy_dtoh_async(&mut info[..], info_ptr, stream.cu_stream())? };
     stream.synchronize()?;
+    let pivoted = info.pop().map_or(0, |p| p as usize);
     let mut xs = crate::host::try_vec(lx, T::ZERO).ok_or_else(|| no_memory("X"))?;
     staged_download(gpu, &stream, vec![(x, &mut xs[..])], piece)?;
     scatter(&xs, &info, b, n, nrhs, ldb, sb);
-    Ok(info)
+    Ok(Solved { info, pivoted })
 }
 
 /// Copies each system's packed X (`n · nrhs` elements) into its B columns, on host threads,
@@ -251,7 +343,8 @@ fn scatter<T: Real>(
 }
 
 /// Solves a batch already in device memory (the benchmark's device-resident row): X into `x`
-/// (packed), INFO into `info`; returns once both are there.
+/// (packed), INFO into `info` (`count + 1` i32s, zeroed: see [`launch`], which `spike` is
+/// passed to); returns once both are there.
 ///
 /// # Safety
 /// As for [`launch`]; the arrays are in the device's primary context.
@@ -259,13 +352,14 @@ pub unsafe fn solve_device<T: Real>(
     a: &DevBatch,
     x: CUdeviceptr,
     info: CUdeviceptr,
+    spike: bool,
 ) -> Result<(), DeviceError> {
     let gpu = crate::device::gpu()?;
     gpu.ctx.bind_to_thread()?;
     let pooled = gpu.stream()?;
     let stream: Arc<CudaStream> = (*pooled).clone();
     // SAFETY: this function's contract.
-    unsafe { launch::<T>(gpu, &stream, a, x, info)? };
+    unsafe { launch::<T>(gpu, &stream, a, x, info, spike)? };
     stream.synchronize()?;
     Ok(())
 }
