@@ -254,6 +254,64 @@ fn strided_batch_spike_refusals_go_to_partial_pivoting() {
     }
 }
 
+/// A batch of small systems above the GPU memory allowed: the warp kernel's path cannot hold
+/// it, and the stacked solve, which chunks, takes it on the GPU.
+#[test]
+fn strided_batch_above_the_memory_limit_is_stacked() {
+    let mut rng = Rng::new(seed_from_time());
+    let (n, count) = (64usize, 4000usize);
+    let o = Options {
+        gpu: hylapack::gtsv::gpu::GpuOptions {
+            memory_limit: Some(1_500_000),
+            ..Default::default()
+        },
+        ..Options::default()
+    };
+    let systems: Vec<Tridiag> = (0..count)
+        .map(|_| matrices::diagonally_dominant(n, &mut rng))
+        .collect();
+    let bs = rhs(n, n, count, &mut rng);
+    let (mut dl, mut d, mut du) = (
+        vec![0.0; n * count],
+        vec![0.0; n * count],
+        vec![0.0; n * count],
+    );
+    for (k, a) in systems.iter().enumerate() {
+        dl[k * n..k * n + n - 1].copy_from_slice(&a.dl);
+        d[k * n..k * n + n].copy_from_slice(&a.d);
+        du[k * n..k * n + n - 1].copy_from_slice(&a.du);
+    }
+    let mut b = bs.clone();
+    let mut info = vec![-99; count];
+    let report = gtsv::gtsv_strided_batch(
+        &o,
+        n,
+        1,
+        &mut dl,
+        &mut d,
+        &mut du,
+        n,
+        &mut b,
+        n,
+        n,
+        count,
+        &mut info,
+        backend(),
+    );
+    if backend() == Backend::Gpu && require_gpu() {
+        assert_eq!(report.backend, Backend::Gpu, "{:?}", report.note);
+        assert_eq!(report.solver, gtsv::Solver::Spike, "{:?}", report.note);
+    }
+    assert!(info.iter().all(|&i| i == 0));
+    for (k, a) in systems.iter().enumerate() {
+        let be = backward_error(a, &b[k * n..], &bs[k * n..], n, 0);
+        assert!(
+            be <= 64.0 * f64::EPSILON,
+            "system {k}: backward error {be:e}"
+        );
+    }
+}
+
 #[test]
 fn strided_batch_c_entry_and_bad_arguments() {
     use hylapack::api::gtsv::{dgtsv_spike_strided_batch, sgtsv_spike_strided_batch};

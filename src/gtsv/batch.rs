@@ -80,7 +80,6 @@ pub fn gtsv_strided_batch<T: Lapack>(
     // Systems whose answer is already in B (empty: none).
     let mut done = Vec::new();
     if backend == Backend::Gpu && nrhs > 0 {
-        let small = gpu::batch::fits::<T>(n, nrhs);
         let sys = HostBatch {
             n,
             nrhs,
@@ -92,11 +91,24 @@ pub fn gtsv_strided_batch<T: Lapack>(
             ldb,
             sb,
         };
-        let tried = if small {
-            solve_small(opts, &sys, b, &mut report.pivoted)
-        } else {
-            solve_stacked(opts, &sys, b)
-        };
+        // The kernel's path first where it applies; where it cannot run (a batch larger than
+        // the GPU memory allowed, say), the stacked solve, which streams or chunks.
+        let mut small = gpu::batch::fits::<T>(n, nrhs);
+        let mut tried = Err(String::new());
+        if small {
+            tried = solve_small(opts, &sys, b, &mut report.pivoted);
+        }
+        if let Err(first) = &tried {
+            let first = first.clone();
+            small = false;
+            tried = solve_stacked(opts, &sys, b).map_err(|e| {
+                if first.is_empty() {
+                    e
+                } else {
+                    format!("{first}; stacked: {e}")
+                }
+            });
+        }
         match tried {
             Ok((solved, rejected)) => {
                 report.backend = Backend::Gpu;
@@ -198,7 +210,7 @@ fn solve_small<T: Lapack>(
     pivoted: &mut usize,
 ) -> Result<(Vec<bool>, usize), String> {
     let solved = gpu::batch::solve(&opts.gpu, sys, b)
-        .map_err(|e| format!("GPU path unavailable ({e}); CPU path ran"))?;
+        .map_err(|e| format!("the warp kernel could not run ({e})"))?;
     *pivoted = solved.pivoted;
     let info = solved.info;
     let mut done = try_vec(sys.count, false).ok_or("no host memory for the batch's flags")?;

@@ -251,6 +251,11 @@ pub fn solve<T: Real>(
     let lb = span(count, sb, lb);
     let lx = count * n * nrhs;
     let bytes = ((2 * la + ld + lb + lx) * sz::<T>() + (count + 1) * 4) as u64;
+    if let Some(limit) = o.memory_limit.filter(|&l| bytes > l) {
+        return Err(DeviceError::Unsupported(format!(
+            "the batch needs {bytes} bytes of device memory, above the limit of {limit}"
+        )));
+    }
     let call = Call::begin(o, n, nrhs, bytes)?;
     let (gpu, stream) = (call.gpu, call.stream.clone());
     // SAFETY (allocations): the uploads fill the inputs, and X is read back only for systems
