@@ -109,9 +109,10 @@ pub struct HostBatch<'a, T> {
     pub sb: usize,
 }
 
-/// Queues the kernel on `stream` (partial pivoting alone unless `spike`): X into `x` (packed, system `k` at `k·n·nrhs`, leading
-/// dimension `n`) for every system whose INFO, written to `info[k]`, is 0; `info[count]`, which
-/// the caller zeroes, counts the systems that SPIKE left to partial pivoting.
+/// Queues the kernel on `stream` (partial pivoting alone unless `spike`): X into `x` (packed,
+/// system `k` at `k·n·nrhs`, leading dimension `n`) for every system whose INFO, written to
+/// `info[k]`, is 0; `info[count]`, which the caller zeroes, counts the systems that SPIKE left
+/// to partial pivoting.
 ///
 /// # Safety
 /// The batch's arrays hold what its layout says; `x` holds `count · n · nrhs` elements of T
