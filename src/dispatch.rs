@@ -106,6 +106,25 @@ pub fn decide_stein(n: usize, m: usize) -> Decision {
     decide(Family::Stein, n)
 }
 
+/// The backend for a strided batch of `rows` rows in all: [`decide`] for the gtsv family, and in
+/// auto mode the host's threads where it has `gpu_below_threads` or more (see
+/// [`crate::gtsv::batch_gpu_below_threads`]: through host pointers the GPU path pays only
+/// against few threads).
+pub fn decide_gtsv_batch(rows: usize, gpu_below_threads: usize) -> Decision {
+    let auto = config::get().device == DeviceMode::Auto;
+    let threads = crate::host::threads();
+    if auto && rows >= Family::Gtsv.min_n() && threads >= gpu_below_threads {
+        return Decision {
+            backend: Backend::Cpu,
+            why_not_gpu: Some(format!(
+                "the host's {threads} threads solve this batch faster than the GPU through host \
+                 pointers"
+            )),
+        };
+    }
+    decide(Family::Gtsv, rows)
+}
+
 thread_local! {
     static LAST_BACKEND: Cell<Option<Backend>> = const { Cell::new(None) };
 }

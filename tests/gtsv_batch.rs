@@ -12,6 +12,10 @@ use hylapack::testmat::{seed_from_time, Rng};
 mod gtsv_common;
 use gtsv_common::*;
 
+#[path = "common/child.rs"]
+#[allow(dead_code)]
+mod child;
+
 /// `count` systems of order `n` in strided storage (padding between systems = 555, which must
 /// survive), solved by the batch entry and, one by one, by LAPACK.
 fn check_batch<T: Lapack>(
@@ -310,6 +314,68 @@ fn strided_batch_above_the_memory_limit_is_stacked() {
             "system {k}: backward error {be:e}"
         );
     }
+}
+
+/// In auto mode a strided batch of host arrays stays on a host of many threads, where LAPACK
+/// per system on its threads beats the GPU path's transfers (`batch_gpu_below_threads`); on
+/// one of few threads the GPU takes it. Runs the C entry in a child process in auto mode, whose
+/// backend must be the rule's: on a GPU host of 8 or more threads, the CPU.
+#[test]
+fn strided_batch_auto_mode_follows_the_host_threads() {
+    use hylapack::api::gtsv::dgtsv_spike_strided_batch;
+    let (n, count) = (256usize, 300usize);
+    if std::env::var(child::CHILD).is_ok() {
+        let mut rng = Rng::new(seed_from_time());
+        let (mut dl, mut d, mut du) = (
+            vec![0.0; n * count],
+            vec![0.0; n * count],
+            vec![0.0; n * count],
+        );
+        for k in 0..count {
+            let a = matrices::diagonally_dominant(n, &mut rng);
+            dl[k * n..k * n + n - 1].copy_from_slice(&a.dl);
+            d[k * n..k * n + n].copy_from_slice(&a.d);
+            du[k * n..k * n + n - 1].copy_from_slice(&a.du);
+        }
+        let mut b = rhs(n, n, count, &mut rng);
+        let mut info = vec![0; count];
+        let (ni, ci) = (n as i32, count as i32);
+        // SAFETY: the arrays hold count systems of order n with strides n.
+        let ret = unsafe {
+            dgtsv_spike_strided_batch(
+                ni,
+                1,
+                dl.as_mut_ptr(),
+                d.as_mut_ptr(),
+                du.as_mut_ptr(),
+                ni,
+                b.as_mut_ptr(),
+                ni,
+                ni,
+                ci,
+                info.as_mut_ptr(),
+            )
+        };
+        assert_eq!(ret, 0);
+        println!("RESULT {:?}", hylapack::dispatch::last_backend());
+        return;
+    }
+    let (out, _) = child::in_child_env(
+        "strided_batch_auto_mode_follows_the_host_threads",
+        &[("HYLAPACK_DEVICE", "auto")],
+    );
+    let threads = hylapack::host::threads();
+    let below = gtsv::batch_gpu_below_threads::<f64>(n, 1);
+    let gpu = hylapack::device::gpu().is_ok();
+    let want = if gpu && threads < below {
+        Backend::Gpu
+    } else {
+        Backend::Cpu
+    };
+    assert!(
+        out.contains(&format!("RESULT Some({want:?})")),
+        "{threads} threads, GPU {gpu}: want {want:?}, the child printed:\n{out}"
+    );
 }
 
 #[test]

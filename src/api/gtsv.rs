@@ -431,7 +431,8 @@ unsafe fn run_batch<T: Lapack>(
     let b = output(b, last(stride_b, blen)).unwrap_or_default();
     let infos = output(info_out, cnt).unwrap_or_default();
     let started = Instant::now();
-    let decision = dispatch::decide(Family::Gtsv, len * cnt);
+    let decision =
+        dispatch::decide_gtsv_batch(len * cnt, gtsv::batch_gpu_below_threads::<T>(len, k));
     let report = gtsv::gtsv_strided_batch(
         &Options::default(),
         len,

@@ -8,6 +8,24 @@ use crate::host::workers::{or_resume, run_parts};
 use crate::lapack::Lapack;
 use gpu::batch::HostBatch;
 
+/// The host thread count from which LAPACK per system on the host's threads (the CPU path)
+/// solves a strided batch of host arrays faster than the GPU path, transfers included. On an
+/// H200 with a 16-thread host, 4096 systems with one right-hand side (docs/bench/
+/// 2026-11-27-h200-session26.txt, section 7), the CPU path won at every size: n = 256 in
+/// 2.6-3.2 ms against 4.6-5.3 ms, 512 in 4.1 against 14-15, 1024 in 7.2-7.9 against 28-31,
+/// 4096 in 25-41 against 324-413. Taking the CPU's time as inversely proportional to its
+/// threads, the GPU pays below about 8 threads for systems the warp kernel solves with
+/// partitions of 8 rows, below 4 for the kernel's other sizes, and not for the stacked ones.
+pub fn batch_gpu_below_threads<T>(n: usize, nrhs: usize) -> usize {
+    if !gpu::batch::fits::<T>(n, nrhs) {
+        1
+    } else if n <= 256 {
+        8
+    } else {
+        4
+    }
+}
+
 /// What a batched call ([`gtsv_strided_batch`]) did.
 #[derive(Clone, Debug)]
 pub struct BatchReport {

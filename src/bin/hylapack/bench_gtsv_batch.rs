@@ -119,8 +119,9 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// hylapack's strided batch with host pointers (transfers included), inputs fresh per run.
-fn hylapack_batch(bt: &Batch) -> Timed {
+/// hylapack's strided batch with host pointers (transfers included) on `backend` (the CPU
+/// path: LAPACK per system on every host thread), inputs fresh per run.
+fn hylapack_batch(bt: &Batch, backend: Backend) -> Timed {
     let (n, count) = (bt.n, bt.count);
     let opts = gtsv::Options::default();
     let (mut times, mut x, mut note) = (Vec::new(), Vec::new(), String::new());
@@ -130,19 +131,7 @@ fn hylapack_batch(bt: &Batch) -> Timed {
         let mut info = vec![0; count];
         let t0 = Instant::now();
         let r = gtsv::gtsv_strided_batch(
-            &opts,
-            n,
-            1,
-            &mut dl,
-            &mut d,
-            &mut du,
-            n,
-            &mut x,
-            n,
-            n,
-            count,
-            &mut info,
-            Backend::Gpu,
+            &opts, n, 1, &mut dl, &mut d, &mut du, n, &mut x, n, n, count, &mut info, backend,
         );
         // The first run compiles and maps memory: not timed.
         if rep > 0 {
@@ -156,7 +145,11 @@ fn hylapack_batch(bt: &Batch) -> Timed {
     Timed {
         seconds: median(times),
         x,
-        note: format!("host ptrs, transfers included; {note}"),
+        note: if backend == Backend::Gpu {
+            format!("host ptrs, transfers included; {note}")
+        } else {
+            format!("host, {} threads; {note}", hylapack::host::threads())
+        },
     }
 }
 
@@ -500,7 +493,14 @@ pub fn run() -> i32 {
                 }
                 table.row(row);
             };
-            add("hylapack strided batch", Ok(hylapack_batch(&bt)));
+            add(
+                "hylapack strided batch",
+                Ok(hylapack_batch(&bt, Backend::Gpu)),
+            );
+            add(
+                "hylapack strided batch, CPU path",
+                Ok(hylapack_batch(&bt, Backend::Cpu)),
+            );
             add(
                 "hylapack stacked (device ptrs)",
                 hylapack_stacked(&stream, &bt),
