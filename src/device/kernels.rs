@@ -111,8 +111,8 @@ pub static GTSV: [KernelSource; 12] = [
     ),
 ];
 
-/// xGTSV's partial pivoting for the small systems of a strided batch, one warp per system: a
-/// module per precision.
+/// The small systems of a strided batch, one warp per system (SPIKE with a partition per lane,
+/// else xGTSV's partial pivoting): a module per precision.
 pub static GTSV_BATCH: [KernelSource; 2] = [
     module!(
         "gtsv_batch_s",

@@ -4,10 +4,12 @@
 //! cuSPARSE's rows are device-resident (data on the GPU before the timer starts, each on its
 //! own layout: `gtsv2StridedBatch` one system after another, `gtsvInterleavedBatch` element i
 //! of every system together, transposed on the host outside the timer). hylapack's strided
-//! batch takes host pointers, so its row includes the transfers. Its two GPU paths are also
-//! timed from device memory, like for like beside cuSPARSE: "stacked" is the block-diagonal
-//! SPIKE solve of larger systems (one system, checked as a whole rather than system by
-//! system), "warp per system" the small systems' kernel.
+//! batch takes host pointers, so its rows include the transfers: its GPU path, and its CPU
+//! path (LAPACK per system on every host thread, what auto mode weighs the GPU against). Its
+//! two GPU paths are also timed from device memory, like for like beside cuSPARSE: "stacked"
+//! is the block-diagonal SPIKE solve of larger systems (one system, checked as a whole rather
+//! than system by system), "warp per system" the small systems' kernel, with SPIKE and with
+//! partial pivoting alone.
 
 use crate::table::{time, Table};
 use cudarc::cusparse::sys as sp;

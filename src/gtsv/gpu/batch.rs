@@ -69,10 +69,12 @@ fn method<T>(n: usize, nrhs: usize) -> Option<(Method, usize)> {
 
 /// Whether a batch of systems of order `n` with `nrhs` right-hand sides goes to the kernel:
 /// one system fits in a CTA's shared memory (in double precision with one right-hand side, up
-/// to 1198 rows). The stacked SPIKE solve is faster on the GPU from n = 512 on (an H200, 4096
-/// random systems: 511 us against 367 us with partial pivoting alone), but through host
-/// pointers, the batch's interface, the kernel's path is (16.3 ms against 43.4 ms at n = 512):
-/// the stacked path's stacking and judging on the host cost more than the GPU's solve.
+/// to 1198 rows). On the GPU alone the stacked SPIKE solve is faster only for the sizes the
+/// kernel solves by partial pivoting alone, above 512 rows (an H200, 4096 random systems of
+/// 1024 rows: 0.50 ms against 1.7 ms); through host pointers, the batch's interface, the
+/// kernel's path is faster at every such size (16.3 ms against 43.4 ms at n = 512 before
+/// SPIKE came to the kernel): the stacked path's stacking and judging on the host cost more
+/// than the GPU's solve.
 pub fn fits<T>(n: usize, nrhs: usize) -> bool {
     method::<T>(n, nrhs).is_some()
 }
