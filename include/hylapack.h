@@ -209,6 +209,79 @@ int sgtsv_spike_strided_batch(int n,
                               int count,
                               int *info);
 
+// Solves `count` independent tridiagonal systems of order `n` whose arrays are **already in
+// GPU memory**, each `A_k X_k = B_k` with DGTSV's contract, in double precision (as cuSPARSE's
+// gtsv2StridedBatch, but in LAPACK's layout, with pivoting and several right-hand sides). The
+// GPU must be present: this routine has no CPU path.
+//
+// - System k: `dl + k·stride_a` (n − 1 entries), `d + k·stride_a` (n), `du + k·stride_a`
+//   (n − 1), and `b + k·stride_b` (ldb × nrhs, column-major): device pointers (in the primary
+//   context of device 0, which the CUDA runtime uses). DL, D, DU are **not modified**.
+//   `stride_a` ≥ n, `stride_b` ≥ ldb·nrhs, `ldb` ≥ max(1, n).
+// - On exit `B_k` holds `X_k` when `info[k]` = 0; `info[k]` = i > 0 if U(i,i) of DGTSV's
+//   factorization of system k is exactly zero (B_k then as DGTSV leaves it).
+// - `info`: `count` entries in **host** memory (may be NULL when count = 0).
+// - `stream`: a `CUstream` / `cudaStream_t` of the caller's, or NULL for CUDA's legacy default
+//   stream. Work queued on it before the call is waited for. The call is synchronous: it
+//   returns when every `B_k` holds its answer.
+//
+// Systems that fit a CTA's shared memory (one right-hand side: up to 1198 rows in double
+// precision, 2340 in single) are solved one warp each, by SPIKE with a residual check and
+// refinement where they are small enough (512 rows), otherwise (or where SPIKE's answer is
+// refused) by DGTSV's partial pivoting. Larger systems are stacked on the GPU into one SPIKE
+// solve (work memory about 4 + NRHS times the batch's packed size), each system then judged
+// by its own residual. X is written into B in place. A system with an exactly zero pivot or
+// whose answer fails its check (every system where the stack does not fit the GPU's memory,
+// or with NRHS = 0) is copied to the host and solved there by the system LAPACK's DGTSV (over
+// the host's threads), its B copied back.
+//
+// Returns 0 when every system was solved; k > 0, the number of singular systems (those with
+// info > 0); −i if the i-th argument had an illegal value (N = 1, NRHS = 2, DL, D, DU = 3, 4,
+// 5 when NULL but referenced, not aligned to the element size or not memory the GPU can
+// address (checked before the GPU is touched where they can be), STRIDE_A = 6, B = 7 (as DL),
+// LDB = 8, STRIDE_B = 9, COUNT = 10, INFO = 11), reported through `xerbla_`;
+// `HYLAPACK_INFO_NO_GPU` (−1001) when no usable GPU is present or the GPU failed (the systems
+// already solved then hold X, the others B unchanged); −1000 for an internal error. N = 0 or
+// COUNT = 0 return 0 without touching the GPU.
+//
+// # Safety
+// DL, D, DU and B are NULL or device memory of the process's primary context valid for the
+// entries the layout above names; `info` is NULL or valid for COUNT ints; `stream` is NULL or
+// a live stream of that context, and the caller does not touch the arrays until that stream
+// has passed this call's work.
+int dgtsv_spike_strided_batch_device(int n,
+                                     int nrhs,
+                                     const double *dl,
+                                     const double *d,
+                                     const double *du,
+                                     int stride_a,
+                                     double *b,
+                                     int ldb,
+                                     int stride_b,
+                                     int count,
+                                     int *info,
+                                     void *stream);
+
+// Single-precision `dgtsv_spike_strided_batch_device` (SGTSV's contract per system).
+//
+// # Safety
+// DL, D, DU and B are NULL or device memory of the process's primary context valid for the
+// entries the layout of `dgtsv_spike_strided_batch_device` names; `info` is NULL or valid for
+// COUNT ints; `stream` is NULL or a live stream of that context, and the caller does not touch
+// the arrays until that stream has passed this call's work.
+int sgtsv_spike_strided_batch_device(int n,
+                                     int nrhs,
+                                     const float *dl,
+                                     const float *d,
+                                     const float *du,
+                                     int stride_a,
+                                     float *b,
+                                     int ldb,
+                                     int stride_b,
+                                     int count,
+                                     int *info,
+                                     void *stream);
+
 // `C := alpha·op(A)·op(B) + beta·C` with every operation rounded toward +∞ (`rnd` = 'U') or
 // −∞ ('D'): C is then an upper (lower) bound of the exact result, for any signs of alpha,
 // beta and the entries (with alpha < 0 the products are accumulated in the opposite

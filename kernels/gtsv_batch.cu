@@ -128,12 +128,14 @@ __device__ __forceinline__ void staged(int len, Load load, Store store) {
 }
 
 // System k of the batch: rows at a0 = k*sa (DL: n-1, D: n, DU: n-1) and B's columns at b0 =
-// k*sb (leading dimension ldb); its packed X at xk (leading dimension n).
+// k*sb (leading dimension ldb); its X at xk (leading dimension ldx). X may be B itself: a
+// warp reads all of its system's B before it writes any X.
 template <typename T> struct BatchSystem {
     int n, nrhs;
     const T *dl, *d, *du, *b;
     long long ldb;
     T *xk;
+    long long ldx;
 };
 
 // xGTSV on system s in the warp's shared memory `base`. Returns INFO; with INFO > 0 it writes
@@ -158,7 +160,8 @@ template <typename T> __device__ int batch_pivoting(const BatchSystem<T> &s, uns
     }
     __syncwarp();
     if (status == 0)
-        staged<4, T>(n * nrhs, [&](int i) { return r.b[i]; }, [&](int i, T v) { s.xk[i] = v; });
+        for (int c = 0; c < nrhs; ++c)
+            staged<4, T>(n, [&](int i) { return r.b[c * n + i]; }, [&](int i, T v) { s.xk[c * s.ldx + i] = v; });
     return status;
 }
 
@@ -287,16 +290,18 @@ template <typename T> struct Levels {
     int steps;
 };
 
-// Solves every column of B with the factors S and refines it; writes X where every column's
-// answer is accepted (`Levels`).
+// Solves B's columns from `col` on with the factors S and refines each; an accepted column's
+// X replaces its B in shared memory (`Levels`) and `col` moves past it. Returns whether every
+// column was accepted; on false, `col` is the refused one, where a solve with other factors
+// resumes (the columns before it hold X, no longer B).
 template <typename T, int M>
-__device__ bool spike_columns(const BatchSystem<T> &s, const SpikeRows<T, M> &sh, const SpikeFactors<T, M> &S,
-                              const Levels<T> &tol) {
+__device__ bool spike_columns(const SpikeRows<T, M> &sh, const SpikeFactors<T, M> &S, const Levels<T> &tol,
+                              int nrhs, int &col) {
     constexpr int MI = M - 1;
     const unsigned all = 0xffffffffu;
-    const int lane = threadIdx.x & 31, n = s.n;
-    auto at = [](int i) { return i + i / M; };
-    for (int col = 0; col < s.nrhs; ++col) {
+    const int lane = threadIdx.x & 31;
+    const int first = col;
+    for (; col < nrhs; ++col) {
         const T *pf = sh.f + col * SpikeRows<T, M>::L + lane * (M + 1);
         T rhs[M], x[M];
 #pragma unroll
@@ -306,7 +311,7 @@ __device__ bool spike_columns(const BatchSystem<T> &s, const SpikeRows<T, M> &sh
         }
         bool refine = true, accept = false;
         for (int step = 0; step <= tol.steps && refine; ++step) {
-            if (!spike_correct<T, M>(S, S.pivoting && col == 0 && step == 0, rhs, x)) return false;
+            if (!spike_correct<T, M>(S, S.pivoting && col == first && step == 0, rhs, x)) return false;
             // The residual f - A x of every row (rhs of the next step) and its scale.
             T x_before = __shfl_up_sync(all, x[MI], 1), x_after = __shfl_down_sync(all, x[0], 1);
             if (lane == 0) x_before = T(0);
@@ -335,14 +340,11 @@ __device__ bool spike_columns(const BatchSystem<T> &s, const SpikeRows<T, M> &sh
             accept = rm <= tol.accept_s * sm && rm <= tol.accept_b * bm;
         }
         if (!accept) return false;
-        // X through this column's tile (its B is no longer needed), then coalesced stores.
         T *xf = sh.f + col * SpikeRows<T, M>::L;
         __syncwarp();
 #pragma unroll
         for (int e = 0; e < M; ++e) xf[lane * (M + 1) + e] = x[e];
         __syncwarp();
-        T *out = s.xk + (long long)col * n;
-        staged<M, T>(n, [&](int i) { return xf[at(i)]; }, [&](int i, T v) { out[i] = v; });
     }
     return true;
 }
@@ -396,35 +398,47 @@ __device__ bool warp_spike(const BatchSystem<T> &s, unsigned char *base, const L
             super = -cs * vt_next;
     cyclic_factor<T>(sub, diag, super, S.cyclic);
     S.pivoting = false;
-    if (spike_columns<T, M>(s, sh, S, tol)) return true;
-    sh.sep.d[lane] = diag;
-    sh.sep.du[lane] = super;
-    if (lane > 0) sh.sep.du2[lane - 1] = sub;
-    if (lane == 31) sh.sep.du2[31] = T(0);
-    S.pivoting = true;
-    return spike_columns<T, M>(s, sh, S, tol);
+    int col = 0;
+    if (!spike_columns<T, M>(sh, S, tol, s.nrhs, col)) {
+        sh.sep.d[lane] = diag;
+        sh.sep.du[lane] = super;
+        if (lane > 0) sh.sep.du2[lane - 1] = sub;
+        if (lane == 31) sh.sep.du2[31] = T(0);
+        S.pivoting = true;
+        if (!spike_columns<T, M>(sh, S, tol, s.nrhs, col)) return false;
+    }
+    // Every column accepted: X from the tiles, with coalesced stores (B in global memory is
+    // untouched until here, so partial pivoting can still start from it).
+    for (int c = 0; c < s.nrhs; ++c) {
+        const T *xf = sh.f + c * SpikeRows<T, M>::L;
+        T *out = s.xk + (long long)c * s.ldx;
+        staged<M, T>(n, [&](int i) { return xf[at(i)]; }, [&](int i, T v) { out[i] = v; });
+    }
+    return true;
 }
 
 // The warp's system of the batch, or none past its end.
 template <typename T>
 __device__ bool my_system(int n, int nrhs, long long count, const T *dl, const T *d, const T *du, long long sa,
-                          const T *b, long long ldb, long long sb, T *x, long long &k, BatchSystem<T> &s) {
+                          const T *b, long long ldb, long long sb, T *x, long long ldx, long long sx, long long &k,
+                          BatchSystem<T> &s) {
     k = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     if (k >= count) return false;
     const long long a0 = k * sa;
-    s = BatchSystem<T>{n, nrhs, dl + a0, d + a0, du + a0, b + k * sb, ldb, x + k * (long long)n * nrhs};
+    s = BatchSystem<T>{n, nrhs, dl + a0, d + a0, du + a0, b + k * sb, ldb, x + k * sx, ldx};
     return true;
 }
 
-// X goes to x, packed (system k at k*n*nrhs, leading dimension n), and INFO to info[k].
+// X goes to x (system k at k*sx, leading dimension ldx; x may be b with B's layout), and INFO
+// to info[k].
 template <typename T>
 __device__ void batch_solve(int n, int nrhs, long long count, const T *dl, const T *d, const T *du,
-                            long long sa, const T *b, long long ldb, long long sb, T *x, int *info,
-                            long long bytes) {
+                            long long sa, const T *b, long long ldb, long long sb, T *x, long long ldx,
+                            long long sx, int *info, long long bytes) {
     extern __shared__ __align__(16) unsigned char batch_shared[];
     long long k;
     BatchSystem<T> s;
-    if (!my_system<T>(n, nrhs, count, dl, d, du, sa, b, ldb, sb, x, k, s)) return;
+    if (!my_system<T>(n, nrhs, count, dl, d, du, sa, b, ldb, sb, x, ldx, sx, k, s)) return;
     int status = batch_pivoting<T>(s, batch_shared + (threadIdx.x / 32) * bytes);
     if ((threadIdx.x & 31) == 0) info[k] = status;
 }
@@ -433,12 +447,12 @@ __device__ void batch_solve(int n, int nrhs, long long count, const T *dl, const
 // went on to partial pivoting.
 template <typename T, int M>
 __device__ void batch_spike_solve(int n, int nrhs, long long count, const T *dl, const T *d, const T *du,
-                                  long long sa, const T *b, long long ldb, long long sb, T *x, int *info,
-                                  long long bytes, Levels<T> tol, int *pivoted) {
+                                  long long sa, const T *b, long long ldb, long long sb, T *x, long long ldx,
+                                  long long sx, int *info, long long bytes, Levels<T> tol, int *pivoted) {
     extern __shared__ __align__(16) unsigned char batch_shared[];
     long long k;
     BatchSystem<T> s;
-    if (!my_system<T>(n, nrhs, count, dl, d, du, sa, b, ldb, sb, x, k, s)) return;
+    if (!my_system<T>(n, nrhs, count, dl, d, du, sa, b, ldb, sb, x, ldx, sx, k, s)) return;
     unsigned char *base = batch_shared + (threadIdx.x / 32) * bytes;
     int status = 0;
     if (!warp_spike<T, M>(s, base, tol)) {
@@ -448,6 +462,48 @@ __device__ void batch_spike_solve(int n, int nrhs, long long count, const T *dl,
     if ((threadIdx.x & 31) == 0) info[k] = status;
 }
 
+// The stacked solve's check of each system on its own (`solve_stacked_in_place` in
+// src/gtsv/gpu/batch.rs): warp w = k nrhs + col sums up column col of system k, X at x (system
+// k at k*sx, leading dimension ldx), as `residual` in gtsv.cu does for a whole system: max |r|
+// (r = b - A x, accurately), max (|a x| + |d x| + |c x| + |b|) and max |b| into sums[3w ..],
+// and whether every value was finite into finite[w].
+template <typename T>
+__device__ void batch_judge(int n, int nrhs, long long count, const T *dl, const T *d, const T *du, long long sa,
+                            const T *b, long long ldb, long long sb, const T *x, long long ldx, long long sx,
+                            T *sums, int *finite) {
+    const unsigned all = 0xffffffffu;
+    const long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    if (w >= count * nrhs) return;
+    const int lane = threadIdx.x & 31;
+    const long long k = w / nrhs, col = w % nrhs;
+    const T *ak = dl + k * sa, *dk = d + k * sa, *ck = du + k * sa;
+    const T *bk = b + k * sb + col * ldb, *xk = x + k * sx + col * ldx;
+    T rm = T(0), sm = T(0), bm = T(0);
+    bool fin = true;
+    for (int i = lane; i < n; i += 32) {
+        const T ai = i > 0 ? ak[i - 1] : T(0), ci = i + 1 < n ? ck[i] : T(0), di = dk[i], fi = bk[i];
+        const T xm = i > 0 ? xk[i - 1] : T(0), xi = xk[i], xp = i + 1 < n ? xk[i + 1] : T(0);
+        const T r = T(residual_acc(double(fi), double(ai), double(xm), double(di), double(xi), double(ci), double(xp)));
+        const T sc = fabs(di * xi) + fabs(ai * xm) + fabs(ci * xp) + fabs(fi);
+        fin = fin && isfinite(xi) && isfinite(r) && isfinite(sc);
+        rm = fmax(rm, fabs(r));
+        sm = fmax(sm, sc);
+        bm = fmax(bm, fabs(fi));
+    }
+    for (int off = 16; off > 0; off >>= 1) {
+        rm = fmax(rm, __shfl_xor_sync(all, rm, off));
+        sm = fmax(sm, __shfl_xor_sync(all, sm, off));
+        bm = fmax(bm, __shfl_xor_sync(all, bm, off));
+    }
+    fin = __all_sync(all, fin);
+    if (lane == 0) {
+        sums[3 * w] = rm;
+        sums[3 * w + 1] = sm;
+        sums[3 * w + 2] = bm;
+        finite[w] = fin ? 1 : 0;
+    }
+}
+
 // BOUNDS: unbounded, the m = 8 kernel held 208 registers (9 warps per SM); bounded to 168 it
 // keeps 12 resident, with a few spills: 4096 diagonally dominant systems of 256 rows took
 // 41.5 us on an H200, against 44.6 us unbounded and 44.2 us bounded to 128 registers.
@@ -455,17 +511,26 @@ __device__ void batch_spike_solve(int n, int nrhs, long long count, const T *dl,
     extern "C" __global__ void BOUNDS gtsv_batch_spike_##sfx##_m##M(int n, int nrhs, long long count,        \
                                                                     const T *dl, const T *d, const T *du,   \
                                                                     long long sa, const T *b, long long ldb, \
-                                                                    long long sb, T *x, int *info,         \
+                                                                    long long sb, T *x, long long ldx,     \
+                                                                    long long sx, int *info,               \
                                                                     long long bytes, Levels<T> tol,        \
                                                                     int *pivoted) {                        \
-        batch_spike_solve<T, M>(n, nrhs, count, dl, d, du, sa, b, ldb, sb, x, info, bytes, tol, pivoted);  \
+        batch_spike_solve<T, M>(n, nrhs, count, dl, d, du, sa, b, ldb, sb, x, ldx, sx, info, bytes, tol,   \
+                                pivoted);                                                                  \
     }
 
 #define GTSV_BATCH_ENTRIES(T, sfx)                                                                          \
     extern "C" __global__ void gtsv_batch_##sfx(int n, int nrhs, long long count, const T *dl, const T *d,   \
                                                 const T *du, long long sa, const T *b, long long ldb,       \
-                                                long long sb, T *x, int *info, long long bytes) {           \
-        batch_solve<T>(n, nrhs, count, dl, d, du, sa, b, ldb, sb, x, info, bytes);                          \
+                                                long long sb, T *x, long long ldx, long long sx, int *info, \
+                                                long long bytes) {                                          \
+        batch_solve<T>(n, nrhs, count, dl, d, du, sa, b, ldb, sb, x, ldx, sx, info, bytes);                 \
+    }                                                                                                       \
+    extern "C" __global__ void gtsv_batch_judge_##sfx(int n, int nrhs, long long count, const T *dl,          \
+                                                      const T *d, const T *du, long long sa, const T *b,    \
+                                                      long long ldb, long long sb, const T *x, long long ldx, \
+                                                      long long sx, T *sums, int *finite) {                 \
+        batch_judge<T>(n, nrhs, count, dl, d, du, sa, b, ldb, sb, x, ldx, sx, sums, finite);                \
     }                                                                                                       \
     GTSV_BATCH_SPIKE(T, sfx, 8, __launch_bounds__(128, 3))                                                  \
     GTSV_BATCH_SPIKE(T, sfx, 16, )

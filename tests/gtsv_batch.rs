@@ -1,6 +1,7 @@
 //! `xgtsv_spike_strided_batch` (many systems of one size) against the system LAPACK's xGTSV
 //! system by system, with padding that must survive, scaled neighbours, the C entry and bad
-//! arguments. The backend comes from the environment as in `gtsv.rs`.
+//! arguments; the same for arrays in GPU memory (`xgtsv_spike_strided_batch_device`). The
+//! backend comes from the environment as in `gtsv.rs`.
 
 use hylapack::dispatch::Backend;
 use hylapack::gtsv::matrices::{self, Tridiag};
@@ -16,9 +17,19 @@ use gtsv_common::*;
 #[allow(dead_code)]
 mod child;
 
+/// Which entry a check calls: the host-pointer one (`gtsv_strided_batch`, the environment's
+/// backend), or on copies in GPU memory the device-pointer C entry or the Rust function it
+/// wraps (whose report says which solver ran).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Route {
+    Host,
+    DeviceC,
+    DeviceRust,
+}
+
 /// `count` systems of order `n` in strided storage (padding between systems = 555, which must
 /// survive), solved by the batch entry and, one by one, by LAPACK.
-fn check_batch<T: Lapack>(
+fn check_batch<T: Lapack + cudarc::driver::DeviceRepr>(
     n: usize,
     nrhs: usize,
     count: usize,
@@ -26,13 +37,15 @@ fn check_batch<T: Lapack>(
     singular: Option<usize>,
     rng: &mut Rng,
 ) {
-    check_batch_scaled::<T>(n, nrhs, count, dominant, singular, 1.0, rng)
+    check_batch_scaled::<T>(Route::Host, n, nrhs, count, dominant, singular, 1.0, rng)
 }
 
-/// [`check_batch`] with every odd-numbered system (matrix and right-hand sides) scaled by
-/// `odd_scale`: each system must meet its own backward-error bound, whatever its neighbours'
-/// magnitudes.
-fn check_batch_scaled<T: Lapack>(
+/// [`check_batch`] through `route`, with every odd-numbered system (matrix and right-hand
+/// sides) scaled by `odd_scale`: each system must meet its own backward-error bound, whatever
+/// its neighbours' magnitudes.
+#[allow(clippy::too_many_arguments)]
+fn check_batch_scaled<T: Lapack + cudarc::driver::DeviceRepr>(
+    route: Route,
     n: usize,
     nrhs: usize,
     count: usize,
@@ -105,34 +118,37 @@ fn check_batch_scaled<T: Lapack>(
         }
     }
     let mut info = vec![-99; count];
-    let report = gtsv::gtsv_strided_batch(
-        &Options::default(),
-        n,
-        nrhs,
-        &mut dl,
-        &mut d,
-        &mut du,
-        sa,
-        &mut b,
-        ldb,
-        sb,
-        count,
-        &mut info,
-        backend(),
-    );
     let what = format!(
-        "batch {}: n {n} nrhs {nrhs} count {count} dominant {dominant} singular {singular:?}",
+        "batch {} {route:?}: n {n} nrhs {nrhs} count {count} dominant {dominant} singular {singular:?}",
         T::PREFIX
     );
-    if backend() == Backend::Gpu && require_gpu() && dominant && singular.is_none() {
-        assert_eq!(report.backend, Backend::Gpu, "{what}: {:?}", report.note);
-        // Small systems take the warp-per-system kernel, larger ones the stacked SPIKE solve.
-        let want = if gtsv::gpu::batch::fits::<T>(n, nrhs) {
-            gtsv::Solver::WarpPerSystem
-        } else {
-            gtsv::Solver::Spike
-        };
-        assert_eq!(report.solver, want, "{what}: {:?}", report.note);
+    let plain = dominant && singular.is_none();
+    if route != Route::Host {
+        let layout = [n, nrhs, sa, ldb, sb, count];
+        let rust = route == Route::DeviceRust;
+        let (ret, report) = on_device::<T>(layout, [&dl, &d, &du], &mut b, &mut info, rust);
+        let want = info.iter().filter(|&&i| i > 0).count() as i32;
+        assert_eq!(ret, want, "{what}: the entry's return");
+        if let Some(r) = report {
+            check_route::<T>(&r, n, nrhs, plain, &what);
+        }
+    } else {
+        let report = gtsv::gtsv_strided_batch(
+            &Options::default(),
+            n,
+            nrhs,
+            &mut dl,
+            &mut d,
+            &mut du,
+            sa,
+            &mut b,
+            ldb,
+            sb,
+            count,
+            &mut info,
+            backend(),
+        );
+        check_route::<T>(&report, n, nrhs, plain, &what);
     }
     for k in 0..count {
         let want = lapack::<T>(&systems[k], &bs[k], ldb, nrhs);
@@ -170,6 +186,112 @@ fn check_batch_scaled<T: Lapack>(
     }
 }
 
+/// On the GPU (required), a batch of well-conditioned systems takes the warp kernel where its
+/// systems fit, else the stacked SPIKE solve.
+fn check_route<T>(report: &gtsv::BatchReport, n: usize, nrhs: usize, plain: bool, what: &str) {
+    if backend() == Backend::Gpu && require_gpu() && plain {
+        assert_eq!(report.backend, Backend::Gpu, "{what}: {:?}", report.note);
+        let want = if gtsv::gpu::batch::fits::<T>(n, nrhs) {
+            gtsv::Solver::WarpPerSystem
+        } else {
+            gtsv::Solver::Spike
+        };
+        assert_eq!(report.solver, want, "{what}: {:?}", report.note);
+    }
+}
+
+/// The device-pointer C entry (or with `rust` the function it wraps) on GPU copies of the
+/// strided arrays (`layout`: n, nrhs, stride_a, ldb, stride_b, count), the caller's stream
+/// passed in double precision and the legacy default stream in single; B copied back and INFO
+/// filled. The matrix arrays must come back unchanged. Returns the entry's value (the number
+/// of singular systems) and the function's report.
+fn on_device<T: Lapack + cudarc::driver::DeviceRepr>(
+    layout: [usize; 6],
+    matrix: [&[T]; 3],
+    b: &mut [T],
+    info: &mut [i32],
+    rust: bool,
+) -> (i32, Option<gtsv::BatchReport>) {
+    use cudarc::driver::DevicePtr;
+    use hylapack::api::gtsv::{dgtsv_spike_strided_batch_device, sgtsv_spike_strided_batch_device};
+    let [n, nrhs, sa, ldb, sb, count] = layout.map(|v| v as i32);
+    let gpu = hylapack::device::gpu().expect("a GPU");
+    let stream = gpu.ctx.default_stream();
+    // One element at least: a zero-length allocation has no address to pass.
+    let put = |v: &[T]| {
+        let v = if v.is_empty() { &[T::ZERO][..] } else { v };
+        stream.clone_htod(v).expect("upload")
+    };
+    let [dl_d, d_d, du_d] = matrix.map(put);
+    let b_d = put(b);
+    let p = |s: &cudarc::driver::CudaSlice<T>| s.device_ptr(&stream).0;
+    let (dl, d, du, bp) = (p(&dl_d), p(&d_d), p(&du_d), p(&b_d));
+    let mut report = None;
+    let ret = unsafe {
+        if rust {
+            let a = gtsv::gpu::batch::DevBatch {
+                n: layout[0],
+                nrhs: layout[1],
+                count: layout[5],
+                dl,
+                d,
+                du,
+                sa: layout[2],
+                b: bp,
+                ldb: layout[3],
+                sb: layout[4],
+            };
+            let after = Some(stream.cu_stream());
+            let r = gtsv::gtsv_strided_batch_device::<T>(&Options::default(), &a, info, after)
+                .expect("the GPU ran");
+            report = Some(r);
+            info.iter().filter(|&&i| i > 0).count() as i32
+        } else if T::PREFIX == 'd' {
+            dgtsv_spike_strided_batch_device(
+                n,
+                nrhs,
+                dl as *const f64,
+                d as *const f64,
+                du as *const f64,
+                sa,
+                bp as *mut f64,
+                ldb,
+                sb,
+                count,
+                info.as_mut_ptr(),
+                stream.cu_stream() as *mut std::ffi::c_void,
+            )
+        } else {
+            sgtsv_spike_strided_batch_device(
+                n,
+                nrhs,
+                dl as *const f32,
+                d as *const f32,
+                du as *const f32,
+                sa,
+                bp as *mut f32,
+                ldb,
+                sb,
+                count,
+                info.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        }
+    };
+    let same = |dev: &cudarc::driver::CudaSlice<T>, host: &[T]| {
+        let got = stream.clone_dtoh(dev).expect("download");
+        host.iter()
+            .zip(&got)
+            .all(|(p, q)| p.to_f64().to_bits() == q.to_f64().to_bits())
+    };
+    assert!(
+        same(&dl_d, matrix[0]) && same(&d_d, matrix[1]) && same(&du_d, matrix[2]),
+        "the device matrix was modified"
+    );
+    b.copy_from_slice(&stream.clone_dtoh(&b_d).expect("download"));
+    (ret, report)
+}
+
 #[test]
 fn strided_batch_against_lapack() {
     let mut rng = Rng::new(seed_from_time());
@@ -189,11 +311,121 @@ fn strided_batch_against_lapack() {
     check_batch::<f32>(200, 1, 3000, false, None, &mut rng);
     // Neighbours of very different magnitudes.
     for dominant in [true, false] {
-        check_batch_scaled::<f64>(500, 2, 16, dominant, None, 1e-10, &mut rng);
+        check_batch_scaled::<f64>(Route::Host, 500, 2, 16, dominant, None, 1e-10, &mut rng);
     }
     // One singular system among many: its INFO and B as LAPACK's, the others solved.
     check_batch::<f64>(50, 2, 40, true, Some(17), &mut rng);
     check_batch::<f32>(3, 1, 10, true, Some(0), &mut rng);
+}
+
+/// The device-pointer entry: the warp kernel's sizes (SPIKE, refused SPIKE, partial pivoting
+/// alone) with X written into B in place, singular systems and sizes the kernel does not take
+/// sent to LAPACK on host copies, padding kept, the matrix untouched.
+#[test]
+fn strided_batch_device_entry_against_lapack() {
+    if !have_gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng::new(seed_from_time());
+    // Well-conditioned systems through the Rust function, whose report must name the GPU's
+    // solver; the others through the C entry.
+    let check = |n, nrhs, count, dominant, singular: Option<usize>, scale, rng: &mut Rng| {
+        let route = if dominant && singular.is_none() {
+            Route::DeviceRust
+        } else {
+            Route::DeviceC
+        };
+        check_batch_scaled::<f64>(route, n, nrhs, count, dominant, singular, scale, rng)
+    };
+    for &n in &[1, 2, 17, 256, 500, 1000, 2000] {
+        for &(nrhs, count) in &[(1, 1), (3, 33), (16, 7)] {
+            for dominant in [true, false] {
+                check(n, nrhs, count, dominant, None, 1.0, &mut rng);
+            }
+        }
+        check_batch_scaled::<f32>(Route::DeviceC, n, 2, 9, true, None, 1.0, &mut rng);
+    }
+    check(256, 1, 3000, false, None, 1.0, &mut rng);
+    check(500, 2, 16, false, None, 1e-10, &mut rng);
+    check(50, 2, 40, true, Some(17), 1.0, &mut rng);
+    check(1000, 1, 20, false, Some(3), 1.0, &mut rng);
+    // The stacked solve on the device: neighbours of very different magnitudes, and a singular
+    // system.
+    for dominant in [true, false] {
+        check(2000, 2, 16, dominant, None, 1e-10, &mut rng);
+    }
+    check(3000, 1, 9, true, Some(5), 1.0, &mut rng);
+    check_batch_scaled::<f32>(Route::DeviceC, 3, 1, 10, true, Some(0), 1.0, &mut rng);
+}
+
+/// The device-pointer entry's argument checks in LAPACK's order (alignment before the GPU is
+/// touched), quick returns, and host memory refused (or, without a GPU, the documented error).
+#[test]
+fn strided_batch_device_entry_bad_arguments_and_no_gpu() {
+    use hylapack::api::gtsv::{dgtsv_spike_strided_batch_device, sgtsv_spike_strided_batch_device};
+    use hylapack::api::HYLAPACK_INFO_NO_GPU;
+    use std::ptr::{null, null_mut};
+    let (dl, d, du, mut b) = (vec![1.0; 8], vec![4.0; 10], vec![1.0; 8], vec![1.0; 10]);
+    let mut info = vec![-99; 2];
+    unsafe {
+        let (pdl, pd, pdu, pb, pi) = (
+            dl.as_ptr(),
+            d.as_ptr(),
+            du.as_ptr(),
+            b.as_mut_ptr(),
+            info.as_mut_ptr(),
+        );
+        let none = null_mut();
+        let call = |n, nrhs, dl, d, du, sa, b, ldb, sb, count, info| {
+            dgtsv_spike_strided_batch_device(n, nrhs, dl, d, du, sa, b, ldb, sb, count, info, none)
+        };
+        let odd = (pd as *const u8).add(1) as *const f64;
+        assert_eq!(call(-1, 1, pdl, pd, pdu, 5, pb, 5, 5, 2, pi), -1);
+        assert_eq!(call(5, -1, pdl, pd, pdu, 5, pb, 5, 5, 2, pi), -2);
+        assert_eq!(call(5, 1, null(), pd, pdu, 5, pb, 5, 5, 2, pi), -3);
+        assert_eq!(call(5, 1, pdl, odd, pdu, 5, pb, 5, 5, 2, pi), -4);
+        assert_eq!(call(5, 1, pdl, pd, null(), 5, pb, 5, 5, 2, pi), -5);
+        assert_eq!(call(5, 1, pdl, pd, pdu, 4, pb, 5, 5, 2, pi), -6);
+        assert_eq!(call(5, 1, pdl, pd, pdu, 5, null_mut(), 5, 5, 2, pi), -7);
+        assert_eq!(call(5, 1, pdl, pd, pdu, 5, pb, 4, 5, 2, pi), -8);
+        assert_eq!(call(5, 2, pdl, pd, pdu, 5, pb, 5, 9, 2, pi), -9);
+        assert_eq!(call(5, 1, pdl, pd, pdu, 5, pb, 5, 5, -1, pi), -10);
+        assert_eq!(call(5, 1, pdl, pd, pdu, 5, pb, 5, 5, 2, null_mut()), -11);
+        // Nothing referenced: quick returns, GPU or not.
+        assert_eq!(
+            call(0, 1, null(), null(), null(), 0, null_mut(), 1, 1, 2, pi),
+            0
+        );
+        assert_eq!(info, [0, 0], "N = 0: every INFO 0");
+        let s = sgtsv_spike_strided_batch_device;
+        assert_eq!(
+            s(
+                5,
+                1,
+                null(),
+                null(),
+                null(),
+                5,
+                null_mut(),
+                5,
+                5,
+                0,
+                null_mut(),
+                none
+            ),
+            0
+        );
+        // Host memory where device memory is needed: without a GPU, the documented error;
+        // with one, an illegal value of the first such argument.
+        let want = if hylapack::device::gpu().is_ok() {
+            -3
+        } else {
+            HYLAPACK_INFO_NO_GPU
+        };
+        assert_eq!(call(5, 1, pdl, pd, pdu, 5, pb, 5, 5, 2, pi), want);
+    }
+    // Every refused call left the arrays alone.
+    assert!(b.iter().all(|&v| v == 1.0) && d.iter().all(|&v| v == 4.0));
 }
 
 /// Systems tridiag(1, 0, 1) of even order are nonsingular, but every partition of an odd number

@@ -54,7 +54,8 @@ fn entry_points(module: &str) -> Vec<String> {
     }
     if let Some(prefix) = module.strip_prefix("gtsv_batch_") {
         let spike = [8, 16].map(|m| format!("gtsv_batch_spike_{prefix}_m{m}"));
-        return [vec![module.to_string()], spike.to_vec()].concat();
+        let judge = format!("gtsv_batch_judge_{prefix}");
+        return [vec![module.to_string(), judge], spike.to_vec()].concat();
     }
     if let Some(prefix) = module.strip_prefix("stein_") {
         let kernels = [

@@ -362,6 +362,30 @@ pub unsafe extern "C" fn sgtsv_spike_device(
     })
 }
 
+/// The batch entries' argument checks in LAPACK's order: `sizes` = N, NRHS, STRIDE_A, LDB,
+/// STRIDE_B, COUNT; `bad[i]`: DL, D, DU, B is NULL (or unusable) where it would be referenced.
+/// Returns 0 or −(the first illegal argument's position).
+fn batch_args_info(sizes: [c_int; 6], bad: [bool; 4], info_null: bool) -> c_int {
+    let [n, nrhs, stride_a, ldb, stride_b, count] = sizes;
+    let checks = [
+        n < 0,
+        nrhs < 0,
+        bad[0],
+        bad[1],
+        bad[2],
+        stride_a < n,
+        bad[3],
+        ldb < n.max(1),
+        (stride_b as i64) < ldb as i64 * nrhs as i64,
+        count < 0,
+        count > 0 && info_null,
+    ];
+    checks
+        .iter()
+        .position(|&c| c)
+        .map_or(0, |i| -(i as c_int + 1))
+}
+
 /// Checks and runs a batched call (see `dgtsv_spike_strided_batch`).
 #[allow(clippy::too_many_arguments)]
 unsafe fn run_batch<T: Lapack>(
@@ -396,31 +420,14 @@ unsafe fn run_batch<T: Lapack>(
     } else {
         ldb.max(0) as usize * (k - 1) + len
     };
-    let info = if n < 0 {
-        -1
-    } else if nrhs < 0 {
-        -2
-    } else if last(stride_a, m1) > 0 && dl.is_null() {
-        -3
-    } else if last(stride_a, len) > 0 && d.is_null() {
-        -4
-    } else if last(stride_a, m1) > 0 && du.is_null() {
-        -5
-    } else if stride_a < n {
-        -6
-    } else if last(stride_b, blen) > 0 && b.is_null() {
-        -7
-    } else if ldb < n.max(1) {
-        -8
-    } else if (stride_b as i64) < ldb as i64 * nrhs as i64 {
-        -9
-    } else if count < 0 {
-        -10
-    } else if count > 0 && info_out.is_null() {
-        -11
-    } else {
-        0
-    };
+    let missing = [
+        last(stride_a, m1) > 0 && dl.is_null(),
+        last(stride_a, len) > 0 && d.is_null(),
+        last(stride_a, m1) > 0 && du.is_null(),
+        last(stride_b, blen) > 0 && b.is_null(),
+    ];
+    let sizes = [n, nrhs, stride_a, ldb, stride_b, count];
+    let info = batch_args_info(sizes, missing, info_out.is_null());
     if info != 0 {
         report_illegal_argument(routine, info);
         return info;
@@ -552,4 +559,229 @@ pub unsafe extern "C" fn sgtsv_spike_strided_batch(
             info,
         )
     })
+}
+
+/// Checks and runs a device-pointer batched call (see `dgtsv_spike_strided_batch_device`).
+#[allow(clippy::too_many_arguments)]
+unsafe fn run_batch_device<T: Lapack>(
+    routine: &str,
+    n: c_int,
+    nrhs: c_int,
+    dl: *const T,
+    d: *const T,
+    du: *const T,
+    stride_a: c_int,
+    b: *mut T,
+    ldb: c_int,
+    stride_b: c_int,
+    count: c_int,
+    info_out: *mut c_int,
+    stream: *mut c_void,
+) -> c_int {
+    let (len, k, cnt) = (
+        n.max(0) as usize,
+        nrhs.max(0) as usize,
+        count.max(0) as usize,
+    );
+    let ptrs = [dl as u64, d as u64, du as u64, b as u64];
+    let used = [
+        cnt > 0 && len > 1,
+        cnt > 0 && len > 0,
+        cnt > 0 && len > 1,
+        cnt > 0 && len > 0 && k > 0,
+    ];
+    // A misaligned element address faults inside a kernel and poisons the context for every
+    // later call of the process: refuse it before the GPU is touched.
+    let align = std::mem::align_of::<T>() as u64;
+    let bad = |i: usize| used[i] && (ptrs[i] == 0 || !ptrs[i].is_multiple_of(align));
+    let sizes = [n, nrhs, stride_a, ldb, stride_b, count];
+    let mut info = batch_args_info(sizes, [0, 1, 2, 3].map(bad), info_out.is_null());
+    if info == 0 {
+        let infos = output(info_out, cnt).unwrap_or_default();
+        infos.fill(0);
+        if len == 0 || cnt == 0 {
+            return 0;
+        }
+        let started = Instant::now();
+        let no_gpu = |why: String| {
+            let note = format!("{why}; INFO = {HYLAPACK_INFO_NO_GPU}");
+            dispatch::finish_call(
+                routine,
+                len * cnt,
+                Backend::Cpu,
+                started.elapsed(),
+                Some(&note),
+            );
+            HYLAPACK_INFO_NO_GPU
+        };
+        let gpu = match device::gpu() {
+            Ok(g) => g,
+            Err(e) => return no_gpu(format!("no GPU: {e}")),
+        };
+        // A host pointer here would fault inside a kernel and poison the context for the
+        // whole process: refuse it as an illegal value instead.
+        let argument = [3, 4, 5, 7];
+        if let Some(i) = (0..4).find(|&i| used[i] && !device::is_device_accessible(gpu, ptrs[i])) {
+            info = -argument[i];
+        } else {
+            let a = gtsv::gpu::batch::DevBatch {
+                n: len,
+                nrhs: k,
+                count: cnt,
+                dl: ptrs[0],
+                d: ptrs[1],
+                du: ptrs[2],
+                sa: stride_a as usize,
+                b: ptrs[3],
+                ldb: ldb as usize,
+                sb: stride_b as usize,
+            };
+            // NULL is CUDA's legacy default stream, which the caller's uploads and kernels
+            // may still be running on: our streams do not order after it by themselves.
+            let after = Some(stream as cudarc::driver::sys::CUstream);
+            return match gtsv::gtsv_strided_batch_device::<T>(&Options::default(), &a, infos, after)
+            {
+                Ok(r) => {
+                    dispatch::finish_call(
+                        routine,
+                        len * cnt,
+                        r.backend,
+                        started.elapsed(),
+                        r.note.as_deref(),
+                    );
+                    infos.iter().filter(|&&i| i > 0).count() as c_int
+                }
+                Err(device::DeviceError::HostMemory { bytes }) => {
+                    internal_error(routine, &format!("no host memory ({bytes} bytes)"));
+                    HYLAPACK_INFO_INTERNAL_ERROR
+                }
+                Err(e) => no_gpu(format!("GPU failure: {e}")),
+            };
+        }
+    }
+    report_illegal_argument(routine, info);
+    info
+}
+
+/// Solves `count` independent tridiagonal systems of order `n` whose arrays are **already in
+/// GPU memory**, each `A_k X_k = B_k` with DGTSV's contract, in double precision (as cuSPARSE's
+/// gtsv2StridedBatch, but in LAPACK's layout, with pivoting and several right-hand sides). The
+/// GPU must be present: this routine has no CPU path.
+///
+/// - System k: `dl + k·stride_a` (n − 1 entries), `d + k·stride_a` (n), `du + k·stride_a`
+///   (n − 1), and `b + k·stride_b` (ldb × nrhs, column-major): device pointers (in the primary
+///   context of device 0, which the CUDA runtime uses). DL, D, DU are **not modified**.
+///   `stride_a` ≥ n, `stride_b` ≥ ldb·nrhs, `ldb` ≥ max(1, n).
+/// - On exit `B_k` holds `X_k` when `info[k]` = 0; `info[k]` = i > 0 if U(i,i) of DGTSV's
+///   factorization of system k is exactly zero (B_k then as DGTSV leaves it).
+/// - `info`: `count` entries in **host** memory (may be NULL when count = 0).
+/// - `stream`: a `CUstream` / `cudaStream_t` of the caller's, or NULL for CUDA's legacy default
+///   stream. Work queued on it before the call is waited for. The call is synchronous: it
+///   returns when every `B_k` holds its answer.
+///
+/// Systems that fit a CTA's shared memory (one right-hand side: up to 1198 rows in double
+/// precision, 2340 in single) are solved one warp each, by SPIKE with a residual check and
+/// refinement where they are small enough (512 rows), otherwise (or where SPIKE's answer is
+/// refused) by DGTSV's partial pivoting. Larger systems are stacked on the GPU into one SPIKE
+/// solve (work memory about 4 + NRHS times the batch's packed size), each system then judged
+/// by its own residual. X is written into B in place. A system with an exactly zero pivot or
+/// whose answer fails its check (every system where the stack does not fit the GPU's memory,
+/// or with NRHS = 0) is copied to the host and solved there by the system LAPACK's DGTSV (over
+/// the host's threads), its B copied back.
+///
+/// Returns 0 when every system was solved; k > 0, the number of singular systems (those with
+/// info > 0); −i if the i-th argument had an illegal value (N = 1, NRHS = 2, DL, D, DU = 3, 4,
+/// 5 when NULL but referenced, not aligned to the element size or not memory the GPU can
+/// address (checked before the GPU is touched where they can be), STRIDE_A = 6, B = 7 (as DL),
+/// LDB = 8, STRIDE_B = 9, COUNT = 10, INFO = 11), reported through `xerbla_`;
+/// `HYLAPACK_INFO_NO_GPU` (−1001) when no usable GPU is present or the GPU failed (the systems
+/// already solved then hold X, the others B unchanged); −1000 for an internal error. N = 0 or
+/// COUNT = 0 return 0 without touching the GPU.
+///
+/// # Safety
+/// DL, D, DU and B are NULL or device memory of the process's primary context valid for the
+/// entries the layout above names; `info` is NULL or valid for COUNT ints; `stream` is NULL or
+/// a live stream of that context, and the caller does not touch the arrays until that stream
+/// has passed this call's work.
+#[no_mangle]
+pub unsafe extern "C" fn dgtsv_spike_strided_batch_device(
+    n: c_int,
+    nrhs: c_int,
+    dl: *const f64,
+    d: *const f64,
+    du: *const f64,
+    stride_a: c_int,
+    b: *mut f64,
+    ldb: c_int,
+    stride_b: c_int,
+    count: c_int,
+    info: *mut c_int,
+    stream: *mut c_void,
+) -> c_int {
+    ffi_boundary!(
+        "DGTSV_SPIKE_STRIDED_BATCH_DEVICE",
+        HYLAPACK_INFO_INTERNAL_ERROR,
+        {
+            run_batch_device(
+                "DGTSV_SPIKE_STRIDED_BATCH_DEVICE",
+                n,
+                nrhs,
+                dl,
+                d,
+                du,
+                stride_a,
+                b,
+                ldb,
+                stride_b,
+                count,
+                info,
+                stream,
+            )
+        }
+    )
+}
+
+/// Single-precision `dgtsv_spike_strided_batch_device` (SGTSV's contract per system).
+///
+/// # Safety
+/// DL, D, DU and B are NULL or device memory of the process's primary context valid for the
+/// entries the layout of `dgtsv_spike_strided_batch_device` names; `info` is NULL or valid for
+/// COUNT ints; `stream` is NULL or a live stream of that context, and the caller does not touch
+/// the arrays until that stream has passed this call's work.
+#[no_mangle]
+pub unsafe extern "C" fn sgtsv_spike_strided_batch_device(
+    n: c_int,
+    nrhs: c_int,
+    dl: *const f32,
+    d: *const f32,
+    du: *const f32,
+    stride_a: c_int,
+    b: *mut f32,
+    ldb: c_int,
+    stride_b: c_int,
+    count: c_int,
+    info: *mut c_int,
+    stream: *mut c_void,
+) -> c_int {
+    ffi_boundary!(
+        "SGTSV_SPIKE_STRIDED_BATCH_DEVICE",
+        HYLAPACK_INFO_INTERNAL_ERROR,
+        {
+            run_batch_device(
+                "SGTSV_SPIKE_STRIDED_BATCH_DEVICE",
+                n,
+                nrhs,
+                dl,
+                d,
+                du,
+                stride_a,
+                b,
+                ldb,
+                stride_b,
+                count,
+                info,
+                stream,
+            )
+        }
+    )
 }

@@ -3,6 +3,7 @@
 //! system then judged on its own); or LAPACK xGTSV per system over host threads.
 
 use super::{gpu, judge, lu, residual_rows, try_vec, Options, Solver};
+use crate::device::DeviceError;
 use crate::dispatch::Backend;
 use crate::host::workers::{or_resume, run_parts};
 use crate::lapack::Lapack;
@@ -357,4 +358,181 @@ fn solve_stacked<T: Lapack>(
         Ok(Err(reject)) => Err(format!("{reject}; LAPACK xGTSV ran on every system")),
         Err(e) => Err(format!("GPU path unavailable ({e}); CPU path ran")),
     }
+}
+
+/// Solves `count` independent systems whose arrays are already in GPU memory (`a`, the
+/// layout of [`gtsv_strided_batch`]), each with LAPACK xGTSV's contract; DL, D and DU are only
+/// read. Systems the warp kernel takes ([`gpu::batch::fits`]) are solved there; larger ones are
+/// stacked on the device into one SPIKE solve and judged system by system; X is written into
+/// B. A system with an exactly zero pivot in the kernel or whose stacked answer fails its
+/// check (every system where the stack as a whole is rejected, where it does not fit the GPU,
+/// or with `nrhs = 0`) is copied to the host, solved by LAPACK xGTSV (over host threads) and
+/// its B copied back, so it ends as LAPACK leaves it. Work queued on `after` before the call
+/// is waited for; the call returns when every answer is in B.
+///
+/// `Err`: no usable GPU, a GPU failure, or no host memory for the copies; systems whose X
+/// was written before it are solved, the others' B unchanged.
+///
+/// # Safety
+/// `a`'s arrays are device memory of the process's primary context holding what its layout
+/// says, not touched by anything else during the call; `after` is live for the call.
+pub unsafe fn gtsv_strided_batch_device<T: Lapack>(
+    opts: &Options,
+    a: &gpu::batch::DevBatch,
+    info: &mut [i32],
+    after: Option<cudarc::driver::sys::CUstream>,
+) -> Result<BatchReport, DeviceError> {
+    let count = a.count;
+    assert!(a.sa >= a.n && a.ldb >= a.n.max(1) && a.sb >= a.ldb * a.nrhs && info.len() >= count);
+    info[..count].fill(0);
+    let mut report = BatchReport {
+        backend: Backend::Gpu,
+        solver: Solver::WarpPerSystem,
+        note: None,
+        pivoted: 0,
+    };
+    if a.n == 0 || count == 0 {
+        return Ok(report);
+    }
+    if a.nrhs > 0 && gpu::batch::fits::<T>(a.n, a.nrhs) {
+        // SAFETY: this function's contract.
+        let solved = unsafe { gpu::batch::solve_in_place::<T>(&opts.gpu, a, after)? };
+        report.pivoted = solved.pivoted;
+        let singular: Vec<usize> = (0..count).filter(|&k| solved.info[k] != 0).collect();
+        if !singular.is_empty() {
+            report.note = Some(format!(
+                "{} of {count} systems have an exactly zero pivot; LAPACK xGTSV ran on host copies",
+                singular.len()
+            ));
+            let runs: Vec<_> = singular.iter().map(|&k| (k, k + 1)).collect();
+            lapack_on_host::<T>(opts, a, &runs, info)?;
+        }
+        return Ok(report);
+    }
+    if a.nrhs > 0 {
+        // SAFETY: this function's contract.
+        match unsafe { gpu::batch::solve_stacked_in_place::<T>(&opts.gpu, a, after) } {
+            Ok(Ok(accepted)) => {
+                report.solver = Solver::Spike;
+                let runs: Vec<_> = (0..count)
+                    .filter(|&k| !accepted[k])
+                    .map(|k| (k, k + 1))
+                    .collect();
+                if !runs.is_empty() {
+                    report.note = Some(format!(
+                        "{} of {count} systems failed their own check; LAPACK xGTSV ran on host copies",
+                        runs.len()
+                    ));
+                    lapack_on_host::<T>(opts, a, &runs, info)?;
+                }
+                return Ok(report);
+            }
+            Ok(Err(reject)) => {
+                report.note = Some(format!(
+                    "the stacked solve: {reject}; LAPACK xGTSV ran on host copies"
+                ))
+            }
+            // Too large for the GPU's memory or the stack's index types: the host's threads
+            // still solve it.
+            Err(e @ (DeviceError::OutOfBudget { .. } | DeviceError::Unsupported(_))) => {
+                report.note = Some(format!(
+                    "the stacked solve: {e}; LAPACK xGTSV ran on host copies"
+                ))
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    report.backend = Backend::Cpu;
+    report.solver = Solver::Lapack;
+    if a.nrhs == 0 {
+        report.note = Some("NRHS = 0: LAPACK xGTSV factored host copies".to_string());
+    }
+    if let Some(s) = after {
+        // SAFETY: the caller's stream, live for the call (this function's contract).
+        unsafe { gpu::wait_for_caller(s)? };
+    }
+    lapack_on_host::<T>(opts, a, &[(0, count)], info)?;
+    Ok(report)
+}
+
+/// Systems `k0 .. k1` of each run copied to the host, solved there by LAPACK xGTSV per
+/// system over host threads ([`gtsv_strided_batch`] on the CPU), and their B copied back;
+/// their INFOs go to `info[k]`.
+///
+/// # Safety
+/// As for [`gtsv_strided_batch_device`], whose work on the GPU is complete.
+unsafe fn lapack_on_host<T: Lapack>(
+    opts: &Options,
+    a: &gpu::batch::DevBatch,
+    runs: &[(usize, usize)],
+    info: &mut [i32],
+) -> Result<(), DeviceError> {
+    use crate::device::memory::{copy_2d, Side};
+    let (n, nrhs) = (a.n, a.nrhs);
+    let most = runs.iter().map(|&(k0, k1)| k1 - k0).max().unwrap_or(0);
+    let elems = most * n * (3 + nrhs);
+    let Some(mut host) = try_vec(elems, T::ZERO) else {
+        return Err(DeviceError::HostMemory {
+            bytes: elems * std::mem::size_of::<T>(),
+        });
+    };
+    let gpu = crate::device::gpu()?;
+    gpu.ctx.bind_to_thread()?;
+    let stream = gpu.stream()?;
+    let at = |p: u64, k: usize, stride: usize| p + (k * stride * std::mem::size_of::<T>()) as u64;
+    for &(k0, k1) in runs {
+        let g = k1 - k0;
+        // Packed on the host: system j's DL, D, DU at j·n, its B at j·n·nrhs (leading dimension n).
+        let (dl, rest) = host.split_at_mut(g * n);
+        let (d, rest) = rest.split_at_mut(g * n);
+        let (du, rest) = rest.split_at_mut(g * n);
+        let b = &mut rest[..g * n * nrhs];
+        let host_side = |s: &mut [T], ld: usize| Side::Host(s.as_mut_ptr().cast(), ld);
+        // SAFETY: each device side holds g systems of its layout (this function's contract),
+        // each host side g columns of `ld`; the stream is synchronized before they are read.
+        unsafe {
+            if n > 1 {
+                let dev = |p| Side::Device(at(p, k0, a.sa), a.sa);
+                copy_2d::<T>(dev(a.dl), host_side(dl, n), n - 1, g, &stream)?;
+                copy_2d::<T>(dev(a.du), host_side(du, n), n - 1, g, &stream)?;
+            }
+            copy_2d::<T>(
+                Side::Device(at(a.d, k0, a.sa), a.sa),
+                host_side(d, n),
+                n,
+                g,
+                &stream,
+            )?;
+            for c in 0..nrhs {
+                let from = Side::Device(at(a.b, k0, a.sb) + at(0, c, a.ldb), a.sb);
+                copy_2d::<T>(from, host_side(&mut b[c * n..], n * nrhs), n, g, &stream)?;
+            }
+        }
+        stream.synchronize()?;
+        let infos = &mut info[k0..k1];
+        gtsv_strided_batch(
+            opts,
+            n,
+            nrhs,
+            dl,
+            d,
+            du,
+            n,
+            b,
+            n,
+            n * nrhs,
+            g,
+            infos,
+            Backend::Cpu,
+        );
+        // SAFETY: as the downloads, the other way; synchronized before `host` is reused.
+        unsafe {
+            for c in 0..nrhs {
+                let to = Side::Device(at(a.b, k0, a.sb) + at(0, c, a.ldb), a.sb);
+                copy_2d::<T>(host_side(&mut b[c * n..], n * nrhs), to, n, g, &stream)?;
+            }
+        }
+        stream.synchronize()?;
+    }
+    Ok(())
 }

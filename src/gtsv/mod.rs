@@ -51,7 +51,9 @@ pub mod pivoting;
 mod batch;
 mod residual;
 
-pub use batch::{batch_gpu_below_threads, gtsv_strided_batch, BatchReport};
+pub use batch::{
+    batch_gpu_below_threads, gtsv_strided_batch, gtsv_strided_batch_device, BatchReport,
+};
 pub use residual::{
     accept_levels, judge, refine_steps, residual_cols, residual_rows, residual_rows_into,
     wants_refinement, Bands, Columns, Residual, REFINE_B_EPS, REFINE_TOL_EPS,

@@ -7,7 +7,7 @@
 //! into one SPIKE solve instead (`crate::gtsv::gtsv_strided_batch`).
 
 use super::transfer::{staged_download, staged_upload, STAGED_PIECE_BYTES};
-use super::{sz, Call, GpuOptions};
+use super::{sz, Call, GpuOptions, Work};
 use crate::device::{kernels, DeviceError, Gpu};
 use crate::host::workers::{or_resume, run_parts};
 use crate::real::Real;
@@ -111,19 +111,47 @@ pub struct HostBatch<'a, T> {
     pub sb: usize,
 }
 
-/// Queues the kernel on `stream` (partial pivoting alone unless `spike`): X into `x` (packed,
-/// system `k` at `k·n·nrhs`, leading dimension `n`) for every system whose INFO, written to
-/// `info[k]`, is 0; `info[count]`, which the caller zeroes, counts the systems that SPIKE left
-/// to partial pivoting.
+/// Where a launch writes X: system `k` at `ptr + k·stride` elements, leading dimension `ld`.
+#[derive(Clone, Copy, Debug)]
+pub struct XOut {
+    pub ptr: CUdeviceptr,
+    pub ld: usize,
+    pub stride: usize,
+}
+
+impl XOut {
+    /// Packed: system `k` at `k·n·nrhs`, leading dimension `n`.
+    pub fn packed(ptr: CUdeviceptr, n: usize, nrhs: usize) -> Self {
+        XOut {
+            ptr,
+            ld: n,
+            stride: n * nrhs,
+        }
+    }
+
+    /// Into the batch's own B (a warp reads all of its system's B before it writes X).
+    pub fn in_place(a: &DevBatch) -> Self {
+        XOut {
+            ptr: a.b,
+            ld: a.ldb,
+            stride: a.sb,
+        }
+    }
+}
+
+/// Queues the kernel on `stream` (partial pivoting alone unless `spike`): X into `x` for every
+/// system whose INFO, written to `info[k]`, is 0 (the others' X is not written); `info[count]`,
+/// which the caller zeroes, counts the systems that SPIKE left to partial pivoting.
 ///
 /// # Safety
-/// The batch's arrays hold what its layout says; `x` holds `count · n · nrhs` elements of T
-/// and `info` `count + 1` i32s; all stay allocated until the stream has run the kernel.
+/// The batch's arrays hold what its layout says; `x` holds every system's X (or is B itself,
+/// [`XOut::in_place`]) and `info` `count + 1` i32s; all stay allocated until the stream has
+/// run the kernel.
 pub unsafe fn launch<T: Real>(
     gpu: &Gpu,
     stream: &CudaStream,
     a: &DevBatch,
-    x: CUdeviceptr,
+    x: XOut,
     info: CUdeviceptr,
     spike: bool,
 ) -> Result<(), DeviceError> {
@@ -152,6 +180,7 @@ pub unsafe fn launch<T: Real>(
     let (n, nrhs) = (a.n as i32, a.nrhs as i32);
     let (count, sa, ldb, sb) = (a.count as i64, a.sa as i64, a.ldb as i64, a.sb as i64);
     let per = bytes as i64;
+    let (ldx, sx) = (x.ld as i64, x.stride as i64);
     let levels = Levels::<T>::new();
     let pivoted = info + 4 * a.count as CUdeviceptr;
     let mut l = stream.launch_builder(&f);
@@ -165,7 +194,9 @@ pub unsafe fn launch<T: Real>(
         .arg(&a.b)
         .arg(&ldb)
         .arg(&sb)
-        .arg(&x)
+        .arg(&x.ptr)
+        .arg(&ldx)
+        .arg(&sx)
         .arg(&info)
         .arg(&per);
     if let Method::Spike(_) = method {
@@ -296,7 +327,16 @@ pub fn solve<T: Real>(
     let (x, info_ptr) = (x_d.device_ptr(&stream).0, info_d.device_ptr(&stream).0);
     // SAFETY: the buffers above hold the batch's layout, X and the INFOs, and live until the
     // stream is synchronized below.
-    unsafe { launch::<T>(gpu, &stream, &batch, x, info_ptr, true)? };
+    unsafe {
+        launch::<T>(
+            gpu,
+            &stream,
+            &batch,
+            XOut::packed(x, n, nrhs),
+            info_ptr,
+            true,
+        )?
+    };
     let no_memory = |what: &str| DeviceError::Unsupported(format!("no host memory for {what}"));
     let mut info = crate::host::try_vec(count + 1, 0i32).ok_or_else(|| no_memory("the INFOs"))?;
     // SAFETY: info_d holds count + 1 i32s; the copy is waited for before `info` is read.
@@ -350,15 +390,15 @@ fn scatter<T: Real>(
     or_resume(run_parts(parts, &copy));
 }
 
-/// Solves a batch already in device memory (the benchmark's device-resident row): X into `x`
-/// (packed), INFO into `info` (`count + 1` i32s, zeroed: see [`launch`], which `spike` is
-/// passed to); returns once both are there.
+/// Solves a batch already in device memory (the benchmark's rows): X into `x`, INFO into
+/// `info` (`count + 1` i32s, zeroed: see [`launch`], which `spike` is passed to); returns once
+/// both are there.
 ///
 /// # Safety
 /// As for [`launch`]; the arrays are in the device's primary context.
 pub unsafe fn solve_device<T: Real>(
     a: &DevBatch,
-    x: CUdeviceptr,
+    x: XOut,
     info: CUdeviceptr,
     spike: bool,
 ) -> Result<(), DeviceError> {
@@ -370,4 +410,227 @@ pub unsafe fn solve_device<T: Real>(
     unsafe { launch::<T>(gpu, &stream, a, x, info, spike)? };
     stream.synchronize()?;
     Ok(())
+}
+
+/// Solves a batch ([`fits`]) already in device memory in place: X into B for every system
+/// whose INFO is 0, the others' B untouched. Work queued on `after` (a stream of the caller's,
+/// in the process's primary context; null for the legacy default stream) before the call is
+/// waited for; returns once X is in B.
+///
+/// # Safety
+/// The batch's arrays are device memory of the primary context holding what its layout says,
+/// and nothing else touches them during the call; `after` is live for the call.
+pub unsafe fn solve_in_place<T: Real>(
+    o: &GpuOptions,
+    a: &DevBatch,
+    after: Option<cudarc::driver::sys::CUstream>,
+) -> Result<Solved, DeviceError> {
+    assert!(a.n >= 1 && a.nrhs >= 1 && a.count >= 1);
+    let t0 = std::time::Instant::now();
+    let call = Call::begin(o, a.n, a.nrhs, ((a.count + 1) * 4) as u64)?;
+    let (gpu, stream) = (call.gpu, call.stream.clone());
+    if let Some(s) = after {
+        // SAFETY: the caller's stream, live for the call (this function's contract).
+        unsafe { crate::device::wait_for_stream(&stream, s)? };
+    }
+    let t1 = std::time::Instant::now();
+    // The INFOs in the work buffer kept between calls: a fresh allocation cost 30-50 us
+    // (cuMemAllocAsync maps memory afresh after each synchronization), as much as the solve.
+    let info_bytes = (a.count + 1) * 4;
+    let work = Work::take(gpu, &stream, info_bytes)?;
+    let info_ptr = work.base();
+    // SAFETY: the work buffer holds info_bytes.
+    unsafe { cu::memset_d8_async(info_ptr, 0, info_bytes, stream.cu_stream())? };
+    let t2 = std::time::Instant::now();
+    // SAFETY: the batch's arrays (this function's contract) and the INFOs, which live until
+    // the stream is synchronized below.
+    unsafe { launch::<T>(gpu, &stream, a, XOut::in_place(a), info_ptr, true)? };
+    let t3 = std::time::Instant::now();
+    let mut info = crate::host::try_vec(a.count + 1, 0i32).ok_or(DeviceError::HostMemory {
+        bytes: (a.count + 1) * 4,
+    })?;
+    // SAFETY: the work buffer holds count + 1 i32s; the copy is waited for before `info` is
+    // read.
+    unsafe { cu::memcpy_dtoh_async(&mut info[..], info_ptr, stream.cu_stream())? };
+    stream.synchronize()?;
+    let t4 = std::time::Instant::now();
+    drop(work);
+    drop(call);
+    let us = |a: std::time::Instant, b: std::time::Instant| (b - a).as_secs_f64() * 1e6;
+    crate::log::debug(|| {
+        format!(
+            "gtsv batch in place: n={} count={}: opened {:.1} us, INFOs allocated {:.1} us, \
+             launched {:.1} us, solved and INFOs read {:.1} us, work kept {:.1} us",
+            a.n,
+            a.count,
+            us(t0, t1),
+            us(t1, t2),
+            us(t2, t3),
+            us(t3, t4),
+            us(t4, std::time::Instant::now())
+        )
+    });
+    let pivoted = info.pop().map_or(0, |p| p as usize);
+    Ok(Solved { info, pivoted })
+}
+
+/// Solves a batch already in device memory by stacking its systems block-diagonally on the
+/// device (zero couplings between neighbours) into one SPIKE solve ([`super::solve_device`]),
+/// then judging each system on its own on the GPU (the stack's check is normwise over all
+/// systems, which could hide a poor answer of a system with small entries). X goes into B in
+/// place for the accepted systems; the others' B is untouched. Returns which systems were
+/// accepted, or the stack's rejection (nothing written). Work queued on `after` before the
+/// call is waited for.
+///
+/// # Safety
+/// As for [`solve_in_place`].
+pub unsafe fn solve_stacked_in_place<T: Real>(
+    o: &GpuOptions,
+    a: &DevBatch,
+    after: Option<cudarc::driver::sys::CUstream>,
+) -> Result<Result<Vec<bool>, crate::gtsv::Reject>, DeviceError> {
+    use crate::device::memory::{copy_2d, Side};
+    use crate::gtsv::{judge, Residual};
+    let (n, nrhs, count) = (a.n, a.nrhs, a.count);
+    assert!(n >= 1 && nrhs >= 1 && count >= 1);
+    let too_large = || DeviceError::Unsupported(format!("a stack of {count} systems of {n} rows"));
+    let big = n.checked_mul(count).ok_or_else(too_large)?;
+    let cols = count.checked_mul(nrhs).ok_or_else(too_large)?;
+    let elems = big
+        .checked_mul(3 + nrhs)
+        .and_then(|e| e.checked_add(3 * cols))
+        .ok_or_else(too_large)?;
+    let call = Call::begin(o, big, nrhs, (elems * sz::<T>() + cols * 4) as u64)?;
+    let (gpu, stream) = (call.gpu, call.stream.clone());
+    if let Some(s) = after {
+        // SAFETY: the caller's stream, live for the call (this function's contract).
+        unsafe { crate::device::wait_for_stream(&stream, s)? };
+    }
+    // The stacked DL, DU, D, X (B's columns) and the judge's sums and flags, in the work
+    // buffer kept between calls.
+    let work = Work::take(gpu, &stream, elems * sz::<T>() + cols * 4)?;
+    let at = |base: CUdeviceptr, elems: usize| base + (elems * sz::<T>()) as CUdeviceptr;
+    let sdl_p = work.base();
+    let (sdu_p, sd_p, sbx_p) = (at(sdl_p, big), at(sdl_p, 2 * big), at(sdl_p, 3 * big));
+    let (sums_p, finite_p) = (at(sbx_p, big * nrhs), at(sbx_p, big * nrhs + 3 * cols));
+    // SAFETY: DL and DU of the stack, in the work buffer: their couplings between systems
+    // stay zero; the copies below fill the rest.
+    unsafe { cu::memset_d8_async(sdl_p, 0, 2 * big * sz::<T>(), stream.cu_stream())? };
+    // SAFETY: each source holds `count` pieces of its layout (this function's contract), each
+    // destination `count` pieces of `n` rows; all live until the synchronize below.
+    unsafe {
+        if n > 1 {
+            copy_2d::<T>(
+                Side::Device(a.dl, a.sa),
+                Side::Device(sdl_p, n),
+                n - 1,
+                count,
+                &stream,
+            )?;
+            copy_2d::<T>(
+                Side::Device(a.du, a.sa),
+                Side::Device(sdu_p, n),
+                n - 1,
+                count,
+                &stream,
+            )?;
+        }
+        copy_2d::<T>(
+            Side::Device(a.d, a.sa),
+            Side::Device(sd_p, n),
+            n,
+            count,
+            &stream,
+        )?;
+        for c in 0..nrhs {
+            let from = Side::Device(at(a.b, c * a.ldb), a.sb);
+            copy_2d::<T>(from, Side::Device(at(sbx_p, c * big), n), n, count, &stream)?;
+        }
+    }
+    stream.synchronize()?;
+    let stack = super::DevMatrix {
+        n: big,
+        dl: sdl_p,
+        d: sd_p,
+        du: sdu_p,
+    };
+    let x = super::DevCols {
+        ptr: sbx_p,
+        ld: big,
+    };
+    if let Err(reject) = super::solve_device::<T>(o, stack, x, nrhs, None)? {
+        return Ok(Err(reject));
+    }
+    let module = format!("gtsv_batch_{}", T::PREFIX);
+    let name = format!("gtsv_batch_judge_{}", T::PREFIX);
+    let f = gpu.function(kernels::module_named(&kernels::GTSV_BATCH, &module)?, &name)?;
+    let blocks = u32::try_from(cols.div_ceil(4)).map_err(|_| too_large())?;
+    let cfg = LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (128, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (ni, ki, ci) = (n as i32, nrhs as i32, count as i64);
+    let (sa, ldb, sb) = (a.sa as i64, a.ldb as i64, a.sb as i64);
+    let (ldx, sx) = (big as i64, n as i64);
+    let mut l = stream.launch_builder(&f);
+    l.arg(&ni)
+        .arg(&ki)
+        .arg(&ci)
+        .arg(&a.dl)
+        .arg(&a.d)
+        .arg(&a.du)
+        .arg(&sa)
+        .arg(&a.b)
+        .arg(&ldb)
+        .arg(&sb)
+        .arg(&sbx_p)
+        .arg(&ldx)
+        .arg(&sx)
+        .arg(&sums_p)
+        .arg(&finite_p);
+    // SAFETY: the arguments match gtsv_batch_judge_*; the original arrays (this function's
+    // contract), the stacked X and the outputs live until the synchronize below.
+    unsafe { l.launch(cfg) }?;
+    let host_memory = |bytes| DeviceError::HostMemory { bytes };
+    let mut s_host =
+        crate::host::try_vec(3 * cols, T::ZERO).ok_or_else(|| host_memory(3 * cols * sz::<T>()))?;
+    let mut f_host = crate::host::try_vec(cols, 0i32).ok_or_else(|| host_memory(cols * 4))?;
+    // SAFETY: both device arrays hold what the host ones take; waited for before they are read.
+    unsafe {
+        cu::memcpy_dtoh_async(&mut s_host[..], sums_p, stream.cu_stream())?;
+        cu::memcpy_dtoh_async(&mut f_host[..], finite_p, stream.cu_stream())?;
+    }
+    stream.synchronize()?;
+    let mut accepted = crate::host::try_vec(count, false).ok_or_else(|| host_memory(count))?;
+    for (k, ok) in accepted.iter_mut().enumerate() {
+        let column = |c: usize| {
+            let w = k * nrhs + c;
+            Residual {
+                rmax: s_host[3 * w],
+                smax: s_host[3 * w + 1],
+                bmax: s_host[3 * w + 2],
+                finite: f_host[w] != 0,
+            }
+        };
+        *ok = judge((0..nrhs).map(column)).is_ok();
+    }
+    // The accepted systems' X into B, a run of consecutive ones per copy.
+    let mut k0 = 0;
+    while k0 < count {
+        if !accepted[k0] {
+            k0 += 1;
+            continue;
+        }
+        let k1 = (k0..count).find(|&k| !accepted[k]).unwrap_or(count);
+        for c in 0..nrhs {
+            let from = Side::Device(at(sbx_p, c * big + k0 * n), n);
+            let to = Side::Device(at(a.b, k0 * a.sb + c * a.ldb), a.sb);
+            // SAFETY: systems k0 .. k1 of the stacked X and of B (this function's contract).
+            unsafe { copy_2d::<T>(from, to, n, k1 - k0, &stream)? };
+        }
+        k0 = k1;
+    }
+    stream.synchronize()?;
+    Ok(Ok(accepted))
 }

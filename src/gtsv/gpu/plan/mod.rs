@@ -19,7 +19,7 @@ use functions::*;
 pub(crate) use launch::{Top, TopSlice};
 use layout::*;
 pub use layout::{streamed_work_bytes, work_bytes};
-use work::*;
+pub(crate) use work::Work;
 
 /// One level: its partition count and the separator system it reduces to (the next level's).
 struct Level {

@@ -1,4 +1,4 @@
-//! The device work buffer of one solve, kept between calls.
+//! The device work buffer of one solve (or of a batch's call), kept between calls.
 
 use super::*;
 
@@ -29,14 +29,14 @@ fn drop_spare() {
 }
 
 /// A work buffer taken from [`SPARE`] (or allocated) for one solve and given back on drop.
-pub(super) struct Work {
+pub(crate) struct Work {
     buf: Option<CudaSlice<u8>>,
     stream: Arc<CudaStream>,
     gpu: &'static Gpu,
 }
 
 impl Work {
-    pub(super) fn take(
+    pub(crate) fn take(
         gpu: &'static Gpu,
         stream: &Arc<CudaStream>,
         bytes: usize,
@@ -55,7 +55,7 @@ impl Work {
         })
     }
 
-    pub(super) fn base(&self) -> CUdeviceptr {
+    pub(crate) fn base(&self) -> CUdeviceptr {
         addr(self.buf.as_ref().expect("work buffer"), &self.stream)
     }
 }
