@@ -470,10 +470,13 @@ unsafe fn lapack_on_host<T: Lapack>(
     use crate::device::memory::{copy_2d, Side};
     let (n, nrhs) = (a.n, a.nrhs);
     let most = runs.iter().map(|&(k0, k1)| k1 - k0).max().unwrap_or(0);
-    let elems = most * n * (3 + nrhs);
+    let elems = most
+        .checked_mul(n)
+        .and_then(|e| e.checked_mul(3 + nrhs))
+        .unwrap_or(usize::MAX);
     let Some(mut host) = try_vec(elems, T::ZERO) else {
         return Err(DeviceError::HostMemory {
-            bytes: elems * std::mem::size_of::<T>(),
+            bytes: elems.saturating_mul(std::mem::size_of::<T>()),
         });
     };
     let gpu = crate::device::gpu()?;

@@ -500,7 +500,11 @@ pub unsafe fn solve_stacked_in_place<T: Real>(
         .checked_mul(3 + nrhs)
         .and_then(|e| e.checked_add(3 * cols))
         .ok_or_else(too_large)?;
-    let call = Call::begin(o, big, nrhs, (elems * sz::<T>() + cols * 4) as u64)?;
+    let bytes = elems
+        .checked_mul(sz::<T>())
+        .and_then(|b| b.checked_add(cols * 4))
+        .ok_or_else(too_large)?;
+    let call = Call::begin(o, big, nrhs, bytes as u64)?;
     let (gpu, stream) = (call.gpu, call.stream.clone());
     if let Some(s) = after {
         // SAFETY: the caller's stream, live for the call (this function's contract).
@@ -508,7 +512,7 @@ pub unsafe fn solve_stacked_in_place<T: Real>(
     }
     // The stacked DL, DU, D, X (B's columns) and the judge's sums and flags, in the work
     // buffer kept between calls.
-    let work = Work::take(gpu, &stream, elems * sz::<T>() + cols * 4)?;
+    let work = Work::take(gpu, &stream, bytes)?;
     let at = |base: CUdeviceptr, elems: usize| base + (elems * sz::<T>()) as CUdeviceptr;
     let sdl_p = work.base();
     let (sdu_p, sd_p, sbx_p) = (at(sdl_p, big), at(sdl_p, 2 * big), at(sdl_p, 3 * big));
