@@ -445,6 +445,244 @@ __device__ void spike_backsub(long long n, const T *dl, const T *d, const T *du,
     }
 }
 
+// Row r's accurate residual f - (a xm + b x + c xp) and its scale |b x| + |a xm| + |c xp| + |f|.
+template <typename T>
+__device__ __forceinline__ T row_residual(T fi, T am, T xm, T bi, T xi, T cp, T xp, T &scale) {
+    scale = fabs(bi * xi) + fabs(am * xm) + fabs(cp * xp) + fabs(fi);
+    return T(residual_acc(double(fi), double(am), double(xm), double(bi), double(xi), double(cp), double(xp)));
+}
+
+// row_residual of row i of a system in global memory (X and F one column each).
+template <typename T>
+__device__ __forceinline__ T residual_at(long long n, const T *dl, const T *d, const T *du, const T *xc, const T *fc,
+                                         long long i, T &scale) {
+    T xm = i > 0 ? xc[i - 1] : T(0), xp = i + 1 < n ? xc[i + 1] : T(0);
+    return row_residual(fc[i], load_a(dl, n, i), xm, d[i], xc[i], load_c(du, n, i), xp, scale);
+}
+// A window's row r of array `kind` (as stage_load): rows before the system are identity rows,
+// as load_b pads the rows after it (row 0's coupling to them, a, is zero).
+template <typename T, int M>
+__device__ __forceinline__ void window_load(T (&v)[M], int kind, const T *src, long long n, long long row0,
+                                            long long ldf, int col) {
+#pragma unroll
+    for (int t = 0; t < M; ++t) {
+        long long r = row0 + threadIdx.x + (long long)t * blockDim.x;
+        if (r < 0) v[t] = kind == 1 ? T(1) : T(0);
+        else if (kind == 0) v[t] = load_a(src, n, r);
+        else if (kind == 1) v[t] = load_b(src, n, r);
+        else if (kind == 2) v[t] = load_c(src, n, r);
+        else v[t] = r < n ? src[r + (long long)col * ldf] : T(0);
+    }
+}
+
+// The window solve: truncated SPIKE in one pass, for systems whose separator system is
+// strongly diagonally dominant (diagonally dominant matrices, typically). Window k owns the
+// OWN = T - 2 H partitions k OWN .. k OWN + OWN - 1 (T = blockDim.x, H = halo) and stages H
+// more on each side; the CTAs take windows blockIdx.x, blockIdx.x + gridDim.x, ... up to
+// WINDOWS. A window is reduced as spike_reduce reduces a level's partitions, its T-row
+// separator system solved in shared memory by parallel cyclic reduction (stable where that
+// system is diagonally dominant) with the couplings beyond its outermost partitions dropped,
+// and X = Y - W x_L - V x_R written for the partitions it owns: DL, D, DU and F are read once
+// (and the halos), X written once, no levels.
+//
+// Dropping the couplings moves an owned separator by about the product of the halo rows'
+// ratios q_j = (|rdl_j| + |rdu_j|) / |rd_j| times the solution beyond the halo. A window where
+// some q_j is not below 1/2, or either halo's product is above the unit roundoff, or a
+// partition has a zero pivot, writes nothing and sets flags bit 2; CTAs stop at their next
+// window: the caller then runs the full recursion. Otherwise the answer is judged as the top
+// level's check judges it: the accurate residual of every owned row goes into rmax, smax,
+// bmax of column blockIdx.y (flags bit 1: a non-finite value), except the two rows at each
+// boundary between windows, whose neighbours another window wrote (gtsv_window_edges).
+template <typename T, int M>
+__device__ void window_solve(long long n, const T *dl, const T *d, const T *du, const T *f, long long ldf, T *x,
+                             long long ldx, long long P, int halo, long long windows, T *rmax, T *smax, T *bmax,
+                             int *flags) {
+    constexpr int MI = M - 1;
+    const T unit = sizeof(T) == 8 ? T(1.1102230246251565e-16) : T(5.9604645e-08);
+    extern __shared__ unsigned char smem_raw[];
+    const int nt = blockDim.x, t = threadIdx.x, col = blockIdx.y;
+    int stride = nt * (M + 1);
+    T *sa = reinterpret_cast<T *>(smem_raw);
+    T *sb = sa + stride, *sc = sb + stride, *sf = sc + stride;
+    T *ra = sf + stride, *rb = ra + nt, *rc = rb + nt, *rr = rc + nt;
+    T *top_w = rr + nt, *top_v = top_w + nt, *top_y = top_v + nt, *sq = top_y + nt;
+    const long long own = nt - 2 * halo;
+    for (long long k = blockIdx.x; k < windows; k += gridDim.x) {
+        // Also the barrier between windows (their shared memory is reused).
+        if (__syncthreads_or(t == 0 && (*(volatile int *)flags & 4))) return;
+        long long j0 = k * own - halo;
+        long long j = j0 + t;
+        long long row0 = j0 * M;
+        long long my0 = row0 + (long long)t * M;
+        {
+            T va[M], vb[M], vc[M], vf[M];
+            window_load<T, M>(va, 0, dl, n, row0, ldf, 0);
+            window_load<T, M>(vb, 1, d, n, row0, ldf, 0);
+            window_load<T, M>(vc, 2, du, n, row0, ldf, 0);
+            window_load<T, M>(vf, 3, f, n, row0, ldf, col);
+            stage_store<T, M>(sa, va);
+            stage_store<T, M>(sb, vb);
+            stage_store<T, M>(sc, vc);
+            stage_store<T, M>(sf, vf);
+        }
+        __syncthreads();
+        const T *a = sa + t * (M + 1), *b = sb + t * (M + 1), *c = sc + t * (M + 1), *fr = sf + t * (M + 1);
+        T w[MI], v[MI], y[MI];
+        bool ok;
+        {
+            RegFactor<T, MI> F;
+            ok = factor_and_spikes<T, MI>(a, b, c, F, w, v);
+#pragma unroll
+            for (int e = 0; e < MI; ++e) y[e] = fr[e];
+            reg_solve<T, MI>(a, b, c, F, y);
+        }
+        top_w[t] = w[0];
+        top_v[t] = v[0];
+        top_y[t] = y[0];
+        __syncthreads();
+        // Partition t's row of the window's separator system (as spike_reduce writes it),
+        // without the couplings beyond the window.
+        bool next = t + 1 < nt;
+        T as = a[MI], ds = b[MI], cs = c[MI];
+        T rl = t > 0 ? -(as * w[MI - 1]) : T(0);
+        T rd = ds - as * v[MI - 1] - cs * (next ? top_w[t + 1] : T(0));
+        T ru = next ? -(cs * top_v[t + 1]) : T(0);
+        T rf = fr[MI] - as * y[MI - 1] - cs * (next ? top_y[t + 1] : T(0));
+        T q = (fabs(rl) + fabs(ru)) / fabs(rd);
+        ra[t] = rl;
+        rb[t] = rd;
+        rc[t] = ru;
+        rr[t] = rf;
+        sq[t] = q;
+        __syncthreads();
+        bool unsuited = !ok || !(q < T(0.5));
+        if (t == 0) {
+            T left = T(1), right = T(1);
+            for (int h = 0; h < halo; ++h) {
+                left *= sq[h];
+                right *= sq[nt - 1 - h];
+            }
+            unsuited = unsuited || !(left <= unit) || !(right <= unit);
+        }
+        if (__syncthreads_or(unsuited)) {
+            if (t == 0) atomicOr(flags, 4);
+            return;
+        }
+        // Parallel cyclic reduction: after the step of stride s, row t couples only to rows
+        // t - 2s and t + 2s (rows outside the window are identity rows). Each row keeps its
+        // diagonal's reciprocal in sq. The steps stop once every row's couplings are below
+        // the unit roundoff of its diagonal (strongly dominant systems: after two or three),
+        // where what is left would not change the answer.
+        sq[t] = T(1) / rd;
+        bool coupled = !(fabs(rl) + fabs(ru) <= unit * fabs(rd));
+        for (int s = 1; s < nt && __syncthreads_or(coupled); s <<= 1) {
+            T al = T(0), cl = T(0), fl = T(0), il = T(1), ap = T(0), cp = T(0), fp = T(0), ip = T(1);
+            if (t >= s) {
+                al = ra[t - s];
+                cl = rc[t - s];
+                fl = rr[t - s];
+                il = sq[t - s];
+            }
+            if (t + s < nt) {
+                ap = ra[t + s];
+                cp = rc[t + s];
+                fp = rr[t + s];
+                ip = sq[t + s];
+            }
+            T k1 = ra[t] * il, k2 = rc[t] * ip;
+            T na = -(al * k1), nc = -(cp * k2);
+            T nb = rb[t] - cl * k1 - ap * k2;
+            T nf = rr[t] - fl * k1 - fp * k2;
+            coupled = !(fabs(na) + fabs(nc) <= unit * fabs(nb));
+            T ni = T(1) / nb;
+            __syncthreads();
+            ra[t] = na;
+            rb[t] = nb;
+            rc[t] = nc;
+            rr[t] = nf;
+            sq[t] = ni;
+        }
+        top_v[t] = rr[t] * sq[t];
+        __syncthreads();
+        T xl = t > 0 ? top_v[t - 1] : T(0);
+        T xr = top_v[t];
+#pragma unroll
+        for (int e = 0; e < MI; ++e) y[e] = y[e] - w[e] * xl - v[e] * xr;
+        top_w[t] = y[0];
+        __syncthreads();
+        bool owned = t >= halo && t < nt - halo && j < P;
+        T rm = T(0), sm = T(0), bm = T(0);
+        bool finite = true;
+        if (owned) {
+            auto account = [&](long long r, T fi, T am, T xm, T bi, T xi, T cp, T xp) {
+                if (r >= n) return;
+                T s;
+                T ri = row_residual(fi, am, xm, bi, xi, cp, xp, s);
+                finite = finite && isfinite(xi) && isfinite(ri) && isfinite(s);
+                rm = fmax(rm, fabs(ri));
+                sm = fmax(sm, s);
+                bm = fmax(bm, fabs(fi));
+            };
+            // Row my0 leans on the previous partition's separator, the separator row on the
+            // next partition's first row: at the owned range's ends, rows another window
+            // writes.
+            bool edge_before = t == halo && j > 0, edge_after = t == nt - halo - 1 && j + 1 < P;
+#pragma unroll
+            for (int e = 0; e < MI; ++e) {
+                if (e == 0 && edge_before) continue;
+                T xm = e > 0 ? y[e - 1] : xl;
+                T xp = e + 1 < MI ? y[e + 1] : xr;
+                account(my0 + e, fr[e], a[e], xm, b[e], y[e], c[e], xp);
+            }
+            if (!edge_after) account(my0 + MI, fr[MI], as, y[MI - 1], ds, xr, cs, top_w[t + 1]);
+        }
+        summarize(rmax + col, smax + col, bmax + col, rm, sm, bm);
+        if (!finite) atomicOr(flags, 2);
+        // X through the F tile (every thread is done reading it), for coalesced writes.
+        __syncthreads();
+        T *out = sf + t * (M + 1);
+#pragma unroll
+        for (int e = 0; e < MI; ++e) out[e] = y[e];
+        out[MI] = xr;
+        __syncthreads();
+        long long first = (j0 + halo) * M;
+        int count = (int)own * M;
+        for (int i = t; i < count; i += nt) {
+            long long r = first + i;
+            if (r < n) x[r + col * ldx] = sf[(halo + i / M) * (M + 1) + i % M];
+        }
+    }
+}
+
+// The accurate residual of the rows at the boundaries between window_solve's CTAs, from X as
+// written: rows k ROWS - 1 and k ROWS for k = 1 .. CTAS - 1 (ROWS: the rows a CTA owns), of
+// column blockIdx.y, into rmax, smax, bmax (flags bit 1: a non-finite value). Nothing where
+// the window solve gave up (flags bit 2, final once it has run).
+template <typename T>
+__device__ void window_edges(long long n, const T *dl, const T *d, const T *du, const T *f, long long ldf,
+                             const T *x, long long ldx, long long rows, long long ctas, T *rmax, T *smax, T *bmax,
+                             int *flags) {
+    if (*(volatile int *)flags & 4) return;
+    int col = blockIdx.y;
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    T rm = T(0), sm = T(0), bm = T(0);
+    bool finite = true;
+    if (i < 2 * (ctas - 1)) {
+        long long r = (i / 2 + 1) * rows - 1 + (i % 2);
+        if (r < n) {
+            T s;
+            T ri = residual_at(n, dl, d, du, x + col * ldx, f + col * ldf, r, s);
+            T xi = x[r + col * ldx];
+            finite = isfinite(xi) && isfinite(ri) && isfinite(s);
+            rm = fabs(ri);
+            sm = s;
+            bm = fabs(f[r + col * ldf]);
+        }
+    }
+    summarize(rmax + col, smax + col, bmax + col, rm, sm, bm);
+    if (!finite) atomicOr(flags, 2);
+}
+
 // The bottom of the recursion: one CTA solves a small system (n <= the shared arrays' size) by
 // diagonal pivoting. Thread 0 factors (the factors go to shared memory); then each thread
 // solves one right-hand side in place in global memory.
@@ -604,16 +842,13 @@ __device__ void residual(long long n, const T *dl, const T *d, const T *du, cons
         for (long long base = (long long)blockIdx.x * blockDim.x; base < n; base += stride) {
             long long i = base + threadIdx.x;
             if (i < n) {
-                T a = load_a(dl, n, i), b = d[i], c = load_c(du, n, i);
-                T xm = i > 0 ? xc[i - 1] : T(0), x0 = xc[i], xp = i + 1 < n ? xc[i + 1] : T(0);
-                T fi = fc[i];
-                T ri = T(residual_acc(double(fi), double(a), double(xm), double(b), double(x0), double(c), double(xp)));
+                T s;
+                T ri = residual_at(n, dl, d, du, xc, fc, i, s);
                 if (r) r[i + col * ldr] = ri;
-                T s = fabs(b * x0) + fabs(a * xm) + fabs(c * xp) + fabs(fi);
-                finite = finite && isfinite(x0) && isfinite(ri) && isfinite(s);
+                finite = finite && isfinite(xc[i]) && isfinite(ri) && isfinite(s);
                 rm = fmax(rm, fabs(ri));
                 sm = fmax(sm, s);
-                bm = fmax(bm, fabs(fi));
+                bm = fmax(bm, fabs(fc[i]));
             }
         }
         summarize(rmax + col, smax + col, bmax + col, rm, sm, bm);
@@ -643,6 +878,11 @@ template <typename T> __device__ void add_into(long long n, int ncols, const T *
     extern "C" __global__ void gtsv_base_##sfx(long long n, const T *dl, const T *d, const T *du, T *f,         \
                                                long long ldf, int nrhs, int *flags) {                          \
         base_solve<T>(n, dl, d, du, f, ldf, nrhs, flags);                                                     \
+    }                                                                                                         \
+    extern "C" __global__ void gtsv_window_edges_##sfx(long long n, const T *dl, const T *d, const T *du,      \
+        const T *f, long long ldf, const T *x, long long ldx, long long rows, long long ctas, T *rmax,          \
+        T *smax, T *bmax, int *flags) {                                                                       \
+        window_edges<T>(n, dl, d, du, f, ldf, x, ldx, rows, ctas, rmax, smax, bmax, flags);                   \
     }
 
 // The five partition kernels of one partition size: SPAN_PARAM is empty (a whole level's, SLICE
@@ -699,6 +939,11 @@ template <typename T> __device__ void add_into(long long n, int ncols, const T *
     extern "C" __global__ void __launch_bounds__(256, 1) gtsv_tail_##sfx##_m##M(TailSystems systems, int nrhs, \
                                                                            T *scratch, int *flags) {       \
         tail_solve<T, M>(systems, nrhs, scratch, flags);                                                  \
+    }                                                                                                      \
+    extern "C" __global__ void __launch_bounds__(128, 4) gtsv_window_##sfx##_m##M(long long n, const T *dl,  \
+        const T *d, const T *du, const T *f, long long ldf, T *x, long long ldx, long long P, int halo,     \
+        long long windows, T *rmax, T *smax, T *bmax, int *flags) {                                       \
+        window_solve<T, M>(n, dl, d, du, f, ldf, x, ldx, P, halo, windows, rmax, smax, bmax, flags);       \
     }
 #endif
 

@@ -192,6 +192,10 @@ pub struct Config {
     /// takes towards LAPACK's residual; 0 keeps SPIKE's first answer wherever it passes the
     /// backward-error acceptance test.
     pub gtsv_refine: usize,
+    /// `HYLAPACK_GTSV_WINDOW` (default 6): the halo, in partitions of 8 rows on each side of a
+    /// CTA, of the one-pass window solve that gtsv's GPU path tries first on large systems
+    /// (it pays on diagonally dominant ones); 0 turns it off.
+    pub gtsv_window: usize,
     /// `HYLAPACK_GTSV_HOST_TRANSFER` (auto, register, staged or pageable) and the orders at
     /// which `auto` switches (`HYLAPACK_GTSV_REGISTER_MIN_N`, `HYLAPACK_GTSV_STAGED_MIN_N`).
     pub gtsv_transfer: GtsvTransfer,
@@ -349,6 +353,14 @@ pub fn load(env: impl Fn(&str) -> Option<String>) -> Config {
             "0, 1 or 2",
         )
         .unwrap_or(2);
+    let gtsv_window = s
+        .lookup(
+            "HYLAPACK_GTSV_WINDOW",
+            "gtsv_window",
+            |v| v.parse::<usize>().ok().filter(|&h| h <= 32),
+            "an integer from 0 to 32",
+        )
+        .unwrap_or(6);
     let transfer_default = GtsvTransfer::default();
     let gtsv_transfer = GtsvTransfer {
         mode: s
@@ -400,6 +412,7 @@ pub fn load(env: impl Fn(&str) -> Option<String>) -> Config {
         min_n,
         digemm_method,
         gtsv_refine,
+        gtsv_window,
         gtsv_transfer,
         sbr,
         cache_dir,
@@ -536,6 +549,9 @@ mod tests {
         assert_eq!(c.gtsv_refine, 2);
         assert_eq!(c.warnings.len(), 4, "{:?}", c.warnings);
         assert_eq!(load_from(&[("HYLAPACK_GTSV_REFINE", "0")]).gtsv_refine, 0);
+        assert_eq!(c.gtsv_window, 6);
+        assert_eq!(load_from(&[("HYLAPACK_GTSV_WINDOW", "0")]).gtsv_window, 0);
+        assert_eq!(load_from(&[("HYLAPACK_GTSV_WINDOW", "99")]).gtsv_window, 6);
     }
 
     #[test]

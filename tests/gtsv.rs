@@ -503,7 +503,7 @@ fn tail_kernel_agrees_with_level_kernels() {
     // operation: with and without it, the GPU answers (refinement steps included) must agree
     // bit for bit. n = 5000 runs the tail from the second level down, the larger sizes below
     // several levels of the level kernels; tail_n = n makes a tail of thousands of partitions
-    // per thread's share.
+    // per thread's share. (Without the window solve, which would answer the dominant systems.)
     if backend() != Backend::Gpu || !have_gpu_or_skip() {
         eprintln!("skipped: the tail kernel is GPU code (HYLAPACK_DEVICE=gpu)");
         return;
@@ -515,6 +515,7 @@ fn tail_kernel_agrees_with_level_kernels() {
         gpu: GpuOptions {
             tail_n,
             threads,
+            window_halo: 0,
             ..GpuOptions::default()
         },
         ..Options::default()
@@ -577,7 +578,8 @@ fn speculative_refinement_agrees() {
     // rounded one, so a residual right at the refinement threshold may be judged differently;
     // such a case is only counted.) Several right-hand sides: the columns are independent, so
     // each must equal its own one-column solve bit for bit (columns after the first take the
-    // speculative right-hand sides at an offset).
+    // speculative right-hand sides at an offset). Without the window solve, which answers all
+    // columns or none, and would answer the dominant systems.
     if backend() != Backend::Gpu || !have_gpu_or_skip() {
         eprintln!("skipped: the speculating check is GPU code (HYLAPACK_DEVICE=gpu)");
         return;
@@ -588,6 +590,7 @@ fn speculative_refinement_agrees() {
         cpu_min_n: 2,
         gpu: GpuOptions {
             speculate,
+            window_halo: 0,
             ..GpuOptions::default()
         },
         ..Options::default()
@@ -761,10 +764,12 @@ fn streamed_top_level_matches_in_core() {
         }
     };
     let limited = |n: usize, nrhs: usize, prec: usize| limited_with(n, nrhs, prec, true);
+    // The streamed solve has no window solve: the in-core one runs without it too.
     let unlimited = |speculate: bool| Options {
         cpu_min_n: 2,
         gpu: GpuOptions {
             speculate,
+            window_halo: 0,
             ..GpuOptions::default()
         },
         ..Options::default()
@@ -848,4 +853,118 @@ fn streamed_top_level_matches_in_core() {
     check_sizes::<f64>(&[n], &[1, 2], &limited(n, 2, 8));
     check_sizes::<f32>(&[n], &[1], &limited(n, 1, 4));
     singular_case_with::<f64>(n, 2 * own * m - 1, 1, &mut rng, &limited(n, 1, 8));
+}
+
+#[test]
+fn window_solve_matches_lapack() {
+    // The one-pass window solve (gtsv_window): on diagonally dominant systems it must answer
+    // (last_phases().window) with LAPACK's INFO, a backward error of a few ulps and the
+    // solution to a few ulps (κ < 3), at sizes around its CTAs' owned rows (8 (128 − 2 h)),
+    // for several halos h, right-hand sides with padding, both precisions. Where it must not
+    // answer (random systems; a Toeplitz matrix whose spikes decay too slowly for the halo;
+    // a halo of one partition), the recursion's answer must be as good.
+    if backend() != Backend::Gpu || !have_gpu_or_skip() {
+        eprintln!("skipped: the window solve is GPU code (HYLAPACK_DEVICE=gpu)");
+        return;
+    }
+    let seed = seed_from_time();
+    let mut rng = Rng::new(seed);
+    let with = |halo: usize| Options {
+        cpu_min_n: 2,
+        gpu: GpuOptions {
+            window_halo: halo,
+            window_min_n: 0,
+            ..GpuOptions::default()
+        },
+        ..Options::default()
+    };
+    fn check<T: Lapack>(
+        a: &Tridiag,
+        b: &[f64],
+        ldb: usize,
+        nrhs: usize,
+        o: &Options,
+        window: Option<bool>,
+        what: &str,
+    ) {
+        let n = a.n();
+        let got = ours::<T>(a, b, ldb, nrhs, o);
+        let want = lapack::<T>(a, b, ldb, nrhs);
+        let what = format!("{}: {what}", T::PREFIX);
+        assert_eq!(got.info, want.info, "{what}: INFO");
+        if let Some(w) = window {
+            assert_eq!(
+                hylapack::gtsv::gpu::last_phases().window,
+                w,
+                "{what}: window solve taken"
+            );
+        }
+        let eps = T::EPS.to_f64();
+        let b_t: Vec<f64> = convert::<T>(b).iter().map(|v| v.to_f64()).collect();
+        for c in 0..nrhs {
+            for i in n..ldb {
+                assert_eq!(
+                    got.x[i + c * ldb].to_f64(),
+                    777.0,
+                    "{what}: padding row {i}"
+                );
+            }
+            let be = backward_error(a, &got.x, &b_t, ldb, c);
+            let be_lapack = backward_error(a, &want.x, &b_t, ldb, c);
+            assert!(
+                be <= 64.0 * eps && be <= 10.0 * be_lapack.max(eps),
+                "{what}: column {c} backward error {be:e} (LAPACK {be_lapack:e})"
+            );
+        }
+    }
+    let rows = |h: usize| 8 * (128 - 2 * h);
+    for &h in &[6, 1, 4, 16, 63] {
+        let r = rows(h);
+        let mut sizes = vec![
+            33,
+            100,
+            r - 1,
+            r,
+            r + 1,
+            2 * r - 1,
+            2 * r,
+            2 * r + 7,
+            10_000,
+        ];
+        if h == 6 {
+            sizes.extend([70_001, 1 << 20]);
+        }
+        for &n in &sizes {
+            let a = matrices::diagonally_dominant(n, &mut rng);
+            for &(nrhs, pad) in &[(1, 0), (3, 2)] {
+                let b = rhs(n, n + pad, nrhs, &mut rng);
+                let what = format!("dominant n {n} nrhs {nrhs} halo {h} seed {seed}");
+                // The separators' couplings here are about e^(-13 ± 3) of the diagonal: a
+                // halo of six partitions brings their products below double precision's unit
+                // roundoff with a wide margin (the window answers), four only mostly, one
+                // seldom (between CTAs; a system of one CTA is solved whole).
+                // (Systems of at most base_n = 32 rows have no levels: one CTA solves them.)
+                let taken = (h >= 6 && n > 32).then_some(true);
+                check::<f64>(&a, &b, n + pad, nrhs, &with(h), taken, &what);
+                if n <= 10_000 {
+                    let taken = (h >= 4 && n > 32).then_some(true);
+                    check::<f32>(&a, &b, n + pad, nrhs, &with(h), taken, &what);
+                }
+            }
+        }
+    }
+    for &n in &[5000, 100_003] {
+        let b = rhs(n, n, 1, &mut rng);
+        let a = matrices::random(n, &mut rng);
+        let what = format!("random n {n} seed {seed}");
+        check::<f64>(&a, &b, n, 1, &with(6), Some(false), &what);
+        // −1, 2.1, −1: each 8-row partition shrinks a spike by only about 0.1.
+        let slow = Tridiag {
+            dl: vec![-1.0; n - 1],
+            d: vec![2.1; n],
+            du: vec![-1.0; n - 1],
+        };
+        let what = format!("slow decay n {n} seed {seed}");
+        check::<f64>(&slow, &b, n, 1, &with(6), Some(false), &what);
+    }
 }

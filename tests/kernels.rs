@@ -80,7 +80,8 @@ fn entry_points(module: &str) -> Vec<String> {
         .collect();
     if tag.is_empty() {
         names.push(format!("gtsv_tail_{prefix}_{m}"));
-        for k in ["base", "residual", "add"] {
+        names.push(format!("gtsv_window_{prefix}_{m}"));
+        for k in ["base", "residual", "add", "window_edges"] {
             names.push(format!("gtsv_{k}_{prefix}"));
         }
     }

@@ -161,11 +161,11 @@ fn hylapack_run(
             (Backend::Gpu, Solver::Spike) if backend == Backend::Gpu => {
                 let p = gtsv::gpu::last_phases();
                 format!(
-                    "up {:.1} + solve {:.1} + down {:.1} ms, {} refine{}",
+                    "up {:.1} + solve {:.1} + down {:.1} ms, {}{}",
                     p.upload * 1e3,
                     p.solve * 1e3,
                     p.download * 1e3,
-                    p.refine_steps,
+                    steps_note(&p),
                     p.transfer
                         .map(|t| format!(", {}", t.name()))
                         .unwrap_or_default()
@@ -260,7 +260,7 @@ fn hylapack_device_run(
         let r = gtsv::gtsv_device::<f64>(opts, m, bc, nrhs, None).map_err(|e| e.to_string())?;
         times.push(t0.elapsed().as_secs_f64());
         note = match r.solver {
-            Solver::Spike => format!("{} refine", gtsv::gpu::last_phases().refine_steps),
+            Solver::Spike => steps_note(&gtsv::gpu::last_phases()),
             other => format!("ran {other:?}: {}", r.note.unwrap_or_default()),
         };
         if r.info != 0 {
@@ -640,4 +640,14 @@ fn run(o: &Options) -> i32 {
         }
     }
     0
+}
+
+/// How the last GPU solve got its answer: the one-pass window solve, or the recursion with so
+/// many refinement steps.
+fn steps_note(p: &gtsv::gpu::Phases) -> String {
+    if p.window {
+        "window".into()
+    } else {
+        format!("{} refine", p.refine_steps)
+    }
 }

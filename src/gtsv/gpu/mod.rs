@@ -16,6 +16,11 @@
 //! right-hand sides where they are and writes `X` into a buffer of its own, so the caller's `B`
 //! stays intact until the answer is accepted. Iterative refinement, when the check finds a
 //! residual above LAPACK's level, also runs on the GPU (`Plan::run`).
+//!
+//! Before all that, a large system tries the window solve (`plan/window.rs`): where the top
+//! level's separator system is strongly diagonally dominant, each CTA solves its own stretch of
+//! partitions with a halo of partitions on each side, the couplings beyond dropped, in one pass
+//! over the matrix and no levels; a CTA that finds the halo too short gives way to the above.
 
 use super::{
     judge, refine, refine_steps, residual_cols, split_rows, Bands, Columns, RefineState, Reject,
@@ -71,6 +76,13 @@ pub struct GpuOptions {
     /// level down: one pass over the matrix fewer per refined call, some arithmetic more per
     /// call.
     pub speculate: bool,
+    /// Partitions of halo on each side of a CTA of the one-pass window solve (`gtsv_window`,
+    /// `HYLAPACK_GTSV_WINDOW`), tried first for systems of at least `window_min_n` rows with
+    /// `m` = 8; 0: never. On an H200 (2026-11-27) it took diagonally dominant systems from
+    /// 96 to 47 us at 2^16 rows and from 517 to 340 us at 2^23; where it gives way (random
+    /// systems) the attempt cost about 30 us, hence no attempt below 2^16 rows.
+    pub window_halo: usize,
+    pub window_min_n: usize,
     /// Elements per pinned staging buffer (two are used, alternately).
     pub staging_elems: usize,
     /// Device bytes one call may use, below the budget (`HYLAPACK_GPU_MEMORY_LIMIT` or what is
@@ -93,6 +105,8 @@ impl Default for GpuOptions {
             base_n: 32,
             tail_n: 4096,
             speculate: true,
+            window_halo: crate::config::get().gtsv_window,
+            window_min_n: 1 << 16,
             staging_elems: 1 << 22,
             memory_limit: None,
             transfer: crate::config::get().gtsv_transfer,
@@ -109,6 +123,8 @@ pub struct Phases {
     pub download: f64,
     /// Refinement steps taken.
     pub refine_steps: usize,
+    /// Whether the one-pass window solve gave the answer.
+    pub window: bool,
     /// Chunks of the last solve (1 unless it was above the memory limit).
     pub chunks: usize,
     /// How the last in-core solve (or chunk) moved its host arrays (`None`: streamed).
@@ -432,6 +448,7 @@ pub fn solve_device<T: Real>(
     nrhs: usize,
     after: Option<cudarc::driver::sys::CUstream>,
 ) -> Result<Result<(), Reject>, DeviceError> {
+    let t0 = Instant::now();
     let call = Call::begin(o, a.n, nrhs, work_bytes::<T>(a.n, nrhs, o))?;
     let (gpu, stream) = (call.gpu, call.stream.clone());
     if let Some(s) = after {
@@ -439,12 +456,26 @@ pub fn solve_device<T: Real>(
         unsafe { device::wait_for_stream(&stream, s)? };
     }
     let mut plan = Plan::<T>::new(gpu, stream.clone(), o, a, nrhs)?;
+    let t1 = Instant::now();
     if let Err(r) = plan.run(b, || ())? {
         return Ok(Err(r));
     }
+    let t2 = Instant::now();
     // SAFETY: b and X both hold nrhs columns of n rows.
     unsafe { copy_cols::<T>(&stream, b, plan.x_cols(), a.n, nrhs)? };
     stream.synchronize()?;
+    let us = |from: Instant, to: Instant| (to - from).as_secs_f64() * 1e6;
+    crate::dispatch::debug(|| {
+        let p = last_phases();
+        format!(
+            "gtsv device: n={} nrhs={nrhs}: opened {:.1} us, solved {:.1} us ({}), X into B {:.1} us",
+            a.n,
+            us(t0, t1),
+            us(t1, t2),
+            if p.window { "window".to_string() } else { format!("{} refine", p.refine_steps) },
+            us(t2, Instant::now())
+        )
+    });
     Ok(Ok(()))
 }
 

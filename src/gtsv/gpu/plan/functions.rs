@@ -42,6 +42,8 @@ pub(super) struct Funcs {
     pub(super) tail: CudaFunction,
     pub(super) residual: CudaFunction,
     pub(super) add: CudaFunction,
+    pub(super) window: CudaFunction,
+    pub(super) window_edges: CudaFunction,
 }
 
 impl Funcs {
@@ -56,6 +58,8 @@ impl Funcs {
             tail: fm("tail")?,
             residual: f("residual")?,
             add: f("add")?,
+            window: fm("window")?,
+            window_edges: f("window_edges")?,
         })
     }
 }

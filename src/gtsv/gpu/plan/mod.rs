@@ -4,7 +4,7 @@
 //! The stages are files of their own: [`layout`] sizes the levels and carves the work buffer,
 //! [`work`] keeps that buffer between calls, [`functions`] loads the kernels, [`launch`]
 //! enqueues the levels' kernels, [`refine`] reads the check's summaries and refines on the
-//! device. (`plan` is private to `gpu`: `pub(crate)` in these files reaches `gpu` only.)
+//! device, [`window`] tries the one-pass window solve before all of them. (`plan` is private to `gpu`: `pub(crate)` in these files reaches `gpu` only.)
 
 use super::*;
 use crate::device::memory::Reservation;
@@ -13,6 +13,7 @@ mod functions;
 mod launch;
 mod layout;
 mod refine;
+mod window;
 mod work;
 
 use functions::*;

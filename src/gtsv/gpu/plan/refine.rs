@@ -125,10 +125,23 @@ impl<T: Real> Plan<T> {
             Err(r) => return Ok(Err(r)),
         };
         let x = self.x_cols();
+        let mut meanwhile = Some(meanwhile);
+        let window = self.try_window(rhs, &mut meanwhile)?;
+        PHASES.with(|p| {
+            let mut v = p.get();
+            v.window = window;
+            v.refine_steps = 0;
+            p.set(v);
+        });
+        if window {
+            return Ok(Ok(()));
+        }
         self.clear()?;
         let top = if device_check { Top::Check } else { Top::Solve };
         self.launch(nrhs, rhs, x, top)?;
-        meanwhile();
+        if let Some(f) = meanwhile.take() {
+            f();
+        }
         if self.read_sums()?.flags & 1 != 0 {
             return Ok(Err(Reject::ZeroPivot));
         }
