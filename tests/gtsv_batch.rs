@@ -130,7 +130,7 @@ fn check_batch_scaled<T: Lapack + cudarc::driver::DeviceRepr>(
         let want = info.iter().filter(|&&i| i > 0).count() as i32;
         assert_eq!(ret, want, "{what}: the entry's return");
         if let Some(r) = report {
-            check_route::<T>(&r, n, nrhs, plain, &what);
+            check_route::<T>(&r, n, nrhs, plain, true, &what);
         }
     } else {
         let report = gtsv::gtsv_strided_batch(
@@ -148,7 +148,7 @@ fn check_batch_scaled<T: Lapack + cudarc::driver::DeviceRepr>(
             &mut info,
             backend(),
         );
-        check_route::<T>(&report, n, nrhs, plain, &what);
+        check_route::<T>(&report, n, nrhs, plain, false, &what);
     }
     for k in 0..count {
         let want = lapack::<T>(&systems[k], &bs[k], ldb, nrhs);
@@ -187,11 +187,24 @@ fn check_batch_scaled<T: Lapack + cudarc::driver::DeviceRepr>(
 }
 
 /// On the GPU (required), a batch of well-conditioned systems takes the warp kernel where its
-/// systems fit, else the stacked SPIKE solve.
-fn check_route<T>(report: &gtsv::BatchReport, n: usize, nrhs: usize, plain: bool, what: &str) {
+/// systems fit (through host pointers) or where the kernel solves them by SPIKE (a batch on
+/// the device), else the stacked SPIKE solve.
+fn check_route<T>(
+    report: &gtsv::BatchReport,
+    n: usize,
+    nrhs: usize,
+    plain: bool,
+    device: bool,
+    what: &str,
+) {
     if backend() == Backend::Gpu && require_gpu() && plain {
         assert_eq!(report.backend, Backend::Gpu, "{what}: {:?}", report.note);
-        let want = if gtsv::gpu::batch::fits::<T>(n, nrhs) {
+        let kernel = if device {
+            gtsv::gpu::batch::spikes::<T>(n, nrhs)
+        } else {
+            gtsv::gpu::batch::fits::<T>(n, nrhs)
+        };
+        let want = if kernel {
             gtsv::Solver::WarpPerSystem
         } else {
             gtsv::Solver::Spike

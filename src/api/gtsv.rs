@@ -679,15 +679,16 @@ unsafe fn run_batch_device<T: Lapack>(
 ///   stream. Work queued on it before the call is waited for. The call is synchronous: it
 ///   returns when every `B_k` holds its answer.
 ///
-/// Systems that fit a CTA's shared memory (one right-hand side: up to 1198 rows in double
-/// precision, 2340 in single) are solved one warp each, by SPIKE with a residual check and
-/// refinement where they are small enough (512 rows), otherwise (or where SPIKE's answer is
-/// refused) by DGTSV's partial pivoting. Larger systems are stacked on the GPU into one SPIKE
-/// solve (work memory about 4 + NRHS times the batch's packed size), each system then judged
-/// by its own residual. X is written into B in place. A system with an exactly zero pivot or
-/// whose answer fails its check (every system where the stack does not fit the GPU's memory,
-/// or with NRHS = 0) is copied to the host and solved there by the system LAPACK's DGTSV (over
-/// the host's threads), its B copied back.
+/// Systems of up to 512 rows are solved one warp each, by SPIKE with a residual check and
+/// refinement (where SPIKE's answer is refused, by DGTSV's partial pivoting). Larger systems
+/// are stacked on the GPU into one SPIKE solve (work memory about 4 + NRHS times the batch's
+/// packed size), each system then judged by its own residual; where the stack is refused (an
+/// exactly zero pivot in it, or too little GPU memory) and one system fits a CTA's shared
+/// memory (one right-hand side: up to 1198 rows in double precision, 2340 in single), they go
+/// one warp each to DGTSV's partial pivoting. X is written into B in place. A system with an
+/// exactly zero pivot or whose answer fails its check (every system where neither the stack
+/// nor the warps take the batch, or with NRHS = 0) is copied to the host and solved there by
+/// the system LAPACK's DGTSV (over the host's threads), its B copied back.
 ///
 /// Returns 0 when every system was solved; k > 0, the number of singular systems (those with
 /// info > 0); −i if the i-th argument had an illegal value (N = 1, NRHS = 2, DL, D, DU = 3, 4,

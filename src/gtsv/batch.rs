@@ -362,12 +362,13 @@ fn solve_stacked<T: Lapack>(
 
 /// Solves `count` independent systems whose arrays are already in GPU memory (`a`, the
 /// layout of [`gtsv_strided_batch`]), each with LAPACK xGTSV's contract; DL, D and DU are only
-/// read. Systems the warp kernel takes ([`gpu::batch::fits`]) are solved there; larger ones are
-/// stacked on the device into one SPIKE solve and judged system by system; X is written into
-/// B. A system with an exactly zero pivot in the kernel or whose stacked answer fails its
-/// check (every system where the stack as a whole is rejected, where it does not fit the GPU,
-/// or with `nrhs = 0`) is copied to the host, solved by LAPACK xGTSV (over host threads) and
-/// its B copied back, so it ends as LAPACK leaves it. Work queued on `after` before the call
+/// read. Systems the warp kernel solves by SPIKE ([`gpu::batch::spikes`]) are solved there;
+/// larger ones are stacked on the device into one SPIKE solve and judged system by system, or
+/// where the stack is refused go to the kernel's partial pivoting if it takes them
+/// ([`gpu::batch::fits`]); X is written into B. A system with an exactly zero pivot in the
+/// kernel or whose stacked answer fails its check (every system where neither takes the
+/// batch, or with `nrhs = 0`) is copied to the host, solved by LAPACK xGTSV (over host
+/// threads) and its B copied back, so it ends as LAPACK leaves it. Work queued on `after` before the call
 /// is waited for; the call returns when every answer is in B.
 ///
 /// `Err`: no usable GPU, a GPU failure, or no host memory for the copies; systems whose X
@@ -394,9 +395,13 @@ pub unsafe fn gtsv_strided_batch_device<T: Lapack>(
     if a.n == 0 || count == 0 {
         return Ok(report);
     }
-    if a.nrhs > 0 && gpu::batch::fits::<T>(a.n, a.nrhs) {
+    // Systems the kernel solves by SPIKE go there; larger ones are stacked, and go to the
+    // kernel's partial pivoting only where the stack is refused.
+    let kernel = a.nrhs > 0 && gpu::batch::fits::<T>(a.n, a.nrhs);
+    let in_kernel = |report: &mut BatchReport, info: &mut [i32]| -> Result<(), DeviceError> {
         // SAFETY: this function's contract.
         let solved = unsafe { gpu::batch::solve_in_place::<T>(&opts.gpu, a, after)? };
+        report.solver = Solver::WarpPerSystem;
         report.pivoted = solved.pivoted;
         let singular: Vec<usize> = (0..count).filter(|&k| solved.info[k] != 0).collect();
         if !singular.is_empty() {
@@ -407,6 +412,10 @@ pub unsafe fn gtsv_strided_batch_device<T: Lapack>(
             let runs: Vec<_> = singular.iter().map(|&k| (k, k + 1)).collect();
             lapack_on_host::<T>(opts, a, &runs, info)?;
         }
+        Ok(())
+    };
+    if kernel && gpu::batch::spikes::<T>(a.n, a.nrhs) {
+        in_kernel(&mut report, info)?;
         return Ok(report);
     }
     if a.nrhs > 0 {
@@ -425,6 +434,12 @@ pub unsafe fn gtsv_strided_batch_device<T: Lapack>(
                     ));
                     lapack_on_host::<T>(opts, a, &runs, info)?;
                 }
+                return Ok(report);
+            }
+            Ok(Err(_)) | Err(DeviceError::OutOfBudget { .. } | DeviceError::Unsupported(_))
+                if kernel =>
+            {
+                in_kernel(&mut report, info)?;
                 return Ok(report);
             }
             Ok(Err(reject)) => {
