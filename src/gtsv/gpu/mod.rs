@@ -79,7 +79,7 @@ pub struct GpuOptions {
     /// Partitions of halo on each side of a CTA of the one-pass window solve (`gtsv_window`,
     /// `HYLAPACK_GTSV_WINDOW`), tried first for systems of at least `window_min_n` rows with
     /// `m` = 8; 0: never. On an H200 (2026-11-27) it took diagonally dominant systems from
-    /// 96 to 47 us at 2^16 rows and from 517 to 340 us at 2^23; where it gives way (random
+    /// 86 to 58 us at 2^16 rows and from 493 to 301 us at 2^23; where it gives way (random
     /// systems) the attempt cost about 30 us, hence no attempt below 2^16 rows.
     pub window_halo: usize,
     pub window_min_n: usize,
