@@ -475,6 +475,46 @@ __device__ __forceinline__ void window_load(T (&v)[M], int kind, const T *src, l
     }
 }
 
+// Parallel cyclic reduction of a window's separator system (ra, rb, rc, rr; row t of the
+// blockDim.x rows is thread t's, its couplings rl, ru and diagonal rd also in registers): after
+// the step of stride s, row t couples only to rows t - 2s and t + 2s (rows outside the window
+// are identity rows). Each row keeps its diagonal's reciprocal in sq. The steps stop once every
+// row's couplings are below the unit roundoff of its diagonal (strongly dominant systems: after
+// two or three), where what is left would not change the answer. The solution is rr * sq.
+template <typename T>
+__device__ __forceinline__ void window_pcr(T *ra, T *rb, T *rc, T *rr, T *sq, T rl, T rd, T ru, T unit) {
+    const int nt = blockDim.x, t = threadIdx.x;
+    sq[t] = T(1) / rd;
+    bool coupled = !(fabs(rl) + fabs(ru) <= unit * fabs(rd));
+    for (int s = 1; s < nt && __syncthreads_or(coupled); s <<= 1) {
+        T al = T(0), cl = T(0), fl = T(0), il = T(1), ap = T(0), cp = T(0), fp = T(0), ip = T(1);
+        if (t >= s) {
+            al = ra[t - s];
+            cl = rc[t - s];
+            fl = rr[t - s];
+            il = sq[t - s];
+        }
+        if (t + s < nt) {
+            ap = ra[t + s];
+            cp = rc[t + s];
+            fp = rr[t + s];
+            ip = sq[t + s];
+        }
+        T k1 = ra[t] * il, k2 = rc[t] * ip;
+        T na = -(al * k1), nc = -(cp * k2);
+        T nb = rb[t] - cl * k1 - ap * k2;
+        T nf = rr[t] - fl * k1 - fp * k2;
+        coupled = !(fabs(na) + fabs(nc) <= unit * fabs(nb));
+        T ni = T(1) / nb;
+        __syncthreads();
+        ra[t] = na;
+        rb[t] = nb;
+        rc[t] = nc;
+        rr[t] = nf;
+        sq[t] = ni;
+    }
+}
+
 // The window solve: truncated SPIKE in one pass, for systems whose separator system is
 // strongly diagonally dominant (diagonally dominant matrices, typically). Window k owns the
 // OWN = T - 2 H partitions k OWN .. k OWN + OWN - 1 (T = blockDim.x, H = halo) and stages H
@@ -568,40 +608,7 @@ __device__ void window_solve(long long n, const T *dl, const T *d, const T *du, 
             if (t == 0) atomicOr(flags, 4);
             return;
         }
-        // Parallel cyclic reduction: after the step of stride s, row t couples only to rows
-        // t - 2s and t + 2s (rows outside the window are identity rows). Each row keeps its
-        // diagonal's reciprocal in sq. The steps stop once every row's couplings are below
-        // the unit roundoff of its diagonal (strongly dominant systems: after two or three),
-        // where what is left would not change the answer.
-        sq[t] = T(1) / rd;
-        bool coupled = !(fabs(rl) + fabs(ru) <= unit * fabs(rd));
-        for (int s = 1; s < nt && __syncthreads_or(coupled); s <<= 1) {
-            T al = T(0), cl = T(0), fl = T(0), il = T(1), ap = T(0), cp = T(0), fp = T(0), ip = T(1);
-            if (t >= s) {
-                al = ra[t - s];
-                cl = rc[t - s];
-                fl = rr[t - s];
-                il = sq[t - s];
-            }
-            if (t + s < nt) {
-                ap = ra[t + s];
-                cp = rc[t + s];
-                fp = rr[t + s];
-                ip = sq[t + s];
-            }
-            T k1 = ra[t] * il, k2 = rc[t] * ip;
-            T na = -(al * k1), nc = -(cp * k2);
-            T nb = rb[t] - cl * k1 - ap * k2;
-            T nf = rr[t] - fl * k1 - fp * k2;
-            coupled = !(fabs(na) + fabs(nc) <= unit * fabs(nb));
-            T ni = T(1) / nb;
-            __syncthreads();
-            ra[t] = na;
-            rb[t] = nb;
-            rc[t] = nc;
-            rr[t] = nf;
-            sq[t] = ni;
-        }
+        window_pcr<T>(ra, rb, rc, rr, sq, rl, rd, ru, unit);
         top_v[t] = rr[t] * sq[t];
         __syncthreads();
         T xl = t > 0 ? top_v[t - 1] : T(0);

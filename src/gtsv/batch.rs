@@ -368,8 +368,8 @@ fn solve_stacked<T: Lapack>(
 /// ([`gpu::batch::fits`]); X is written into B. A system with an exactly zero pivot in the
 /// kernel or whose stacked answer fails its check (every system where neither takes the
 /// batch, or with `nrhs = 0`) is copied to the host, solved by LAPACK xGTSV (over host
-/// threads) and its B copied back, so it ends as LAPACK leaves it. Work queued on `after` before the call
-/// is waited for; the call returns when every answer is in B.
+/// threads) and its B copied back, so it ends as LAPACK leaves it. Work queued on `after`
+/// before the call is waited for; the call returns when every answer is in B.
 ///
 /// `Err`: no usable GPU, a GPU failure, or no host memory for the copies; systems whose X
 /// was written before it are solved, the others' B unchanged.
