@@ -445,30 +445,28 @@ __device__ void finish(T* z, long long ldz, const int* cols, const int* row0s, c
 }
 
 // The GPU path's check of its finished vectors (a failure sends the call to the host path).
-// Both raise *out, the bits of a non-negative double (ordered as the doubles), by atomicMax;
-// a NaN counts as +Inf.
-#define STEIN_INF __longlong_as_double(0x7ff0000000000000LL)
-__device__ void raise_max(unsigned long long* out, double x) {
-    if (isnan(x)) x = STEIN_INF;
-    for (int o = 16; o > 0; o >>= 1) x = fmax(x, __shfl_xor_sync(0xffffffffu, x, o));
-    if ((threadIdx.x & 31) == 0) atomicMax(out, (unsigned long long)__double_as_longlong(x));
-}
-
-// Orthogonality: the largest |G_ij - delta_ij| of the k x bp block G (leading dimension k) of
-// Z_c^T Z_c whose column j is the cluster's column p + j.
+// Orthogonality: the column sums of |G - I| (LAPACK's tests judge ||Z^T Z - I||_1) from the
+// k x bp block G (leading dimension k) of Z_c^T Z_c whose entry (i, j) is G of the panel's
+// columns i and j (i >= j below the panel's diagonal, i < j its mirror, skipped). Entry (i, j)
+// adds to sums[j] and, mirrored, to sums[i]; one CTA per column j.
 template <typename T>
-__device__ void offdiag(const T* g, int k, int bp, int p, unsigned long long* out) {
-    double m = 0.0;
-    const long long all = (long long)k * bp;
-    for (long long at = blockIdx.x * (long long)blockDim.x + threadIdx.x; at - threadIdx.x < all;
-         at += (long long)gridDim.x * blockDim.x) {
-        if (at < all) {
-            const int i = (int)(at % k), j = (int)(at / k);
-            const double x = fabs((double)g[at] - (i == p + j ? 1.0 : 0.0));
-            m = isnan(x) ? STEIN_INF : fmax(m, x);
-        }
+__device__ void offdiag(const T* g, int k, double* sums) {
+    __shared__ double part[256];
+    const int j = blockIdx.x, tid = threadIdx.x;
+    const T* col = g + (long long)j * k;
+    double own = 0.0;
+    for (int i = j + tid; i < k; i += 256) {
+        const double x = fabs((double)col[i] - (i == j ? 1.0 : 0.0));
+        own += x;
+        if (i > j) atomicAdd(sums + i, x);
     }
-    raise_max(out, m);
+    part[tid] = own;
+    __syncthreads();
+    for (int s = 128; s > 0; s >>= 1) {
+        if (tid < s) part[tid] += part[tid + s];
+        __syncthreads();
+    }
+    if (tid == 0) atomicAdd(sums + j, part[0]);
 }
 
 // Residual: ||T_b x - lambda x||_1 over the block's rows (lambda the column's eigenvalue),
@@ -527,9 +525,8 @@ __device__ void residual(const T* z, long long ldz, const int* cols, const int* 
                                                 const int* row0s, const int* sizes) {          \
         finish<T>(z, ldz, cols, row0s, sizes);                                                 \
     }                                                                                          \
-    extern "C" __global__ void stein_offdiag_##P(const T* g, int k, int bp, int p,             \
-                                                 unsigned long long* out) {                    \
-        offdiag<T>(g, k, bp, p, out);                                                          \
+    extern "C" __global__ void stein_offdiag_##P(const T* g, int k, double* sums) {            \
+        offdiag<T>(g, k, sums);                                                                \
     }                                                                                          \
     extern "C" __global__ void stein_residual_##P(const T* z, long long ldz, const int* cols,  \
                                                   const int* row0s, const int* sizes,          \

@@ -1,6 +1,6 @@
 //! Stage 5 of the GPU path: its own test of the answer before it is returned.
 
-use super::{download_all, failure, host_map, ptr, Cluster, Col, Run, PANEL};
+use super::{download_all, failure, host_map, host_vec, ptr, Cluster, Col, Run, PANEL};
 use crate::device::DeviceError;
 use crate::stein::SteinReal;
 use cudarc::driver::{DevicePtrMut, LaunchConfig, PushKernelArg};
@@ -16,8 +16,8 @@ pub const CHECK_LIMIT: f64 = 50.0;
 impl<T: SteinReal> Run<'_, T> {
     /// Stage 5, the path's own test of its answer: every vector's residual
     /// ‖T z − λ z‖₁ / (‖T‖₁ N ulp) (λ the eigenvalue given, not the perturbed shift) and, per
-    /// cluster, max |ZᵀZ − I| / (N ulp) (one GEMM per panel, the lower half of the Gram
-    /// matrix) at most [`CHECK_LIMIT`], or the call fails here and the caller runs the host
+    /// cluster, ‖ZᵀZ − I‖₁ / (N ulp) (one GEMM per panel, the lower half of the Gram matrix,
+    /// whose column sums count each entry below the diagonal twice) at most [`CHECK_LIMIT`], or the call fails here and the caller runs the host
     /// path. (A rank-deficient matrix's tridiagonal, 993 eigenvalues equal to working
     /// precision in one cluster, came out 1e5 times past both with INFO = 0.)
     pub(super) fn check(&mut self, group: &[Cluster], cols: &[Col<T>]) -> Result<(), DeviceError> {
@@ -47,11 +47,20 @@ impl<T: SteinReal> Run<'_, T> {
         };
         // SAFETY: stein_residual's arguments; every column's block lies inside Z, D and E.
         unsafe { launch.launch(cfg) }?;
-        let mut orth = self.stream.alloc_zeros::<u64>(group.len())?;
+        // One column sum of |ZᵀZ − I| per column of each checked cluster, from `first[g]`.
+        let mut first = host_vec(group.len(), 0usize)?;
+        let mut columns = 0;
+        for (c, at) in group.iter().zip(&mut first) {
+            *at = columns;
+            if c.k >= 2 {
+                columns += c.k;
+            }
+        }
+        let mut sums = self.stream.alloc_zeros::<f64>(columns.max(1))?;
         let coef = ptr(&self.coef, &self.stream);
         // Written by the kernels below, on this stream.
-        let orth_base = orth.device_ptr_mut(&self.stream).0;
-        for (g, c) in group.iter().enumerate().filter(|(_, c)| c.k >= 2) {
+        let sums_base = sums.device_ptr_mut(&self.stream).0;
+        for (c, &at) in group.iter().zip(&first).filter(|(c, _)| c.k >= 2) {
             for p in (0..c.k).step_by(PANEL) {
                 let bp = PANEL.min(c.k - p);
                 // The panel's columns against themselves and the later ones (ZᵀZ is
@@ -72,23 +81,35 @@ impl<T: SteinReal> Run<'_, T> {
                         (coef, rows),
                     )?;
                 }
-                let (k, bpi, pi) = (rows as i32, bp as i32, 0i32);
+                let k = rows as i32;
                 let mut launch = self.stream.launch_builder(&self.k.offdiag);
-                let out = orth_base + (g * 8) as u64;
-                launch.arg(&self.coef).arg(&k).arg(&bpi).arg(&pi).arg(&out);
-                let blocks = (rows * bp).div_ceil(256).min(1024) as u32;
-                // SAFETY: stein_offdiag's arguments; (k − p) × bp entries of `coef`, `out` one of
-                // `orth`'s group.len() words.
+                let out = sums_base + ((at + p) * 8) as u64;
+                launch.arg(&self.coef).arg(&k).arg(&out);
                 let cfg = LaunchConfig {
-                    grid_dim: (blocks, 1, 1),
+                    grid_dim: (bp as u32, 1, 1),
                     block_dim: (256, 1, 1),
                     shared_mem_bytes: 0,
                 };
+                // SAFETY: stein_offdiag's arguments; (k − p) × bp entries of `coef`, `out` the
+                // sums of the cluster's columns p..k, inside `sums`.
                 unsafe { launch.launch(cfg) }?;
             }
         }
         let resid = download_all(&self.stream, &resid, 0.0)?;
-        let orth = download_all(&self.stream, &orth, 0)?;
+        let sums = download_all(&self.stream, &sums, 0.0)?;
+        // Each cluster's ‖ZᵀZ − I‖₁ (NaN if any sum is).
+        let mut orth = host_vec(group.len(), 0.0f64)?;
+        for ((c, &at), o) in group.iter().zip(&first).zip(&mut orth) {
+            if c.k >= 2 {
+                *o = sums[at..at + c.k].iter().fold(0.0, |m: f64, &x| {
+                    if x.is_nan() || m.is_nan() {
+                        f64::NAN
+                    } else {
+                        m.max(x)
+                    }
+                });
+            }
+        }
         // The units of LAPACK's tests (and of this crate's): N ulp, and for the residual
         // ‖T‖₁, the largest of the blocks' (the split-off entries are below the tolerance).
         let unit = self.n as f64 * ulp;
@@ -99,9 +120,7 @@ impl<T: SteinReal> Run<'_, T> {
         // The worst ratios of every checked group, for judging the limit against real runs.
         crate::log::debug(|| {
             let worst_r = resid.iter().fold(0.0f64, |m, r| m.max(r / (t_norm * unit)));
-            let worst_o = orth
-                .iter()
-                .fold(0.0f64, |m, &b| m.max(f64::from_bits(b) / unit));
+            let worst_o = orth.iter().fold(0.0f64, |m, &o| m.max(o / unit));
             format!(
                 "stein gpu check: {} columns, worst residual {worst_r:.3}, worst orthogonality \
                  {worst_o:.3} (limit {CHECK_LIMIT})",
@@ -117,8 +136,8 @@ impl<T: SteinReal> Run<'_, T> {
                 )));
             }
         }
-        for (c, &bits) in group.iter().zip(&orth) {
-            let ratio = f64::from_bits(bits) / unit;
+        for (c, &o) in group.iter().zip(&orth) {
+            let ratio = o / unit;
             if ratio.is_nan() || ratio > CHECK_LIMIT {
                 return Err(failure(format!(
                     "cluster at column {} ({} vectors): orthogonality {ratio:.3e} × N ulp",
