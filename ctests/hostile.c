@@ -607,20 +607,42 @@ static void bt_free(Bt *t)
     free(t->info);
 }
 
-static Res bt_call(int sp, Bt *t)
+/* Variants: 0 dgtsv_spike_strided_batch, 1 sgtsv_spike_strided_batch, 2 and 3 their _device
+ * forms (given host memory). `misalign` (3..6): that array is passed one byte off. */
+static Res bt_call_v(int v, Bt *t, int misalign)
 {
     int info;
+    void *stream = NULL;
     xreset();
-    if (!sp) {
-        info = dgtsv_spike_strided_batch(t->n, t->nrhs, t->dl, t->d, t->du, t->sa, t->b, t->ldb,
-                                         t->sb, t->count, t->info);
+    if (v % 2 == 0) {
+        double *p[4] = {t->dl, t->d, t->du, t->b};
+        if (misalign >= 3 && p[misalign - 3]) {
+            p[misalign - 3] = (double *)(void *)((char *)p[misalign - 3] + 1);
+        }
+        if (v == 0) {
+            info = dgtsv_spike_strided_batch(t->n, t->nrhs, p[0], p[1], p[2], t->sa, p[3],
+                                             t->ldb, t->sb, t->count, t->info);
+        } else {
+            info = dgtsv_spike_strided_batch_device(t->n, t->nrhs, p[0], p[1], p[2], t->sa,
+                                                    p[3], t->ldb, t->sb, t->count, t->info,
+                                                    stream);
+        }
         return res_of(info);
     }
     float *dl = fdup(t->dl, t->la), *d = fdup(t->d, t->la), *du = fdup(t->du, t->la),
           *b = fdup(t->b, t->lb);
+    float *p[4] = {dl, d, du, b};
+    if (misalign >= 3 && p[misalign - 3]) {
+        p[misalign - 3] = (float *)(void *)((char *)p[misalign - 3] + 1);
+    }
     xreset();
-    info = sgtsv_spike_strided_batch(t->n, t->nrhs, dl, d, du, t->sa, b, t->ldb, t->sb,
-                                     t->count, t->info);
+    if (v == 1) {
+        info = sgtsv_spike_strided_batch(t->n, t->nrhs, p[0], p[1], p[2], t->sa, p[3], t->ldb,
+                                         t->sb, t->count, t->info);
+    } else {
+        info = sgtsv_spike_strided_batch_device(t->n, t->nrhs, p[0], p[1], p[2], t->sa, p[3],
+                                                t->ldb, t->sb, t->count, t->info, stream);
+    }
     Res r = res_of(info);
     fback(t->dl, dl, t->la);
     fback(t->d, d, t->la);
@@ -629,14 +651,45 @@ static Res bt_call(int sp, Bt *t)
     return r;
 }
 
-static const char *bt_names[] = {"DGTSV_SPIKE_STRIDED_BATCH", "SGTSV_SPIKE_STRIDED_BATCH"};
+static Res bt_call(int sp, Bt *t) { return bt_call_v(sp, t, 0); }
 
-static void bt_illegal(int sp, Bt *t, int i, const char *what)
+static const char *bt_names[] = {"DGTSV_SPIKE_STRIDED_BATCH", "SGTSV_SPIKE_STRIDED_BATCH",
+                                 "DGTSV_SPIKE_STRIDED_BATCH_DEVICE",
+                                 "SGTSV_SPIKE_STRIDED_BATCH_DEVICE"};
+
+static void bt_illegal_v(int v, Bt *t, int misalign, int i, const char *what)
 {
-    WATCH("%cgtsv_spike_strided_batch %s", sp ? 's' : 'd', what);
-    Res r = bt_call(sp, t);
-    expect_illegal(r, bt_names[sp], i);
+    WATCH("%s %s", bt_names[v], what);
+    Res r = bt_call_v(v, t, misalign);
+    expect_illegal(r, bt_names[v], i);
     bt_free(t);
+}
+
+static void bt_illegal(int v, Bt *t, int i, const char *what) { bt_illegal_v(v, t, 0, i, what); }
+
+/* A legal call of a _device form on host memory: without a GPU, HYLAPACK_INFO_NO_GPU with B
+ * untouched (0 when nothing is to be solved); with one, B refused as not device memory (or
+ * solved, where the GPU can address host memory). */
+static void bt_device_on_host(int v, Bt *t)
+{
+    double *b0 = ddup(t->b, t->lb);
+    Res r = bt_call_v(v, t, 0);
+    int nothing = t->n == 0 || t->count == 0;
+    if (nothing || !gpu_present) {
+        int want = nothing ? 0 : HYLAPACK_INFO_NO_GPU;
+        check(r.info == want, "INFO = %d, expected %d (no GPU)", r.info, want);
+        check(r.xcalls == 0, "xerbla_ called (%s, %d)", r.xname, r.xarg);
+        for (long i = 0; i < t->lb; i++) {
+            if (!same_val(t->b[i], v % 2 ? (double)(float)b0[i] : b0[i])) {
+                check(0, "B(%ld) changed although INFO = %d", i + 1, r.info);
+                break;
+            }
+        }
+    } else {
+        check(r.info >= 0 || (r.info <= -3 && r.info >= -7),
+              "INFO = %d for host pointers on a GPU host", r.info);
+    }
+    free(b0);
 }
 
 /* Each system against DGTSV (SGTSV) on its own: info[k], and the count returned. */
@@ -675,51 +728,71 @@ static void bt_vs_ref(int sp, Bt *t)
 
 static void batch_all(void)
 {
-    for (int sp = 0; sp < 2; sp++) {
-        const char c = sp ? 's' : 'd';
+    for (int v = 0; v < 4; v++) {
+        const int sp = v % 2, device = v >= 2;
+        const char *name = bt_names[v];
         Bt t;
         /* 1. illegal arguments in the header's numbering */
-        t = bt_make(-1, 1, 5, 5, 5, 2); bt_illegal(sp, &t, 1, "N<0");
-        t = bt_make(5, -1, 5, 5, 5, 2); bt_illegal(sp, &t, 2, "NRHS<0");
-        t = bt_make(5, 1, 5, 5, 5, 2); free(t.dl); t.dl = NULL; bt_illegal(sp, &t, 3, "DL NULL");
-        t = bt_make(5, 1, 5, 5, 5, 2); free(t.d); t.d = NULL; bt_illegal(sp, &t, 4, "D NULL");
-        t = bt_make(5, 1, 5, 5, 5, 2); free(t.du); t.du = NULL; bt_illegal(sp, &t, 5, "DU NULL");
-        t = bt_make(5, 1, 4, 5, 5, 2); bt_illegal(sp, &t, 6, "STRIDE_A<N");
-        t = bt_make(5, 1, 5, 5, 5, 2); free(t.b); t.b = NULL; bt_illegal(sp, &t, 7, "B NULL");
-        t = bt_make(5, 1, 5, 4, 5, 2); bt_illegal(sp, &t, 8, "LDB<N");
-        t = bt_make(5, 2, 5, 5, 9, 2); bt_illegal(sp, &t, 9, "STRIDE_B<LDB*NRHS");
-        t = bt_make(5, 1, 5, 5, 5, -1); bt_illegal(sp, &t, 10, "COUNT<0");
-        t = bt_make(5, 1, 5, 5, 5, 2); free(t.info); t.info = NULL; bt_illegal(sp, &t, 11, "INFO NULL");
-        t = bt_make(-1, -1, -1, 0, -1, -1); bt_illegal(sp, &t, 1, "all illegal");
+        t = bt_make(-1, 1, 5, 5, 5, 2); bt_illegal(v, &t, 1, "N<0");
+        t = bt_make(5, -1, 5, 5, 5, 2); bt_illegal(v, &t, 2, "NRHS<0");
+        t = bt_make(5, 1, 5, 5, 5, 2); free(t.dl); t.dl = NULL; bt_illegal(v, &t, 3, "DL NULL");
+        t = bt_make(5, 1, 5, 5, 5, 2); free(t.d); t.d = NULL; bt_illegal(v, &t, 4, "D NULL");
+        t = bt_make(5, 1, 5, 5, 5, 2); free(t.du); t.du = NULL; bt_illegal(v, &t, 5, "DU NULL");
+        t = bt_make(5, 1, 4, 5, 5, 2); bt_illegal(v, &t, 6, "STRIDE_A<N");
+        t = bt_make(5, 1, 5, 5, 5, 2); free(t.b); t.b = NULL; bt_illegal(v, &t, 7, "B NULL");
+        t = bt_make(5, 1, 5, 4, 5, 2); bt_illegal(v, &t, 8, "LDB<N");
+        t = bt_make(5, 2, 5, 5, 9, 2); bt_illegal(v, &t, 9, "STRIDE_B<LDB*NRHS");
+        t = bt_make(5, 1, 5, 5, 5, -1); bt_illegal(v, &t, 10, "COUNT<0");
+        t = bt_make(5, 1, 5, 5, 5, 2); free(t.info); t.info = NULL; bt_illegal(v, &t, 11, "INFO NULL");
+        t = bt_make(-1, -1, -1, 0, -1, -1); bt_illegal(v, &t, 1, "all illegal");
+        if (device) {
+            /* an element address one byte off, refused before the GPU is touched */
+            const int arg[4] = {3, 4, 5, 7};
+            const char *what[4] = {"DL misaligned", "D misaligned", "DU misaligned",
+                                   "B misaligned"};
+            for (int a = 0; a < 4; a++) {
+                t = bt_make(5, 1, 5, 5, 5, 2);
+                bt_illegal_v(v, &t, a + 3, arg[a], what[a]);
+            }
+            t = bt_make(5, 1, 4, 5, 5, 2);
+            bt_illegal_v(v, &t, 3, 3, "DL misaligned before STRIDE_A<N");
+        }
         /* 2. zero sizes */
-        WATCH("%cgtsv_spike_strided_batch COUNT=0 INFO NULL", c);
+        WATCH("%s COUNT=0 INFO NULL", name);
         t = bt_make(5, 1, 5, 5, 5, 0);
         free(t.info);
         t.info = NULL;
-        Res r = bt_call(sp, &t);
+        Res r = bt_call_v(v, &t, 0);
         check(r.info == 0 && r.xcalls == 0, "INFO = %d, xerbla_ calls %d", r.info, r.xcalls);
         bt_free(&t);
-        WATCH("%cgtsv_spike_strided_batch N=0", c);
+        WATCH("%s N=0", name);
         t = bt_make(0, 1, 0, 1, 1, 3);
-        bt_vs_ref(sp, &t);
+        device ? bt_device_on_host(v, &t) : bt_vs_ref(sp, &t);
         bt_free(&t);
-        WATCH("%cgtsv_spike_strided_batch NRHS=0", c);
+        WATCH("%s NRHS=0", name);
         t = bt_make(5, 0, 5, 5, 0, 3);
-        bt_vs_ref(sp, &t);
+        device ? bt_device_on_host(v, &t) : bt_vs_ref(sp, &t);
         bt_free(&t);
         /* 3. INT_MAX: products that overflow 32 bits must not pass the checks */
-        t = bt_make(INT_MAX, 1, 5, 5, 5, 2); bt_illegal(sp, &t, 6, "N=INT_MAX STRIDE_A=5");
-        t = bt_make(5, 2, 5, INT_MAX, 4, 2); bt_illegal(sp, &t, 9, "LDB=INT_MAX NRHS=2 STRIDE_B=4");
+        t = bt_make(INT_MAX, 1, 5, 5, 5, 2); bt_illegal(v, &t, 6, "N=INT_MAX STRIDE_A=5");
+        t = bt_make(5, 2, 5, INT_MAX, 4, 2); bt_illegal(v, &t, 9, "LDB=INT_MAX NRHS=2 STRIDE_B=4");
         t = bt_make(5, 2, 5, INT_MAX / 2 + 1, INT_MAX, 2);
-        bt_illegal(sp, &t, 9, "LDB*NRHS=INT_MAX+1 > STRIDE_B=INT_MAX");
+        bt_illegal(v, &t, 9, "LDB*NRHS=INT_MAX+1 > STRIDE_B=INT_MAX");
         t = bt_make(5, 3, 5, INT_MAX / 2, INT_MAX, 1);
-        bt_illegal(sp, &t, 9, "LDB*NRHS wraps 32 bits, STRIDE_B=INT_MAX");
+        bt_illegal(v, &t, 9, "LDB*NRHS wraps 32 bits, STRIDE_B=INT_MAX");
         t = bt_make(5, 1, 5, 5, 5, INT_MAX); free(t.info); t.info = NULL;
-        bt_illegal(sp, &t, 11, "COUNT=INT_MAX INFO NULL");
-        WATCH("%cgtsv_spike_strided_batch STRIDE_A=STRIDE_B=INT_MAX COUNT=1", c);
+        bt_illegal(v, &t, 11, "COUNT=INT_MAX INFO NULL");
+        WATCH("%s STRIDE_A=STRIDE_B=INT_MAX COUNT=1", name);
         t = bt_make(5, 1, INT_MAX, 5, INT_MAX, 1);
-        bt_vs_ref(sp, &t);
+        device ? bt_device_on_host(v, &t) : bt_vs_ref(sp, &t);
         bt_free(&t);
+        if (device) {
+            WATCH("%s 2 systems of order 5 on host memory", name);
+            t = bt_make(5, 2, 5, 5, 10, 2);
+            bt_device_on_host(v, &t);
+            bt_free(&t);
+            continue;
+        }
         /* 4. special values in each array entry, 2 systems of order 5 with 2 RHS */
         for (int s = 0; s < NSPECIAL; s++) {
             for (int a = 0; a < 4; a++) {
@@ -728,8 +801,7 @@ static void batch_all(void)
                     if (a != 3 && i % 5 == 4 && a != 1) {
                         continue; /* DL/DU entry n of a system: padding, not used */
                     }
-                    WATCH("%cgtsv_spike_strided_batch %s in array %d entry %ld", c,
-                          special_names[s], a + 3, i + 1);
+                    WATCH("%s %s in array %d entry %ld", name, special_names[s], a + 3, i + 1);
                     t = bt_make(5, 2, 5, 5, 10, 2);
                     double *arr[4] = {t.dl, t.d, t.du, t.b};
                     arr[a][i] = specials[s];
