@@ -116,10 +116,12 @@ pub fn quality<T: Real>(d: &[T], e: &[T], w: &[T], z: &[T]) -> (f64, f64) {
 
 /// Whether a ratio of ours (orthogonality or residual) passes against LAPACK's on the same
 /// input: below 50 where LAPACK is; where LAPACK itself fails its SEP threshold (single
-/// precision, the geometric family's thousand eigenvalues below ORTOL form one cluster), no
-/// worse than LAPACK.
+/// precision: the geometric family's thousand eigenvalues below ORTOL form one cluster; the
+/// clustered family's clusters, a little more than ORTOL apart, lose ‖ZᵀZ − I‖₁ ≈ 90 between
+/// each other), no worse than LAPACK to rounding: vectors that agree with LAPACK's to rounding
+/// gave 91.442 against its 91.432 (sstein, clustered, n = 1000, seed 17).
 pub fn as_good_as_lapack(ours: f64, theirs: f64) -> bool {
-    ours <= (10.0 * theirs).max(1.0) && ours < theirs.max(50.0)
+    ours <= (10.0 * theirs).max(1.0) && (ours < 50.0 || ours <= theirs * (1.0 + 1e-3))
 }
 
 pub const SIZES: [usize; 6] = [1, 2, 3, 10, 200, 1000];
