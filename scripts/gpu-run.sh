@@ -12,10 +12,11 @@
 # Every test binary runs with ARGS (libtest's: a name filter, --nocapture,
 # --test-threads=N, ...) and with
 #   HYLAPACK_DEVICE=gpu  HYLAPACK_REQUIRE_GPU=1   (override either by setting it)
-# then (with HYLAPACK_PACK_TESTERS=1) LAPACK's GT/SEP/SE2 testers under the
-# preload library (HYLAPACK_PACK_TESTERS_ONLY="SEP double,GT double" picks some),
-# then `hylapack info` runs. HYLAPACK_PACK_ONLY=gtsv,api limits the run to those binaries
-# (and to those named gtsv_..., api_...). The combined log goes to ${OUT:-/tmp}/gpu-check.log
+# then the C hostile-input harness (ctests/hostile, with automatic dispatch), then (with
+# HYLAPACK_PACK_TESTERS=1) LAPACK's GT/SEP/SE2 testers under the preload library
+# (HYLAPACK_PACK_TESTERS_ONLY="SEP double,GT double" picks some), then `hylapack info` runs.
+# HYLAPACK_PACK_ONLY=gtsv,api limits the run to those binaries (and to those named gtsv_...,
+# api_...; hostile_c names the C harness). The combined log goes to ${OUT:-/tmp}/gpu-check.log
 # and the summary to ${OUT:-/tmp}/gpu-check-summary.txt. Exit status: 0 when
 # every binary passed.
 set -uo pipefail
@@ -46,7 +47,7 @@ trap 'rm -rf "$work"' EXIT
         *) cp "$f" "$work/$f" ;;
     esac
 done)
-chmod +x "$work"/bin/* "$work"/tests/* 2>/dev/null || true
+chmod +x "$work"/bin/* "$work"/tests/* "$work"/ctests/* 2>/dev/null || true
 
 ld_extra="$work/lib:$work/syslib"
 for d in /usr/local/cuda/lib64 /usr/local/nvidia/lib64 /usr/local/nvidia/lib; do
@@ -126,6 +127,25 @@ for t in "${bins[@]}"; do
     fi
     say "$name: rc=$rc, $p passed, $f failed, $g ignored, $(( $(date +%s) - start )) s"
 done
+
+# The C hostile-input harness (ctests/hostile.c) as a program on this host runs it: automatic
+# dispatch, no GPU required. With HYLAPACK_PACK_ONLY it runs only if the list names hostile_c.
+case ",${HYLAPACK_PACK_ONLY:-hostile_c}," in *,hostile_c,*) run_hostile=1 ;; *) run_hostile=0 ;; esac
+if ((run_hostile)) && [ -x "$work/ctests/hostile" ]; then
+    say ""
+    say "==> ctests/hostile (HYLAPACK_DEVICE=auto)"
+    start=$(date +%s)
+    HYLAPACK_DEVICE=auto HYLAPACK_REQUIRE_GPU=0 HYLAPACK_LOG=off \
+        GLIBC_TUNABLES=glibc.malloc.perturb=165 "$work/ctests/hostile" >"$work/one.log" 2>&1
+    rc=$?
+    cat "$work/one.log" >>"$log"
+    grep -E '^FAIL' "$work/one.log" | head -n 30
+    line="$(grep -E '^hostile: [0-9]+ passed, [0-9]+ failed' "$work/one.log" | tail -n 1)"
+    p=$(echo "$line" | awk '{print $2}') f=$(echo "$line" | awk '{print $4}')
+    total_pass=$((total_pass + ${p:-0})) total_fail=$((total_fail + ${f:-1}))
+    ((rc == 0 && ${f:-1} == 0)) || bin_fail+=("ctests/hostile")
+    say "ctests/hostile: rc=$rc, ${line:-no summary line}, $(( $(date +%s) - start )) s"
+fi
 
 # LAPACK's own testers under the preload library, every intercepted call on hylapack's path
 # (HYLAPACK_PRELOAD=own; the GPU with HYLAPACK_DEVICE=gpu), at most 4 processes on the GPU.
