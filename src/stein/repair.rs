@@ -33,10 +33,10 @@ const LARGEST_BLOCK: usize = 4096;
 const LARGEST_CLUSTER: usize = 4096;
 
 /// Checks that the cluster's `count` columns (block rows from `row0`, columns `ldz` apart)
-/// are orthonormal to within RECOMPUTE_ABOVE `b · ulp` in ‖ZᵀZ − I‖₁, from their Gram matrix `G = ZᵀZ`
-/// (one GEMM); where they are not, orthonormalizes them in column order (`Z ← Z R⁻¹` with
-/// `G = RᵀR`, the Gram–Schmidt vectors of Z, in two BLAS 3 calls) and normalizes each as
-/// xSTEIN does. Returns the loss found, in units of `b · ulp`, or None when the Gram matrix
+/// are orthonormal to within RECOMPUTE_ABOVE `b · ulp` in ‖ZᵀZ − I‖₁, from their Gram matrix
+/// `G = ZᵀZ` (one GEMM); where they are not, orthonormalizes them in column order
+/// (`Z ← Z R⁻¹` with `G = RᵀR`, the Gram–Schmidt vectors of Z, in two BLAS 3 calls) and
+/// normalizes each as xSTEIN does. Returns the loss found, in units of `b · ulp`, or None when the Gram matrix
 /// cannot be had.
 fn restore_orthogonality<T: Real + Dense>(
     z: &mut [T],

@@ -17,9 +17,10 @@ impl<T: SteinReal> Run<'_, T> {
     /// Stage 5, the path's own test of its answer: every vector's residual
     /// ‖T z − λ z‖₁ / (‖T‖₁ N ulp) (λ the eigenvalue given, not the perturbed shift) and, per
     /// cluster, ‖ZᵀZ − I‖₁ / (N ulp) (one GEMM per panel, the lower half of the Gram matrix,
-    /// whose column sums count each entry below the diagonal twice) at most [`CHECK_LIMIT`], or the call fails here and the caller runs the host
-    /// path. (A rank-deficient matrix's tridiagonal, 993 eigenvalues equal to working
-    /// precision in one cluster, came out 1e5 times past both with INFO = 0.)
+    /// whose column sums count each entry below the diagonal twice) at most [`CHECK_LIMIT`],
+    /// or the call fails here and the caller runs the host path. (A rank-deficient matrix's
+    /// tridiagonal, 993 eigenvalues equal to working precision in one cluster, came out 1e5
+    /// times past both with INFO = 0.)
     pub(super) fn check(&mut self, group: &[Cluster], cols: &[Col<T>]) -> Result<(), DeviceError> {
         let ulp = T::ULP.to_f64();
         let (row0, size, _, _, col) = self.params(cols)?;
