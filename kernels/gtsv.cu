@@ -460,13 +460,21 @@ __device__ __forceinline__ T residual_at(long long n, const T *dl, const T *d, c
     return row_residual(fc[i], load_a(dl, n, i), xm, d[i], xc[i], load_c(du, n, i), xp, scale);
 }
 // A window's row r of array `kind` (as stage_load): rows before the system are identity rows,
-// as load_b pads the rows after it (row 0's coupling to them, a, is zero).
-template <typename T, int M>
+// as load_b pads the rows after it (row 0's coupling to them, a, is zero). An `inner` window
+// (rows row0 - 1 .. row0 + NT M all in the system) loads with no checks: one address and
+// M loads at fixed offsets, where the checked loads cost a dozen integer instructions each.
+template <typename T, int M, int NT>
 __device__ __forceinline__ void window_load(T (&v)[M], int kind, const T *src, long long n, long long row0,
-                                            long long ldf, int col) {
+                                            long long ldf, int col, bool inner) {
+    if (inner) {
+        const T *p = src + (kind == 0 ? row0 - 1 : row0) + (kind == 3 ? (long long)col * ldf : 0) + threadIdx.x;
+#pragma unroll
+        for (int t = 0; t < M; ++t) v[t] = p[t * NT];
+        return;
+    }
 #pragma unroll
     for (int t = 0; t < M; ++t) {
-        long long r = row0 + threadIdx.x + (long long)t * blockDim.x;
+        long long r = row0 + threadIdx.x + (long long)t * NT;
         if (r < 0) v[t] = kind == 1 ? T(1) : T(0);
         else if (kind == 0) v[t] = load_a(src, n, r);
         else if (kind == 1) v[t] = load_b(src, n, r);
@@ -476,14 +484,15 @@ __device__ __forceinline__ void window_load(T (&v)[M], int kind, const T *src, l
 }
 
 // Parallel cyclic reduction of a window's separator system (ra, rb, rc, rr; row t of the
-// blockDim.x rows is thread t's, its couplings rl, ru and diagonal rd also in registers): after
+// NT rows is thread t's, its couplings rl, ru and diagonal rd also in registers): after
 // the step of stride s, row t couples only to rows t - 2s and t + 2s (rows outside the window
 // are identity rows). Each row keeps its diagonal's reciprocal in sq. The steps stop once every
 // row's couplings are below the unit roundoff of its diagonal (strongly dominant systems: after
 // two or three), where what is left would not change the answer. The solution is rr * sq.
-template <typename T>
+template <typename T, int NT>
 __device__ __forceinline__ void window_pcr(T *ra, T *rb, T *rc, T *rr, T *sq, T rl, T rd, T ru, T unit) {
-    const int nt = blockDim.x, t = threadIdx.x;
+    constexpr int nt = NT;
+    const int t = threadIdx.x;
     sq[t] = T(1) / rd;
     bool coupled = !(fabs(rl) + fabs(ru) <= unit * fabs(rd));
     for (int s = 1; s < nt && __syncthreads_or(coupled); s <<= 1) {
@@ -517,7 +526,7 @@ __device__ __forceinline__ void window_pcr(T *ra, T *rb, T *rc, T *rr, T *sq, T 
 
 // The window solve: truncated SPIKE in one pass, for systems whose separator system is
 // strongly diagonally dominant (diagonally dominant matrices, typically). Window k owns the
-// OWN = T - 2 H partitions k OWN .. k OWN + OWN - 1 (T = blockDim.x, H = halo) and stages H
+// OWN = NT - 2 H partitions k OWN .. k OWN + OWN - 1 (NT = blockDim.x, H = halo) and stages H
 // more on each side; the CTAs take windows blockIdx.x, blockIdx.x + gridDim.x, ... up to
 // WINDOWS. A window is reduced as spike_reduce reduces a level's partitions, its T-row
 // separator system solved in shared memory by parallel cyclic reduction (stable where that
@@ -533,33 +542,44 @@ __device__ __forceinline__ void window_pcr(T *ra, T *rb, T *rc, T *rr, T *sq, T 
 // level's check judges it: the accurate residual of every owned row goes into rmax, smax,
 // bmax of column blockIdx.y (flags bit 1: a non-finite value), except the two rows at each
 // boundary between windows, whose neighbours another window wrote (gtsv_window_edges).
-template <typename T, int M>
+template <typename T, int M, int NT>
 __device__ void window_solve(long long n, const T *dl, const T *d, const T *du, const T *f, long long ldf, T *x,
                              long long ldx, long long P, int halo, long long windows, T *rmax, T *smax, T *bmax,
                              int *flags) {
     constexpr int MI = M - 1;
     const T unit = sizeof(T) == 8 ? T(1.1102230246251565e-16) : T(5.9604645e-08);
     extern __shared__ unsigned char smem_raw[];
-    const int nt = blockDim.x, t = threadIdx.x, col = blockIdx.y;
-    int stride = nt * (M + 1);
+    constexpr int nt = NT;
+    const int t = threadIdx.x, col = blockIdx.y;
+    constexpr int stride = nt * (M + 1);
     T *sa = reinterpret_cast<T *>(smem_raw);
     T *sb = sa + stride, *sc = sb + stride, *sf = sc + stride;
     T *ra = sf + stride, *rb = ra + nt, *rc = rb + nt, *rr = rc + nt;
     T *top_w = rr + nt, *top_v = top_w + nt, *top_y = top_v + nt, *sq = top_y + nt;
     const long long own = nt - 2 * halo;
+    // Each thread's residual maxima over all the windows its CTA takes, folded into the column's
+    // summaries once at the end: an atomic per warp and window (tens of thousands on one
+    // address at n = 2^23) queued behind each other at the L2.
+    T rm = T(0), sm = T(0), bm = T(0);
+    bool finite = true;
+    // Whether another CTA gave up, read a window ahead: the load's latency then hides behind a
+    // window's work instead of holding the CTA at the barrier.
+    int given_up = t == 0 ? *(volatile int *)flags & 4 : 0;
     for (long long k = blockIdx.x; k < windows; k += gridDim.x) {
         // Also the barrier between windows (their shared memory is reused).
-        if (__syncthreads_or(t == 0 && (*(volatile int *)flags & 4))) return;
+        if (__syncthreads_or(given_up)) return;
+        if (t == 0) given_up = *(volatile int *)flags & 4;
         long long j0 = k * own - halo;
         long long j = j0 + t;
         long long row0 = j0 * M;
         long long my0 = row0 + (long long)t * M;
         {
+            bool inner = row0 >= 1 && row0 + nt * M < n;
             T va[M], vb[M], vc[M], vf[M];
-            window_load<T, M>(va, 0, dl, n, row0, ldf, 0);
-            window_load<T, M>(vb, 1, d, n, row0, ldf, 0);
-            window_load<T, M>(vc, 2, du, n, row0, ldf, 0);
-            window_load<T, M>(vf, 3, f, n, row0, ldf, col);
+            window_load<T, M, NT>(va, 0, dl, n, row0, ldf, 0, inner);
+            window_load<T, M, NT>(vb, 1, d, n, row0, ldf, 0, inner);
+            window_load<T, M, NT>(vc, 2, du, n, row0, ldf, 0, inner);
+            window_load<T, M, NT>(vf, 3, f, n, row0, ldf, col, inner);
             stage_store<T, M>(sa, va);
             stage_store<T, M>(sb, vb);
             stage_store<T, M>(sc, vc);
@@ -596,11 +616,15 @@ __device__ void window_solve(long long n, const T *dl, const T *d, const T *du, 
         sq[t] = q;
         __syncthreads();
         bool unsuited = !ok || !(q < T(0.5));
-        if (t == 0) {
-            T left = T(1), right = T(1);
-            for (int h = 0; h < halo; ++h) {
-                left *= sq[h];
-                right *= sq[nt - 1 - h];
+        if (t < 32) {
+            // The halos' products of q: lane l takes partitions l and l + 32 of each halo
+            // (halo < NT / 2 = 64), then a tree across the warp.
+            T left = (t < halo ? sq[t] : T(1)) * (t + 32 < halo ? sq[t + 32] : T(1));
+            T right = (t < halo ? sq[nt - 1 - t] : T(1)) * (t + 32 < halo ? sq[nt - 33 - t] : T(1));
+#pragma unroll
+            for (int off = 16; off > 0; off >>= 1) {
+                left *= __shfl_xor_sync(0xffffffffu, left, off);
+                right *= __shfl_xor_sync(0xffffffffu, right, off);
             }
             unsuited = unsuited || !(left <= unit) || !(right <= unit);
         }
@@ -608,7 +632,7 @@ __device__ void window_solve(long long n, const T *dl, const T *d, const T *du, 
             if (t == 0) atomicOr(flags, 4);
             return;
         }
-        window_pcr<T>(ra, rb, rc, rr, sq, rl, rd, ru, unit);
+        window_pcr<T, NT>(ra, rb, rc, rr, sq, rl, rd, ru, unit);
         top_v[t] = rr[t] * sq[t];
         __syncthreads();
         T xl = t > 0 ? top_v[t - 1] : T(0);
@@ -618,17 +642,16 @@ __device__ void window_solve(long long n, const T *dl, const T *d, const T *du, 
         top_w[t] = y[0];
         __syncthreads();
         bool owned = t >= halo && t < nt - halo && j < P;
-        T rm = T(0), sm = T(0), bm = T(0);
-        bool finite = true;
         if (owned) {
             auto account = [&](long long r, T fi, T am, T xm, T bi, T xi, T cp, T xp) {
                 if (r >= n) return;
                 T s;
                 T ri = row_residual(fi, am, xm, bi, xi, cp, xp, s);
                 finite = finite && isfinite(xi) && isfinite(ri) && isfinite(s);
-                rm = fmax(rm, fabs(ri));
-                sm = fmax(sm, s);
-                bm = fmax(bm, fabs(fi));
+                // A NaN is caught by `finite`, so `larger` (no NaN rules) is enough here.
+                rm = larger(rm, fabs(ri));
+                sm = larger(sm, s);
+                bm = larger(bm, fabs(fi));
             };
             // Row my0 leans on the previous partition's separator, the separator row on the
             // next partition's first row: at the owned range's ends, rows another window
@@ -643,8 +666,6 @@ __device__ void window_solve(long long n, const T *dl, const T *d, const T *du, 
             }
             if (!edge_after) account(my0 + MI, fr[MI], as, y[MI - 1], ds, xr, cs, top_w[t + 1]);
         }
-        summarize(rmax + col, smax + col, bmax + col, rm, sm, bm);
-        if (!finite) atomicOr(flags, 2);
         // X through the F tile (every thread is done reading it), for coalesced writes.
         __syncthreads();
         T *out = sf + t * (M + 1);
@@ -659,6 +680,8 @@ __device__ void window_solve(long long n, const T *dl, const T *d, const T *du, 
             if (r < n) x[r + col * ldx] = sf[(halo + i / M) * (M + 1) + i % M];
         }
     }
+    summarize(rmax + col, smax + col, bmax + col, rm, sm, bm);
+    if (!finite) atomicOr(flags, 2);
 }
 
 // The accurate residual of the rows at the boundaries between window_solve's CTAs, from X as
@@ -950,7 +973,7 @@ template <typename T> __device__ void add_into(long long n, int ncols, const T *
     extern "C" __global__ void __launch_bounds__(128, 4) gtsv_window_##sfx##_m##M(long long n, const T *dl,  \
         const T *d, const T *du, const T *f, long long ldf, T *x, long long ldx, long long P, int halo,     \
         long long windows, T *rmax, T *smax, T *bmax, int *flags) {                                       \
-        window_solve<T, M>(n, dl, d, du, f, ldf, x, ldx, P, halo, windows, rmax, smax, bmax, flags);       \
+        window_solve<T, M, 128>(n, dl, d, du, f, ldf, x, ldx, P, halo, windows, rmax, smax, bmax, flags);       \
     }
 #endif
 

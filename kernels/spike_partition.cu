@@ -13,6 +13,11 @@ template <typename T, int MI> struct RegFactor {
     unsigned two;
 };
 
+// The larger of x and y by one comparison: fmax's NaN rules cost a dozen instructions per use in
+// double precision. A NaN here only steers the pivoting of an answer that the residual check
+// rejects anyway (a NaN in the matrix makes its residual NaN).
+template <typename T> __device__ __forceinline__ T larger(T x, T y) { return x > y ? x : y; }
+
 // The pivoting rule of dp_factor (Bunch-Kaufman's kappa), with one division per pivot (its
 // reciprocal) instead of one per use. Returns false on an exactly zero pivot.
 template <typename T, int MI>
@@ -34,7 +39,7 @@ __device__ __forceinline__ bool reg_factor(const T *a, const T *b, const T *c, R
         T a2 = k + 2 < MI ? a[k + 2] : T(0);
         T b1 = k + 1 < MI ? b[k + 1] : T(0);
         T c1 = k + 2 < MI ? c[k + 1] : T(0);
-        T sigma = fmax(fmax(fmax(fmax(fabs(a1), fabs(a2)), fabs(b1)), fabs(c0)), fabs(c1));
+        T sigma = larger(larger(larger(larger(fabs(a1), fabs(a2)), fabs(b1)), fabs(c0)), fabs(c1));
         if (k + 1 >= MI || fabs(bt) * sigma >= kappa * fabs(a1 * c0)) {
             if (bt == T(0)) ok = false;
             T inv = T(1) / bt;
@@ -61,6 +66,14 @@ __device__ __forceinline__ bool reg_factor(const T *a, const T *b, const T *c, R
 // Solves the factored partition for f (in registers) in place.
 template <typename T, int MI>
 __device__ __forceinline__ void reg_solve(const T *a, const T *b, const T *c, const RegFactor<T, MI> &F, T (&f)[MI]) {
+    if (F.two == 0u) {
+        // 1x1 pivots only (diagonally dominant partitions, always): no per-row branches.
+#pragma unroll
+        for (int k = 0; k < MI; ++k) f[k] = (k > 0 ? f[k] - a[k] * f[k - 1] : f[k]) * F.r[k];
+#pragma unroll
+        for (int k = MI - 2; k >= 0; --k) f[k] = f[k] - F.mult[k] * f[k + 1];
+        return;
+    }
     T yprev = T(0);
 #pragma unroll
     for (int k = 0; k < MI; ++k) {
@@ -95,6 +108,19 @@ __device__ __forceinline__ void reg_solve(const T *a, const T *b, const T *c, co
 template <typename T, int MI>
 __device__ __forceinline__ void reg_solve2(const T *a, const T *b, const T *c, const RegFactor<T, MI> &F, T (&f)[MI],
                                            T (&g)[MI]) {
+    if (F.two == 0u) {
+#pragma unroll
+        for (int k = 0; k < MI; ++k) {
+            f[k] = (k > 0 ? f[k] - a[k] * f[k - 1] : f[k]) * F.r[k];
+            g[k] = (k > 0 ? g[k] - a[k] * g[k - 1] : g[k]) * F.r[k];
+        }
+#pragma unroll
+        for (int k = MI - 2; k >= 0; --k) {
+            f[k] = f[k] - F.mult[k] * f[k + 1];
+            g[k] = g[k] - F.mult[k] * g[k + 1];
+        }
+        return;
+    }
     T fprev = T(0), gprev = T(0);
 #pragma unroll
     for (int k = 0; k < MI; ++k) {
