@@ -455,6 +455,7 @@ pub fn solve_device<T: Real>(
         // SAFETY: the caller's stream, live for the call (the C entry's contract).
         unsafe { device::wait_for_stream(&stream, s)? };
     }
+    let begun = Instant::now();
     let mut plan = Plan::<T>::new(gpu, stream.clone(), o, a, nrhs)?;
     let t1 = Instant::now();
     if let Err(r) = plan.run(b, || ())? {
@@ -468,9 +469,10 @@ pub fn solve_device<T: Real>(
     crate::dispatch::debug(|| {
         let p = last_phases();
         format!(
-            "gtsv device: n={} nrhs={nrhs}: opened {:.1} us, solved {:.1} us ({}), X into B {:.1} us",
+            "gtsv device: n={} nrhs={nrhs}: opened {:.1} us (plan {:.1}), solved {:.1} us ({}), X into B {:.1} us",
             a.n,
             us(t0, t1),
+            us(begun, t1),
             us(t1, t2),
             if p.window { "window".to_string() } else { format!("{} refine", p.refine_steps) },
             us(t2, Instant::now())

@@ -7,8 +7,8 @@ use super::*;
 use crate::gtsv::wants_refinement;
 use cudarc::driver::LaunchArgs;
 
-/// Threads (partitions) per CTA of the window kernel: its owned partitions are this less the
-/// halo on both sides. Its shared memory, (4 (m + 1) + 8) · 128 elements, stays under 48 KiB
+/// Threads (partitions) per CTA of the window kernel (a compile-time constant there, `NT`): its
+/// owned partitions are this less the halo on both sides. Its shared memory, (4 (m + 1) + 8) · 128 elements, stays under 48 KiB
 /// with m = 8 in double precision.
 const WINDOW_THREADS: usize = 128;
 
@@ -44,15 +44,7 @@ impl<T: Real> Plan<T> {
         let shared = ((4 * (self.o.m + 1) + 8) * WINDOW_THREADS * sz::<T>()) as u32;
         // As many CTAs as run at once, each taking windows in turn: where one gives up, the
         // others stop at their next window instead of thousands more starting only to stop.
-        let per_sm = self
-            .funcs
-            .window
-            .occupancy_max_active_blocks_per_multiprocessor(
-                WINDOW_THREADS as u32,
-                shared as usize,
-                None,
-            )?
-            .max(1) as usize;
+        let per_sm = self.window_ctas_per_sm(shared)?;
         let ctas = windows.min(per_sm * self.gpu.info.multiprocessors.max(1) as usize);
         self.clear()?;
         let a = self.a;
@@ -110,6 +102,30 @@ impl<T: Real> Plan<T> {
         }
         let checks: Vec<Residual<T>> = (0..nrhs).map(|c| sums.check(c)).collect();
         Ok(checks.iter().all(|c| !wants_refinement(c)) && judge(checks).is_ok())
+    }
+}
+
+/// CTAs of the window kernel one multiprocessor holds, per precision (index: `T` is f64), asked
+/// of the driver once per process rather than at every call.
+static WINDOW_CTAS_PER_SM: [std::sync::OnceLock<usize>; 2] =
+    [std::sync::OnceLock::new(), std::sync::OnceLock::new()];
+
+impl<T: Real> Plan<T> {
+    fn window_ctas_per_sm(&self, shared: u32) -> Result<usize, DeviceError> {
+        let cell = &WINDOW_CTAS_PER_SM[usize::from(sz::<T>() == 8)];
+        if let Some(&k) = cell.get() {
+            return Ok(k);
+        }
+        let k = self
+            .funcs
+            .window
+            .occupancy_max_active_blocks_per_multiprocessor(
+                WINDOW_THREADS as u32,
+                shared as usize,
+                None,
+            )?
+            .max(1) as usize;
+        Ok(*cell.get_or_init(|| k))
     }
 }
 
