@@ -5,13 +5,18 @@ use super::*;
 /// The work buffer of the last solve, kept for the next one: `cuMemAllocAsync` hands freed
 /// memory back at every synchronization, and mapping ~100 MiB afresh cost more than the solve
 /// itself. While idle it holds a cache reservation of the budget, which frees it
-/// ([`drop_spare`]) when another reservation needs the room; buffers above 1 GiB are not kept,
-/// since memory held between calls is lost to the rest of the process (other libraries do not
-/// see our budget).
+/// ([`drop_spare`]) when another reservation needs the room; larger buffers than
+/// [`spare_max`] are not kept, since memory held between calls is lost to the rest of the
+/// process (other libraries do not see our budget).
 static SPARE: std::sync::Mutex<Option<Spare>> = std::sync::Mutex::new(None);
 
-/// The largest work buffer kept in [`SPARE`].
-const SPARE_MAX: usize = 1 << 30;
+/// The largest work buffer kept in [`SPARE`]: 1 GiB, or a 32nd of the device's memory where
+/// that is more (2.5 GB on an 80 GB H100: enough for a solve of 2^26 rows, whose 1.4 GB were
+/// mapped afresh at every call before).
+fn spare_max(gpu: &Gpu) -> usize {
+    let share = usize::try_from(gpu.info.total_memory / 32).unwrap_or(usize::MAX);
+    share.max(1 << 30)
+}
 
 struct Spare {
     buf: CudaSlice<u8>,
@@ -64,7 +69,7 @@ impl Drop for Work {
     fn drop(&mut self) {
         let Some(buf) = self.buf.take() else { return };
         // Another solve may take it on another stream: this one's kernels must be done.
-        if buf.len() > SPARE_MAX || self.stream.synchronize().is_err() {
+        if buf.len() > spare_max(self.gpu) || self.stream.synchronize().is_err() {
             return;
         }
         // Kept only if the budget holds it beside the solve's own reservation.
