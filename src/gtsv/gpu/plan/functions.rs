@@ -47,9 +47,9 @@ pub(super) struct Funcs {
 }
 
 impl Funcs {
-    /// The kernels of one precision and partition size (from the device's function cache).
-    /// The functions of `T` and `m`, looked up at the first call and kept: a dozen lookups
-    /// in the device's function cache took 8-15 us of every solve (H200, n = 2^23).
+    /// The kernels of one precision and partition size, looked up in the device's function
+    /// cache at the first call and kept here: the dozen lookups took 8-15 us of every solve
+    /// (H200, n = 2^23).
     pub(super) fn get<T: Real>(gpu: &Gpu, m: usize) -> Result<Self, DeviceError> {
         static KEPT: std::sync::Mutex<Vec<((usize, usize), Funcs)>> =
             std::sync::Mutex::new(Vec::new());

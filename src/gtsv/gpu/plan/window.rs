@@ -8,9 +8,14 @@ use crate::gtsv::wants_refinement;
 use cudarc::driver::LaunchArgs;
 
 /// Threads (partitions) per CTA of the window kernel (a compile-time constant there, `NT`): its
-/// owned partitions are this less the halo on both sides. Its shared memory, (4 (m + 1) + 8) · 128 elements, stays under 48 KiB
-/// with m = 8 in double precision.
+/// owned partitions are this less the halo on both sides. Its shared memory,
+/// (4 (m + 1) + 8) · 128 elements, stays under 48 KiB with m = 8 in double precision.
 const WINDOW_THREADS: usize = 128;
+
+/// CTAs of the window kernel one multiprocessor holds, per precision (index: `T` is f64), asked
+/// of the driver once per process rather than at every call.
+static WINDOW_CTAS_PER_SM: [std::sync::OnceLock<usize>; 2] =
+    [std::sync::OnceLock::new(), std::sync::OnceLock::new()];
 
 impl<T: Real> Plan<T> {
     /// Whether this solve tries the window first: a top level of partitions of 8 rows, a halo
@@ -103,14 +108,8 @@ impl<T: Real> Plan<T> {
         let checks: Vec<Residual<T>> = (0..nrhs).map(|c| sums.check(c)).collect();
         Ok(checks.iter().all(|c| !wants_refinement(c)) && judge(checks).is_ok())
     }
-}
 
-/// CTAs of the window kernel one multiprocessor holds, per precision (index: `T` is f64), asked
-/// of the driver once per process rather than at every call.
-static WINDOW_CTAS_PER_SM: [std::sync::OnceLock<usize>; 2] =
-    [std::sync::OnceLock::new(), std::sync::OnceLock::new()];
-
-impl<T: Real> Plan<T> {
+    /// [`WINDOW_CTAS_PER_SM`] for `T`.
     fn window_ctas_per_sm(&self, shared: u32) -> Result<usize, DeviceError> {
         let cell = &WINDOW_CTAS_PER_SM[usize::from(sz::<T>() == 8)];
         if let Some(&k) = cell.get() {
