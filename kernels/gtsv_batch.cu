@@ -443,23 +443,25 @@ __device__ void batch_solve(int n, int nrhs, long long count, const T *dl, const
     if ((threadIdx.x & 31) == 0) info[k] = status;
 }
 
-// As batch_solve, SPIKE first (systems of n <= 32 M rows); `pivoted` counts the systems that
-// went on to partial pivoting.
+// As batch_solve, SPIKE first (systems of n <= 32 M rows); refused[k] is 1 where system k went
+// on to partial pivoting, else 0 (a write per system, not a counter: the caller need not zero
+// it, and it may live in host memory).
 template <typename T, int M>
 __device__ void batch_spike_solve(int n, int nrhs, long long count, const T *dl, const T *d, const T *du,
                                   long long sa, const T *b, long long ldb, long long sb, T *x, long long ldx,
-                                  long long sx, int *info, long long bytes, Levels<T> tol, int *pivoted) {
+                                  long long sx, int *info, long long bytes, Levels<T> tol, int *refused) {
     extern __shared__ __align__(16) unsigned char batch_shared[];
     long long k;
     BatchSystem<T> s;
     if (!my_system<T>(n, nrhs, count, dl, d, du, sa, b, ldb, sb, x, ldx, sx, k, s)) return;
     unsigned char *base = batch_shared + (threadIdx.x / 32) * bytes;
     int status = 0;
-    if (!warp_spike<T, M>(s, base, tol)) {
-        if ((threadIdx.x & 31) == 0) atomicAdd(pivoted, 1);
-        status = batch_pivoting<T>(s, base);
+    const bool spiked = warp_spike<T, M>(s, base, tol);
+    if (!spiked) status = batch_pivoting<T>(s, base);
+    if ((threadIdx.x & 31) == 0) {
+        info[k] = status;
+        refused[k] = spiked ? 0 : 1;
     }
-    if ((threadIdx.x & 31) == 0) info[k] = status;
 }
 
 // The stacked solve's check of each system on its own (`solve_stacked_in_place` in
@@ -514,9 +516,9 @@ __device__ void batch_judge(int n, int nrhs, long long count, const T *dl, const
                                                                     long long sb, T *x, long long ldx,     \
                                                                     long long sx, int *info,               \
                                                                     long long bytes, Levels<T> tol,        \
-                                                                    int *pivoted) {                        \
+                                                                    int *refused) {                        \
         batch_spike_solve<T, M>(n, nrhs, count, dl, d, du, sa, b, ldb, sb, x, ldx, sx, info, bytes, tol,   \
-                                pivoted);                                                                  \
+                                refused);                                                                  \
     }
 
 #define GTSV_BATCH_ENTRIES(T, sfx)                                                                          \

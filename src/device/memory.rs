@@ -200,8 +200,9 @@ impl<T: PlainData> Pinned<T> {
         self.len == 0
     }
 
-    /// Marks the buffer busy until the work queued so far on `stream` is done.
-    fn mark(&mut self, stream: &CudaStream) -> Result<(), DeviceError> {
+    /// Marks the buffer busy until the work queued so far on `stream` is done: a kernel that
+    /// reads or writes it through [`Pinned::device_ptr`] is marked so after its launch.
+    pub fn mark(&mut self, stream: &CudaStream) -> Result<(), DeviceError> {
         match stream.record_event(None) {
             Ok(e) => {
                 self.in_use_until = Some(e);
@@ -286,6 +287,17 @@ impl<T: PlainData> Pinned<T> {
         self.mark(stream)
     }
 
+    /// The buffer's address for kernels, which read and write it straight over the bus (it is
+    /// mapped into the device's address space), once its marked work has completed.
+    pub fn device_ptr(&mut self) -> Result<CUdeviceptr, DeviceError> {
+        let host = self.as_mut_slice()?.as_mut_ptr();
+        let mut ptr: CUdeviceptr = 0;
+        // SAFETY: `host` is the start of a live allocation of cuMemHostAlloc with
+        // CU_MEMHOSTALLOC_DEVICEMAP (`Gpu::pinned`); `ptr` receives its device address.
+        unsafe { sys::cuMemHostGetDevicePointer_v2(&mut ptr, host.cast(), 0) }.result()?;
+        Ok(ptr)
+    }
+
     fn wait(&mut self) -> Result<(), DeviceError> {
         if let Some(e) = &self.in_use_until {
             e.synchronize()?;
@@ -358,14 +370,18 @@ impl Gpu {
         let buf = match reused {
             Some(b) => b,
             None => {
-                // Flags 0: cached on the host, so reading results back is fast (write-combined
-                // is not). Rounded up so that a buffer serves later, slightly larger calls too.
+                // Cached on the host, so reading results back is fast (write-combined is not),
+                // and mapped, so kernels may write results into it. Rounded up so that a buffer
+                // serves later, slightly larger calls too.
                 let size = bytes
                     .checked_next_power_of_two()
                     .ok_or_else(too_large)?
                     .max(1 << 16);
                 // SAFETY: the bytes are zeroed below before anyone can read them.
-                let mut b = unsafe { self.ctx.alloc_pinned_with_flags::<u8>(size, 0) }?;
+                let mut b = unsafe {
+                    self.ctx
+                        .alloc_pinned_with_flags::<u8>(size, sys::CU_MEMHOSTALLOC_DEVICEMAP)
+                }?;
                 b.as_mut_slice()?.fill(0);
                 b
             }

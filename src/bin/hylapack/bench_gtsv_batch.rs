@@ -214,7 +214,7 @@ fn hylapack_small(stream: &Arc<CudaStream>, bt: &Batch, spike: bool) -> Result<T
     let du_d = stream.clone_htod(&bt.du).map_err(de)?;
     let b_d = stream.clone_htod(&bt.b).map_err(de)?;
     let x_d = stream.alloc_zeros::<f64>(n * count).map_err(de)?;
-    let info_d = stream.alloc_zeros::<i32>(count + 1).map_err(de)?;
+    let info_d = stream.alloc_zeros::<i32>(2 * count).map_err(de)?;
     let a = batch::DevBatch {
         n,
         nrhs: 1,
@@ -239,10 +239,10 @@ fn hylapack_small(stream: &Arc<CudaStream>, bt: &Batch, spike: bool) -> Result<T
             times.push(t0.elapsed().as_secs_f64());
         }
     }
-    let mut infos = stream.clone_dtoh(&info_d).map_err(de)?;
-    // The count of systems SPIKE refused, summed over every repetition.
-    let pivoted = infos.pop().unwrap_or(0) as usize / (REPS + 1);
-    let singular = infos.iter().filter(|&&i| i != 0).count();
+    let infos = stream.clone_dtoh(&info_d).map_err(de)?;
+    let solved = batch::Solved::from_infos(&infos, count, spike).map_err(|e| e.to_string())?;
+    let pivoted = solved.pivoted;
+    let singular = solved.info.iter().filter(|&&i| i != 0).count();
     let how = if spike {
         format!("SPIKE, {pivoted} refused to partial pivoting")
     } else {

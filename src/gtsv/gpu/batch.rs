@@ -8,6 +8,7 @@
 
 use super::transfer::{staged_download, staged_upload, STAGED_PIECE_BYTES};
 use super::{sz, Call, GpuOptions, Work};
+use crate::device::memory::Pinned;
 use crate::device::{kernels, DeviceError, Gpu};
 use crate::host::workers::{or_resume, run_parts};
 use crate::real::Real;
@@ -148,12 +149,12 @@ impl XOut {
 }
 
 /// Queues the kernel on `stream` (partial pivoting alone unless `spike`): X into `x` for every
-/// system whose INFO, written to `info[k]`, is 0 (the others' X is not written); `info[count]`,
-/// which the caller zeroes, counts the systems that SPIKE left to partial pivoting.
+/// system whose INFO, written to `info[k]`, is 0 (the others' X is not written); with `spike`,
+/// `info[count + k]` is set to 1 where SPIKE left system `k` to partial pivoting, else 0.
 ///
 /// # Safety
 /// The batch's arrays hold what its layout says; `x` holds every system's X (or is B itself,
-/// [`XOut::in_place`]) and `info` `count + 1` i32s; all stay allocated until the stream has
+/// [`XOut::in_place`]) and `info` `2 · count` i32s; all stay allocated until the stream has
 /// run the kernel.
 pub unsafe fn launch<T: Real>(
     gpu: &Gpu,
@@ -190,7 +191,7 @@ pub unsafe fn launch<T: Real>(
     let per = bytes as i64;
     let (ldx, sx) = (x.ld as i64, x.stride as i64);
     let levels = Levels::<T>::new();
-    let pivoted = info + 4 * a.count as CUdeviceptr;
+    let refused = info + 4 * a.count as CUdeviceptr;
     let mut l = stream.launch_builder(&f);
     l.arg(&n)
         .arg(&nrhs)
@@ -208,7 +209,7 @@ pub unsafe fn launch<T: Real>(
         .arg(&info)
         .arg(&per);
     if let Method::Spike(_) = method {
-        l.arg(&levels).arg(&pivoted);
+        l.arg(&levels).arg(&refused);
     }
     // SAFETY: the arguments match the kernel's signature (gtsv_batch_*, or gtsv_batch_spike_*
     // with the two more); the arrays are valid (this function's contract).
@@ -264,6 +265,48 @@ pub struct Solved {
     pub pivoted: usize,
 }
 
+impl Solved {
+    /// From a launch's `2 · count` INFOs ([`launch`]).
+    pub fn from_infos(raw: &[i32], count: usize, spike: bool) -> Result<Self, DeviceError> {
+        let mut info = crate::host::try_vec(count, 0i32)
+            .ok_or(DeviceError::HostMemory { bytes: count * 4 })?;
+        info.copy_from_slice(&raw[..count]);
+        let pivoted = if spike {
+            raw[count..2 * count].iter().filter(|&&r| r != 0).count()
+        } else {
+            0
+        };
+        Ok(Solved { info, pivoted })
+    }
+}
+
+/// A launch's INFOs in page-locked host memory that the kernel writes over the bus: no device
+/// buffer to take, no zeroing and no copy back, each of which cost as much as a small batch's
+/// solve.
+struct Infos {
+    buf: Pinned<i32>,
+    count: usize,
+    ptr: CUdeviceptr,
+}
+
+impl Infos {
+    fn new(gpu: &'static Gpu, count: usize) -> Result<Self, DeviceError> {
+        let mut buf = gpu.pinned::<i32>(2 * count)?;
+        let ptr = buf.device_ptr()?;
+        Ok(Infos { buf, count, ptr })
+    }
+
+    /// Marks the buffer in use by the kernel just queued on `stream`.
+    fn launched(&mut self, stream: &CudaStream) -> Result<(), DeviceError> {
+        self.buf.mark(stream)
+    }
+
+    /// What the kernel wrote (waits for it).
+    fn read(mut self, spike: bool) -> Result<Solved, DeviceError> {
+        Solved::from_infos(self.buf.as_slice()?, self.count, spike)
+    }
+}
+
 /// Solves `count` systems of order `n` ([`fits`]) on the GPU for host arrays: uploads the
 /// caller's arrays as they lie, runs the kernel, and writes X into B for every system whose
 /// INFO is 0. A system with INFO > 0 has its B untouched (the caller then solves it with
@@ -292,7 +335,7 @@ pub fn solve<T: Real>(
     );
     let lb = span(count, sb, lb);
     let lx = count * n * nrhs;
-    let bytes = ((2 * la + ld + lb + lx) * sz::<T>() + (count + 1) * 4) as u64;
+    let bytes = ((2 * la + ld + lb + lx) * sz::<T>()) as u64;
     if let Some(limit) = o.memory_limit.filter(|&l| bytes > l) {
         return Err(DeviceError::Unsupported(format!(
             "the batch needs {bytes} bytes of device memory, above the limit of {limit}"
@@ -311,7 +354,6 @@ pub fn solve<T: Real>(
             stream.alloc::<T>(lx)?,
         )
     };
-    let info_d = stream.alloc_zeros::<i32>(count + 1)?;
     let batch = DevBatch {
         n,
         nrhs,
@@ -332,29 +374,27 @@ pub fn solve<T: Real>(
     ];
     let piece = (STAGED_PIECE_BYTES / sz::<T>()).max(1);
     staged_upload(gpu, &stream, parts, piece)?;
-    let (x, info_ptr) = (x_d.device_ptr(&stream).0, info_d.device_ptr(&stream).0);
+    let x = x_d.device_ptr(&stream).0;
+    let mut infos = Infos::new(gpu, count)?;
     // SAFETY: the buffers above hold the batch's layout, X and the INFOs, and live until the
-    // stream is synchronized below.
+    // stream is synchronized (`infos.read`, the download).
     unsafe {
         launch::<T>(
             gpu,
             &stream,
             &batch,
             XOut::packed(x, n, nrhs),
-            info_ptr,
+            infos.ptr,
             true,
         )?
     };
+    infos.launched(&stream)?;
+    let solved = infos.read(true)?;
     let no_memory = |what: &str| DeviceError::Unsupported(format!("no host memory for {what}"));
-    let mut info = crate::host::try_vec(count + 1, 0i32).ok_or_else(|| no_memory("the INFOs"))?;
-    // SAFETY: info_d holds count + 1 i32s; the copy is waited for before `info` is read.
-    unsafe { cu::memcpy_dtoh_async(&mut info[..], info_ptr, stream.cu_stream())? };
-    stream.synchronize()?;
-    let pivoted = info.pop().map_or(0, |p| p as usize);
     let mut xs = crate::host::try_vec(lx, T::ZERO).ok_or_else(|| no_memory("X"))?;
     staged_download(gpu, &stream, vec![(x, &mut xs[..])], piece)?;
-    scatter(&xs, &info, b, n, nrhs, ldb, sb);
-    Ok(Solved { info, pivoted })
+    scatter(&xs, &solved.info, b, n, nrhs, ldb, sb);
+    Ok(solved)
 }
 
 /// Copies each system's packed X (`n · nrhs` elements) into its B columns, on host threads,
@@ -399,8 +439,8 @@ fn scatter<T: Real>(
 }
 
 /// Solves a batch already in device memory (the benchmark's rows): X into `x`, INFO into
-/// `info` (`count + 1` i32s, zeroed: see [`launch`], which `spike` is passed to); returns once
-/// both are there.
+/// `info` (`2 · count` i32s: see [`launch`], which `spike` is passed to); returns once both
+/// are there.
 ///
 /// # Safety
 /// As for [`launch`]; the arrays are in the device's primary context.
@@ -434,52 +474,18 @@ pub unsafe fn solve_in_place<T: Real>(
     after: Option<cudarc::driver::sys::CUstream>,
 ) -> Result<Solved, DeviceError> {
     assert!(a.n >= 1 && a.nrhs >= 1 && a.count >= 1);
-    let t0 = std::time::Instant::now();
-    let call = Call::begin(o, a.n, a.nrhs, ((a.count + 1) * 4) as u64)?;
+    let call = Call::begin(o, a.n, a.nrhs, 0)?;
     let (gpu, stream) = (call.gpu, call.stream.clone());
     if let Some(s) = after {
         // SAFETY: the caller's stream, live for the call (this function's contract).
         unsafe { crate::device::wait_for_stream(&stream, s)? };
     }
-    let t1 = std::time::Instant::now();
-    // The INFOs in the work buffer kept between calls: a fresh allocation cost 30-50 us
-    // (cuMemAllocAsync maps memory afresh after each synchronization), as much as the solve.
-    let info_bytes = (a.count + 1) * 4;
-    let work = Work::take(gpu, &stream, info_bytes)?;
-    let info_ptr = work.base();
-    // SAFETY: the work buffer holds info_bytes.
-    unsafe { cu::memset_d8_async(info_ptr, 0, info_bytes, stream.cu_stream())? };
-    let t2 = std::time::Instant::now();
+    let mut infos = Infos::new(gpu, a.count)?;
     // SAFETY: the batch's arrays (this function's contract) and the INFOs, which live until
-    // the stream is synchronized below.
-    unsafe { launch::<T>(gpu, &stream, a, XOut::in_place(a), info_ptr, true)? };
-    let t3 = std::time::Instant::now();
-    let mut info = crate::host::try_vec(a.count + 1, 0i32).ok_or(DeviceError::HostMemory {
-        bytes: (a.count + 1) * 4,
-    })?;
-    // SAFETY: the work buffer holds count + 1 i32s; the copy is waited for before `info` is
-    // read.
-    unsafe { cu::memcpy_dtoh_async(&mut info[..], info_ptr, stream.cu_stream())? };
-    stream.synchronize()?;
-    let t4 = std::time::Instant::now();
-    drop(work);
-    drop(call);
-    let us = |a: std::time::Instant, b: std::time::Instant| (b - a).as_secs_f64() * 1e6;
-    crate::log::debug(|| {
-        format!(
-            "gtsv batch in place: n={} count={}: opened {:.1} us, INFOs allocated {:.1} us, \
-             launched {:.1} us, solved and INFOs read {:.1} us, work kept {:.1} us",
-            a.n,
-            a.count,
-            us(t0, t1),
-            us(t1, t2),
-            us(t2, t3),
-            us(t3, t4),
-            us(t4, std::time::Instant::now())
-        )
-    });
-    let pivoted = info.pop().map_or(0, |p| p as usize);
-    Ok(Solved { info, pivoted })
+    // the stream is synchronized (`infos.read`).
+    unsafe { launch::<T>(gpu, &stream, a, XOut::in_place(a), infos.ptr, true)? };
+    infos.launched(&stream)?;
+    infos.read(true)
 }
 
 /// Solves a batch already in device memory by stacking its systems block-diagonally on the
