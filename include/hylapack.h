@@ -114,8 +114,9 @@ void sgtsv_spike_(const int *n,
 // zero, it is finite and its residual passes a backward-error check of a few ulps (up to two
 // refinement steps run on the GPU first when the residual is above LAPACK's level). Otherwise
 // the matrix and B are copied to the host, the system LAPACK's DGTSV solves there, and its B
-// is copied back: singular systems end with DGTSV's INFO and B as DGTSV leaves it. B is written
-// only once an answer is known.
+// is copied back: singular systems end with DGTSV's INFO and B as DGTSV leaves it. From 2^16
+// rows the GPU may write its answer into B while it works (the one-pass window solve) and puts
+// B back if that answer is rejected: B holds an answer only once one is known.
 //
 // Returns INFO: 0 on success; −i if the i-th argument had an illegal value (N = 1, NRHS = 2,
 // DL … B = 3 … 6 when NULL but referenced, not aligned to the element size (8 bytes; 4 for
@@ -123,8 +124,8 @@ void sgtsv_spike_(const int *n,
 // the GPU can address, LDB = 7), reported through `xerbla_`; i > 0 if U(i,i) of DGTSV's factorization is exactly zero;
 // `HYLAPACK_INFO_NO_GPU` (−1001) when no usable GPU is present, the GPU failed, or the work
 // memory (about 1.25·n·nrhs + 0.5·n elements) does not fit `HYLAPACK_GPU_MEMORY_LIMIT` or the
-// free memory (B is then unchanged, unless the failure came while the answer was being copied
-// into it); −1000 for an internal error. N = 0 returns 0 without touching the GPU.
+// free memory (B is then unchanged, unless the GPU failed while it wrote B, and could not put
+// it back); −1000 for an internal error. N = 0 returns 0 without touching the GPU.
 //
 // # Safety
 // DL, D, DU and B are NULL or device memory of the process's primary context valid for N − 1,

@@ -483,6 +483,15 @@ __device__ __forceinline__ void window_load(T (&v)[M], int kind, const T *src, l
     }
 }
 
+// Whether row i of window k's owned rows (0 .. rows - 1) lies within hrows of a boundary
+// between windows, where the neighbour reads it as its halo: its X waits in x until the answer
+// is accepted (window_commit). The window's other rows take X in place in F, their F saved in x
+// first (window_restore puts it back where the answer is rejected).
+__device__ __forceinline__ bool window_deferred(long long k, long long windows, long long i, long long rows,
+                                                long long hrows) {
+    return (k > 0 && i < hrows) || (k + 1 < windows && rows - i <= hrows);
+}
+
 // Parallel cyclic reduction of a window's separator system (ra, rb, rc, rr; row t of the
 // NT rows is thread t's, its couplings rl, ru and diagonal rd also in registers): after
 // the step of stride s, row t couples only to rows t - 2s and t + 2s (rows outside the window
@@ -542,10 +551,15 @@ __device__ __forceinline__ void window_pcr(T *ra, T *rb, T *rc, T *rr, T *sq, T 
 // level's check judges it: the accurate residual of every owned row goes into rmax, smax,
 // bmax of column blockIdx.y (flags bit 1: a non-finite value), except the two rows at each
 // boundary between windows, whose neighbours another window wrote (gtsv_window_edges).
+//
+// X goes into F in place except in the rows the neighbours read (window_deferred), whose X goes
+// to x; the rows taking X in place have their F saved in x as they are loaded, so a rejected
+// answer can be undone. Each CTA ends by writing how many windows it loaded to
+// reached[blockIdx.x + blockIdx.y gridDim.x] (window_restore undoes those).
 template <typename T, int M, int NT>
-__device__ void window_solve(long long n, const T *dl, const T *d, const T *du, const T *f, long long ldf, T *x,
+__device__ void window_solve(long long n, const T *dl, const T *d, const T *du, T *f, long long ldf, T *x,
                              long long ldx, long long P, int halo, long long windows, T *rmax, T *smax, T *bmax,
-                             int *flags) {
+                             int *flags, long long *reached) {
     constexpr int MI = M - 1;
     const T unit = sizeof(T) == 8 ? T(1.1102230246251565e-16) : T(5.9604645e-08);
     extern __shared__ unsigned char smem_raw[];
@@ -557,6 +571,11 @@ __device__ void window_solve(long long n, const T *dl, const T *d, const T *du, 
     T *ra = sf + stride, *rb = ra + nt, *rc = rb + nt, *rr = rc + nt;
     T *top_w = rr + nt, *top_v = top_w + nt, *top_y = top_v + nt, *sq = top_y + nt;
     const long long own = nt - 2 * halo;
+    const long long rows = own * M, hrows = (long long)halo * M;
+    long long started = 0;
+    auto leave = [&]() {
+        if (t == 0) reached[blockIdx.x + (long long)blockIdx.y * gridDim.x] = started;
+    };
     // Each thread's residual maxima over all the windows its CTA takes, folded into the column's
     // summaries once at the end: an atomic per warp and window (tens of thousands on one
     // address at n = 2^23) queued behind each other at the L2.
@@ -567,8 +586,12 @@ __device__ void window_solve(long long n, const T *dl, const T *d, const T *du, 
     int given_up = t == 0 ? *(volatile int *)flags & 4 : 0;
     for (long long k = blockIdx.x; k < windows; k += gridDim.x) {
         // Also the barrier between windows (their shared memory is reused).
-        if (__syncthreads_or(given_up)) return;
+        if (__syncthreads_or(given_up)) {
+            leave();
+            return;
+        }
         if (t == 0) given_up = *(volatile int *)flags & 4;
+        ++started;
         long long j0 = k * own - halo;
         long long j = j0 + t;
         long long row0 = j0 * M;
@@ -580,6 +603,12 @@ __device__ void window_solve(long long n, const T *dl, const T *d, const T *du, 
             window_load<T, M, NT>(vb, 1, d, n, row0, ldf, 0, inner);
             window_load<T, M, NT>(vc, 2, du, n, row0, ldf, 0, inner);
             window_load<T, M, NT>(vf, 3, f, n, row0, ldf, col, inner);
+#pragma unroll
+            for (int e = 0; e < M; ++e) {
+                long long r = row0 + t + (long long)e * NT, i = r - k * rows;
+                if (i >= 0 && i < rows && r < n && !window_deferred(k, windows, i, rows, hrows))
+                    x[r + col * ldx] = vf[e];
+            }
             stage_store<T, M>(sa, va);
             stage_store<T, M>(sb, vb);
             stage_store<T, M>(sc, vc);
@@ -630,6 +659,7 @@ __device__ void window_solve(long long n, const T *dl, const T *d, const T *du, 
         }
         if (__syncthreads_or(unsuited)) {
             if (t == 0) atomicOr(flags, 4);
+            leave();
             return;
         }
         window_pcr<T, NT>(ra, rb, rc, rr, sq, rl, rd, ru, unit);
@@ -673,15 +703,45 @@ __device__ void window_solve(long long n, const T *dl, const T *d, const T *du, 
         for (int e = 0; e < MI; ++e) out[e] = y[e];
         out[MI] = xr;
         __syncthreads();
-        long long first = (j0 + halo) * M;
-        int count = (int)own * M;
-        for (int i = t; i < count; i += nt) {
-            long long r = first + i;
-            if (r < n) x[r + col * ldx] = sf[(halo + i / M) * (M + 1) + i % M];
+        for (int i = t; i < rows; i += nt) {
+            long long r = k * rows + i;
+            if (r >= n) continue;
+            T xi = sf[(halo + i / M) * (M + 1) + i % M];
+            if (window_deferred(k, windows, i, rows, hrows)) x[r + col * ldx] = xi;
+            else f[r + col * ldf] = xi;
         }
     }
+    leave();
     summarize(rmax + col, smax + col, bmax + col, rm, sm, bm);
     if (!finite) atomicOr(flags, 2);
+}
+
+// An accepted window answer's deferred rows (window_deferred) of column blockIdx.y, X from x
+// into F: rows b rows - hrows .. b rows + hrows - 1 around the boundaries b = 1 .. windows - 1
+// (where these overlap, a row is copied twice, the same value).
+template <typename T>
+__device__ void window_commit(long long n, T *f, long long ldf, const T *x, long long ldx, long long rows,
+                              long long hrows, long long windows) {
+    const int col = blockIdx.y;
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (windows - 1) * 2 * hrows) return;
+    const long long r = (i / (2 * hrows) + 1) * rows - hrows + i % (2 * hrows);
+    if (r >= 0 && r < n) f[r + col * ldf] = x[r + col * ldx];
+}
+
+// A rejected window answer undone in column blockIdx.y: CTA k puts back F of window k's rows
+// that took X in place, from x, if a CTA of the window solve loaded window k (window k is the
+// (k / ctas)-th that CTA k % ctas took).
+template <typename T>
+__device__ void window_restore(long long n, T *f, long long ldf, const T *x, long long ldx, long long rows,
+                               long long hrows, long long windows, long long ctas, const long long *reached) {
+    const int col = blockIdx.y;
+    const long long k = blockIdx.x;
+    if (k / ctas >= reached[k % ctas + col * ctas]) return;
+    for (long long i = threadIdx.x; i < rows; i += blockDim.x) {
+        const long long r = k * rows + i;
+        if (r < n && !window_deferred(k, windows, i, rows, hrows)) f[r + col * ldf] = x[r + col * ldx];
+    }
 }
 
 // The accurate residual of the rows at the boundaries between window_solve's CTAs, from X as
@@ -913,6 +973,15 @@ template <typename T> __device__ void add_into(long long n, int ncols, const T *
         const T *f, long long ldf, const T *x, long long ldx, long long rows, long long ctas, T *rmax,          \
         T *smax, T *bmax, int *flags) {                                                                       \
         window_edges<T>(n, dl, d, du, f, ldf, x, ldx, rows, ctas, rmax, smax, bmax, flags);                   \
+    }                                                                                                         \
+    extern "C" __global__ void gtsv_window_commit_##sfx(long long n, T *f, long long ldf, const T *x,            \
+        long long ldx, long long rows, long long hrows, long long windows) {                                   \
+        window_commit<T>(n, f, ldf, x, ldx, rows, hrows, windows);                                           \
+    }                                                                                                         \
+    extern "C" __global__ void gtsv_window_restore_##sfx(long long n, T *f, long long ldf, const T *x,           \
+        long long ldx, long long rows, long long hrows, long long windows, long long ctas,                     \
+        const long long *reached) {                                                                           \
+        window_restore<T>(n, f, ldf, x, ldx, rows, hrows, windows, ctas, reached);                           \
     }
 
 // The five partition kernels of one partition size: SPAN_PARAM is empty (a whole level's, SLICE
@@ -971,9 +1040,10 @@ template <typename T> __device__ void add_into(long long n, int ncols, const T *
         tail_solve<T, M>(systems, nrhs, scratch, flags);                                                  \
     }                                                                                                      \
     extern "C" __global__ void __launch_bounds__(128, 4) gtsv_window_##sfx##_m##M(long long n, const T *dl,  \
-        const T *d, const T *du, const T *f, long long ldf, T *x, long long ldx, long long P, int halo,     \
-        long long windows, T *rmax, T *smax, T *bmax, int *flags) {                                       \
-        window_solve<T, M, 128>(n, dl, d, du, f, ldf, x, ldx, P, halo, windows, rmax, smax, bmax, flags);       \
+        const T *d, const T *du, T *f, long long ldf, T *x, long long ldx, long long P, int halo,           \
+        long long windows, T *rmax, T *smax, T *bmax, int *flags, long long *reached) {                   \
+        window_solve<T, M, 128>(n, dl, d, du, f, ldf, x, ldx, P, halo, windows, rmax, smax, bmax, flags,        \
+                                reached);                                                                \
     }
 #endif
 

@@ -81,7 +81,14 @@ fn entry_points(module: &str) -> Vec<String> {
     if tag.is_empty() {
         names.push(format!("gtsv_tail_{prefix}_{m}"));
         names.push(format!("gtsv_window_{prefix}_{m}"));
-        for k in ["base", "residual", "add", "window_edges"] {
+        for k in [
+            "base",
+            "residual",
+            "add",
+            "window_edges",
+            "window_commit",
+            "window_restore",
+        ] {
             names.push(format!("gtsv_{k}_{prefix}"));
         }
     }

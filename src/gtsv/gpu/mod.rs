@@ -21,6 +21,8 @@
 //! level's separator system is strongly diagonally dominant, each CTA solves its own stretch of
 //! partitions with a halo of partitions on each side, the couplings beyond dropped, in one pass
 //! over the matrix and no levels; a CTA that finds the halo too short gives way to the above.
+//! It writes `X` into the right-hand sides in place, and puts them back when its answer is
+//! rejected.
 
 use super::{
     judge, refine, refine_steps, residual_cols, split_rows, Bands, Columns, RefineState, Reject,
@@ -396,10 +398,10 @@ fn solve_whole<T: Real>(
         None => plain = Some(b),
     })?;
     let t2 = Instant::now();
-    if let Err(r) = verdict {
-        return Ok(Err(r));
-    }
-    let x = plan.x_cols();
+    let x = match verdict {
+        Ok(x) => x,
+        Err(r) => return Ok(Err(r)),
+    };
     match saved.as_mut() {
         Some(s) => {
             io.download(&stream, x, s.b, ldb, n, nrhs)?;
@@ -458,12 +460,15 @@ pub fn solve_device<T: Real>(
     let begun = Instant::now();
     let mut plan = Plan::<T>::new(gpu, stream.clone(), o, a, nrhs)?;
     let t1 = Instant::now();
-    if let Err(r) = plan.run(b, || ())? {
-        return Ok(Err(r));
-    }
+    let x = match plan.run(b, || ())? {
+        Ok(x) => x,
+        Err(r) => return Ok(Err(r)),
+    };
     let t2 = Instant::now();
-    // SAFETY: b and X both hold nrhs columns of n rows.
-    unsafe { copy_cols::<T>(&stream, b, plan.x_cols(), a.n, nrhs)? };
+    if x.ptr != b.ptr {
+        // SAFETY: b and X both hold nrhs columns of n rows.
+        unsafe { copy_cols::<T>(&stream, b, x, a.n, nrhs)? };
+    }
     stream.synchronize()?;
     let us = |from: Instant, to: Instant| (to - from).as_secs_f64() * 1e6;
     crate::dispatch::debug(|| {

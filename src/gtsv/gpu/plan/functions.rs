@@ -44,6 +44,8 @@ pub(super) struct Funcs {
     pub(super) add: CudaFunction,
     pub(super) window: CudaFunction,
     pub(super) window_edges: CudaFunction,
+    pub(super) window_commit: CudaFunction,
+    pub(super) window_restore: CudaFunction,
 }
 
 impl Funcs {
@@ -80,6 +82,8 @@ impl Funcs {
             add: f("add")?,
             window: fm("window")?,
             window_edges: f("window_edges")?,
+            window_commit: f("window_commit")?,
+            window_restore: f("window_restore")?,
         })
     }
 }

@@ -101,8 +101,9 @@ impl<T: Real> Plan<T> {
         Ok(())
     }
 
-    /// Solves for `rhs` (n × nrhs on the device): `Ok(Ok(()))` when the answer in `self.x` is
-    /// accepted, `Ok(Err)` when it is rejected.
+    /// Solves for `rhs` (n × nrhs on the device): `Ok(Ok(x))` when the answer is accepted, with
+    /// where it is (`self.x`, or `rhs` itself where the window solve answered in place),
+    /// `Ok(Err)` when it is rejected (`rhs` then holds what it held before).
     ///
     /// When some column's residual is above LAPACK's level ([`super::wants_refinement`]), up to
     /// [`refine_steps`] steps of iterative refinement run here, as [`super::refine`] does on
@@ -114,7 +115,7 @@ impl<T: Real> Plan<T> {
         &mut self,
         rhs: DevCols,
         meanwhile: impl FnOnce(),
-    ) -> Result<Result<(), Reject>, DeviceError> {
+    ) -> Result<Result<DevCols, Reject>, DeviceError> {
         let (n, nrhs) = (self.a.n, self.nrhs);
         let device_check = !self.levels.is_empty();
         if let Err(r) = self.reserve_host_sums() {
@@ -134,7 +135,7 @@ impl<T: Real> Plan<T> {
             p.set(v);
         });
         if window {
-            return Ok(Ok(()));
+            return Ok(Ok(rhs));
         }
         self.clear()?;
         let top = if device_check { Top::Check } else { Top::Solve };
@@ -225,7 +226,7 @@ impl<T: Real> Plan<T> {
             v.refine_steps = steps;
             p.set(v);
         });
-        Ok(judge(state.checks.iter().copied()))
+        Ok(judge(state.checks.iter().copied()).map(|()| self.x_cols()))
     }
 }
 

@@ -2,6 +2,12 @@
 //! separator system is strongly diagonally dominant, it reads the system once and writes `X`
 //! once, with no levels below; where a CTA finds it unsuited, or the check wants refinement,
 //! the full recursion runs instead.
+//!
+//! `X` goes into the right-hand sides in place, so that an accepted answer needs no copy of `X`
+//! into `B` (a pass over both, a fifth of the solve at n = 2^26): the kernel first saves the
+//! right-hand sides it overwrites in the plan's `X`, and a rejected answer is undone from
+//! there. The rows near the windows' boundaries, which the neighbours read as their halos, wait
+//! in `X` until the answer is accepted.
 
 use super::*;
 use crate::gtsv::wants_refinement;
@@ -30,10 +36,11 @@ impl<T: Real> Plan<T> {
             && (1..=65535).contains(&self.nrhs)
     }
 
-    /// Tries the window solve for `rhs` into `self.x`: `Ok(true)` when its answer passed the
-    /// check with no refinement wanted (then it is the call's), `Ok(false)` when the full
-    /// recursion must run (`self.x` then holds nothing of use). Runs `meanwhile` (taking it) on
-    /// the host while the GPU works, then waits for the GPU.
+    /// Tries the window solve for `rhs`: `Ok(true)` when its answer passed the check with no
+    /// refinement wanted (then it is the call's, in `rhs`), `Ok(false)` when the full
+    /// recursion must run (`rhs` then holds what it held before; `self.x` nothing of use). Runs
+    /// `meanwhile` (taking it) on the host while the GPU works, then waits for the GPU. On an
+    /// error `rhs` is put back as far as the GPU still runs work.
     pub(crate) fn try_window(
         &mut self,
         rhs: DevCols,
@@ -51,6 +58,9 @@ impl<T: Real> Plan<T> {
         // others stop at their next window instead of thousands more starting only to stop.
         let per_sm = self.window_ctas_per_sm(shared)?;
         let ctas = windows.min(per_sm * self.gpu.info.multiprocessors.max(1) as usize);
+        // How many windows each CTA loaded, in the refinement's candidate buffer (unused until
+        // a refinement step, after this; ctas · nrhs values, far fewer than its n · nrhs).
+        let reached = self.x_next;
         self.clear()?;
         let a = self.a;
         let (rmax, smax, bmax) = self.sums_ptrs();
@@ -75,19 +85,50 @@ impl<T: Real> Plan<T> {
             .arg(&halo_i)
             .arg(&windows_i);
         args.summaries(&mut launch);
+        launch.arg(&reached);
         let cfg = LaunchConfig {
             grid_dim: (ctas as u32, nrhs as u32, 1),
             block_dim: (WINDOW_THREADS as u32, 1, 1),
             shared_mem_bytes: shared,
         };
         // SAFETY: arguments match gtsv_window_{s,d}_m8; the system has n rows (rows < n only
-        // are read), rhs and X nrhs columns of n rows at their leading dimensions; the windows
-        // own partitions 0 .. p (p = ⌈(n + 1) / 8⌉, the top level's), a row of CTAs per column.
+        // are read), rhs and X nrhs columns of n rows at their leading dimensions (rhs is
+        // written only in them); the windows own partitions 0 .. p (p = ⌈(n + 1) / 8⌉, the top
+        // level's), a row of CTAs per column; `reached` holds ctas · nrhs i64s.
         unsafe { launch.launch(cfg) }?;
+        let undo = Undo {
+            n: n as i64,
+            rhs,
+            x: self.x,
+            rows: (own * self.o.m) as i64,
+            hrows: (halo * self.o.m) as i64,
+            windows: windows as i64,
+            ctas: ctas as i64,
+            reached,
+            nrhs: nrhs as u32,
+        };
+        let verdict = self.window_verdict(&args, &undo, meanwhile);
+        match verdict {
+            Ok(true) => self.window_commit(&undo)?,
+            // Put back as far as the GPU still runs work; the error is the call's.
+            Err(_) => drop(self.window_restore(&undo)),
+            Ok(false) => self.window_restore(&undo)?,
+        }
+        verdict
+    }
+
+    /// The edges' check after the window kernel, then the verdict on its answer (see
+    /// [`Self::try_window`]).
+    fn window_verdict(
+        &mut self,
+        args: &WindowArgs,
+        undo: &Undo,
+        meanwhile: &mut Option<impl FnOnce()>,
+    ) -> Result<bool, DeviceError> {
+        let (windows, nrhs) = (undo.windows as usize, self.nrhs);
         if windows > 1 {
-            let (rows, ctas_i) = ((own * self.o.m) as i64, windows as i64);
             let mut launch = self.stream.launch_builder(&self.funcs.window_edges);
-            args.system(&mut launch).arg(&rows).arg(&ctas_i);
+            args.system(&mut launch).arg(&undo.rows).arg(&undo.windows);
             args.summaries(&mut launch);
             let cfg = LaunchConfig {
                 grid_dim: ((2 * (windows - 1)).div_ceil(128) as u32, nrhs as u32, 1),
@@ -109,6 +150,60 @@ impl<T: Real> Plan<T> {
         Ok(checks.iter().all(|c| !wants_refinement(c)) && judge(checks).is_ok())
     }
 
+    /// An accepted answer's rows near the boundaries, from X into the right-hand sides.
+    fn window_commit(&self, u: &Undo) -> Result<(), DeviceError> {
+        let threads = (u.windows - 1) * 2 * u.hrows;
+        if threads <= 0 {
+            return Ok(());
+        }
+        let (ldf, ldx) = (u.rhs.ld as i64, u.n);
+        let mut launch = self.stream.launch_builder(&self.funcs.window_commit);
+        launch
+            .arg(&u.n)
+            .arg(&u.rhs.ptr)
+            .arg(&ldf)
+            .arg(&u.x)
+            .arg(&ldx)
+            .arg(&u.rows)
+            .arg(&u.hrows)
+            .arg(&u.windows);
+        let cfg = LaunchConfig {
+            grid_dim: ((threads as u64).div_ceil(256) as u32, u.nrhs, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: arguments match gtsv_window_commit_{s,d}; rows < n of both, nrhs columns.
+        unsafe { launch.launch(cfg) }?;
+        Ok(())
+    }
+
+    /// A rejected answer undone: the right-hand sides' rows that took X in place, back from X,
+    /// for the windows the kernel loaded.
+    fn window_restore(&self, u: &Undo) -> Result<(), DeviceError> {
+        let (ldf, ldx) = (u.rhs.ld as i64, u.n);
+        let mut launch = self.stream.launch_builder(&self.funcs.window_restore);
+        launch
+            .arg(&u.n)
+            .arg(&u.rhs.ptr)
+            .arg(&ldf)
+            .arg(&u.x)
+            .arg(&ldx)
+            .arg(&u.rows)
+            .arg(&u.hrows)
+            .arg(&u.windows)
+            .arg(&u.ctas)
+            .arg(&u.reached);
+        let cfg = LaunchConfig {
+            grid_dim: (u.windows as u32, u.nrhs, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: arguments match gtsv_window_restore_{s,d}; rows < n of both, nrhs columns;
+        // `reached` as the window kernel wrote it (ctas · nrhs i64s).
+        unsafe { launch.launch(cfg) }?;
+        Ok(())
+    }
+
     /// [`WINDOW_CTAS_PER_SM`] for `T`.
     fn window_ctas_per_sm(&self, shared: u32) -> Result<usize, DeviceError> {
         let cell = &WINDOW_CTAS_PER_SM[usize::from(sz::<T>() == 8)];
@@ -126,6 +221,20 @@ impl<T: Real> Plan<T> {
             .max(1) as usize;
         Ok(*cell.get_or_init(|| k))
     }
+}
+
+/// What the commit and the restore of a window answer need (i64s as the kernels take them).
+struct Undo {
+    n: i64,
+    rhs: DevCols,
+    x: CUdeviceptr,
+    /// Rows each window owns, and those within a halo of a boundary.
+    rows: i64,
+    hrows: i64,
+    windows: i64,
+    ctas: i64,
+    reached: CUdeviceptr,
+    nrhs: u32,
 }
 
 /// The arguments both window kernels take around their own: the system, F and X first, the
