@@ -23,6 +23,8 @@ struct Options {
     tune: bool,
     /// Only this library's host-pointer GPU path and LAPACK (for very large n).
     lapack_only: bool,
+    /// Only the device-resident rows: ours and cuSPARSE's (no host pointers, no CPU solvers).
+    device_only: bool,
     /// Time the host-pointer path under each of these transfers (random systems, NRHS = 1).
     transfers: Vec<GtsvHostTransfer>,
     /// Many small systems against cuSPARSE's batched solvers instead.
@@ -40,6 +42,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         csv: None,
         tune: false,
         lapack_only: false,
+        device_only: false,
         transfers: Vec::new(),
         batch: false,
     };
@@ -62,6 +65,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--quick" => o.sizes = vec![12, 16],
             "--tune" => o.tune = true,
             "--lapack-only" => o.lapack_only = true,
+            "--device-only" => o.device_only = true,
             "--batch" => o.batch = true,
             "--host-transfer" => {
                 let v = it.next().ok_or("--host-transfer needs a list")?;
@@ -91,7 +95,7 @@ pub fn bench_gtsv(args: &[String]) -> i32 {
         Err(e) => {
             eprintln!("hylapack bench gtsv: {e}");
             eprintln!(
-                "usage: hylapack bench gtsv [--sizes 16,20,23,24 (log2 n)] [--csv FILE] [--quick] [--tune] [--lapack-only] [--host-transfer register,staged,pageable] [--batch]"
+                "usage: hylapack bench gtsv [--sizes 16,20,23,24 (log2 n)] [--csv FILE] [--quick] [--tune] [--lapack-only] [--device-only] [--host-transfer register,staged,pageable] [--batch]"
             );
             2
         }
@@ -599,21 +603,25 @@ fn run(o: &Options) -> i32 {
                     add("LAPACK dgtsv", Ok(lapack_run(&a, &b, nrhs, reps)));
                     continue;
                 }
-                if gpu_ok {
+                if gpu_ok && !o.device_only {
                     add(
                         "hylapack GPU (host ptrs)",
                         Ok(hylapack_run(&a, &b, nrhs, reps, Backend::Gpu, &defaults)),
                     );
+                }
+                if gpu_ok {
                     add(
                         "hylapack GPU (device ptrs)",
                         hylapack_device_run(&a, &b, nrhs, reps.max(5), &defaults),
                     );
                 }
-                add(
-                    "hylapack CPU (SPIKE threads)",
-                    Ok(hylapack_run(&a, &b, nrhs, reps, Backend::Cpu, &cpu_spike)),
-                );
-                add("LAPACK dgtsv", Ok(lapack_run(&a, &b, nrhs, reps)));
+                if !o.device_only {
+                    add(
+                        "hylapack CPU (SPIKE threads)",
+                        Ok(hylapack_run(&a, &b, nrhs, reps, Backend::Cpu, &cpu_spike)),
+                    );
+                    add("LAPACK dgtsv", Ok(lapack_run(&a, &b, nrhs, reps)));
+                }
                 if cusparse_ok {
                     add(
                         "cuSPARSE gtsv2",
