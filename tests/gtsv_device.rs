@@ -278,6 +278,46 @@ fn device_entry_singular_ends_as_lapack() {
     }
 }
 
+/// From 2^16 rows the window solve writes its answer into B as it works and must put B back
+/// where the answer is rejected: after a window with a zero pivot gave up (the others may
+/// have written), and after a complete answer that was not finite. LAPACK then solves the
+/// original B, so B must end bit for bit as LAPACK leaves it.
+#[test]
+fn device_entry_window_rejected_leaves_b_to_lapack() {
+    if !have_gpu_or_skip() {
+        return;
+    }
+    let seed = seed_from_time();
+    let mut rng = Rng::new(seed);
+    let n = 70_001;
+    let nrhs = 2;
+    for case in ["zero pivot", "NaN in B"] {
+        let mut a = matrices::diagonally_dominant(n, &mut rng);
+        let mut b = rhs(n, n, nrhs, &mut rng);
+        if case == "zero pivot" {
+            let row = 35_000;
+            a.d[row] = 0.0;
+            a.dl[row - 1] = 0.0;
+            a.du[row] = 0.0;
+        } else {
+            b[n + 40_000] = f64::NAN;
+        }
+        let got = ours_device::<f64>(&a, &b, n, nrhs, None).unwrap();
+        let want = lapack::<f64>(&a, &b, n, nrhs);
+        assert_eq!(got.info, want.info, "{case}: seed {seed}");
+        let differ = got
+            .x
+            .iter()
+            .zip(&want.x)
+            .filter(|(p, q)| p.to_bits() != q.to_bits())
+            .count();
+        assert_eq!(
+            differ, 0,
+            "{case}: B differs from LAPACK's in {differ} entries, seed {seed}"
+        );
+    }
+}
+
 #[test]
 fn device_entry_bad_arguments_and_no_gpu() {
     use hylapack::api::gtsv::{dgtsv_spike_device, sgtsv_spike_device};
