@@ -99,6 +99,7 @@ impl<T: Real> Plan<T> {
         let undo = Undo {
             n: n as i64,
             rhs,
+            ldf: rhs.ld as i64,
             x: self.x,
             rows: (own * self.o.m) as i64,
             hrows: (halo * self.o.m) as i64,
@@ -156,17 +157,8 @@ impl<T: Real> Plan<T> {
         if threads <= 0 {
             return Ok(());
         }
-        let (ldf, ldx) = (u.rhs.ld as i64, u.n);
         let mut launch = self.stream.launch_builder(&self.funcs.window_commit);
-        launch
-            .arg(&u.n)
-            .arg(&u.rhs.ptr)
-            .arg(&ldf)
-            .arg(&u.x)
-            .arg(&ldx)
-            .arg(&u.rows)
-            .arg(&u.hrows)
-            .arg(&u.windows);
+        u.common(&mut launch);
         let cfg = LaunchConfig {
             grid_dim: ((threads as u64).div_ceil(256) as u32, u.nrhs, 1),
             block_dim: (256, 1, 1),
@@ -180,19 +172,8 @@ impl<T: Real> Plan<T> {
     /// A rejected answer undone: the right-hand sides' rows that took X in place, back from X,
     /// for the windows the kernel loaded.
     fn window_restore(&self, u: &Undo) -> Result<(), DeviceError> {
-        let (ldf, ldx) = (u.rhs.ld as i64, u.n);
         let mut launch = self.stream.launch_builder(&self.funcs.window_restore);
-        launch
-            .arg(&u.n)
-            .arg(&u.rhs.ptr)
-            .arg(&ldf)
-            .arg(&u.x)
-            .arg(&ldx)
-            .arg(&u.rows)
-            .arg(&u.hrows)
-            .arg(&u.windows)
-            .arg(&u.ctas)
-            .arg(&u.reached);
+        u.common(&mut launch).arg(&u.ctas).arg(&u.reached);
         let cfg = LaunchConfig {
             grid_dim: (u.windows as u32, u.nrhs, 1),
             block_dim: (256, 1, 1),
@@ -227,6 +208,8 @@ impl<T: Real> Plan<T> {
 struct Undo {
     n: i64,
     rhs: DevCols,
+    /// The right-hand sides' leading dimension (X's is n).
+    ldf: i64,
     x: CUdeviceptr,
     /// Rows each window owns, and those within a halo of a boundary.
     rows: i64,
@@ -235,6 +218,20 @@ struct Undo {
     ctas: i64,
     reached: CUdeviceptr,
     nrhs: u32,
+}
+
+impl Undo {
+    /// The arguments the commit and the restore kernels both start with.
+    fn common<'a, 'l>(&'a self, l: &'l mut LaunchArgs<'a>) -> &'l mut LaunchArgs<'a> {
+        l.arg(&self.n)
+            .arg(&self.rhs.ptr)
+            .arg(&self.ldf)
+            .arg(&self.x)
+            .arg(&self.n)
+            .arg(&self.rows)
+            .arg(&self.hrows)
+            .arg(&self.windows)
+    }
 }
 
 /// The arguments both window kernels take around their own: the system, F and X first, the
