@@ -2,7 +2,8 @@
 //! forced gives the pageable path's answer bit for bit (only the transfer changes), at odd
 //! sizes that cut into several staged pieces, with NRHS > 1 and LDB > N, in chunks; a
 //! registration the driver refuses (the memory is registered already) falls back; every
-//! registration is undone when the call returns, also when SPIKE's answer is rejected.
+//! registration is undone when the call returns, also when SPIKE's answer is rejected; arrays
+//! the caller page-locked move by DMA under every setting and stay locked.
 //!
 //! GPU only: skipped without one unless `HYLAPACK_REQUIRE_GPU=1`, which makes them fail.
 
@@ -74,7 +75,7 @@ fn solve_gpu<T: Lapack>(
     ldb: usize,
     nrhs: usize,
     o: &Options,
-) -> (Solver, i32, Option<GtsvHostTransfer>) {
+) -> (Solver, i32, Option<&'static str>) {
     let r = gtsv::gtsv_with(
         o,
         &mut x.dl,
@@ -110,7 +111,7 @@ fn modes_agree<T: Lapack>(n: usize, nrhs: usize, ldb: usize, limit: Option<u64>,
         let what = format!("{} n {n} nrhs {nrhs} ldb {ldb} {}", T::PREFIX, mode.name());
         assert_eq!((solver, info), (Solver::Spike, 0), "{what}");
         if limit.is_none() {
-            assert_eq!(used, Some(mode), "{what}: ran another transfer");
+            assert_eq!(used, Some(mode.name()), "{what}: ran another transfer");
         }
         // Padding rows of B are never written.
         for c in 0..nrhs {
@@ -203,7 +204,7 @@ fn refused_registration_falls_back_to_staged() {
     let (solver, info, used) =
         solve_gpu(&mut x, ldb, nrhs, &forced(GtsvHostTransfer::Register, None));
     assert_eq!((solver, info), (Solver::Spike, 0));
-    assert_eq!(used, Some(GtsvHostTransfer::Staged));
+    assert_eq!(used, Some(GtsvHostTransfer::Staged.name()));
     assert_eq!(bits(&x.b), bits(&want.b));
     // The caller's registration is still in place (ours did not undo it) ...
     assert!(!lockable(x.b.as_ptr().cast(), 8));
@@ -223,7 +224,7 @@ fn refused_registration_falls_back_to_staged() {
     let held = unsafe { gpu.register_host(x.d.as_mut_ptr().cast(), x.d.len() * 8) }
         .expect("registering D");
     let (_, _, used) = solve_gpu(&mut x, ldb, nrhs, &o);
-    assert_eq!(used, Some(GtsvHostTransfer::Pageable));
+    assert_eq!(used, Some(GtsvHostTransfer::Pageable.name()));
     assert_eq!(bits(&x.b), bits(&want.b));
     drop(held);
 }
@@ -295,7 +296,7 @@ fn registration_is_undone_on_every_exit() {
     let (solver, _, used) = solve_gpu(&mut x, n, 1, &register);
     assert_eq!(
         (solver, used),
-        (Solver::Spike, Some(GtsvHostTransfer::Register))
+        (Solver::Spike, Some(GtsvHostTransfer::Register.name()))
     );
     assert!(all_unlocked(&x), "left locked after an accepted answer");
     // Rejected (a singular system: SPIKE's zero pivot, then LAPACK): LAPACK's INFO and B, and
@@ -337,7 +338,10 @@ fn registration_is_undone_on_every_exit() {
         Backend::Gpu,
     );
     assert_eq!((r.solver, r.info), (Solver::Spike, 0), "{:?}", r.note);
-    assert_eq!(last_phases().transfer, Some(GtsvHostTransfer::Register));
+    assert_eq!(
+        last_phases().transfer,
+        Some(GtsvHostTransfer::Register.name())
+    );
     let mut fresh = Arrays::<f64>::new(&a, &b);
     solve_gpu(&mut fresh, n, 1, &forced(GtsvHostTransfer::Pageable, None));
     assert_eq!(bits(bb), bits(&fresh.b));
@@ -367,6 +371,120 @@ fn auto_chooses_by_size() {
         let b = rhs(n, n, 1, &mut rng);
         let mut x = Arrays::<f64>::new(&a, &b);
         let (_, _, used) = solve_gpu(&mut x, n, 1, &o);
-        assert_eq!(used, Some(want), "n {n}");
+        assert_eq!(used, Some(want.name()), "n {n}");
+    }
+}
+
+/// The caller's page-locking, done and undone as a program of its own would (straight through
+/// the driver, not through hylapack).
+struct CallerLock(*mut std::ffi::c_void);
+
+impl CallerLock {
+    fn new<T>(v: &mut [T]) -> Self {
+        use cudarc::driver::sys;
+        let gpu = hylapack::device::gpu().expect("GPU");
+        gpu.ctx.bind_to_thread().expect("context");
+        let p = v.as_mut_ptr().cast();
+        // SAFETY: a live array of the test, unlocked by drop before it is freed.
+        unsafe { sys::cuMemHostRegister_v2(p, std::mem::size_of_val(v), 0) }
+            .result()
+            .expect("the caller's registration");
+        CallerLock(p)
+    }
+}
+
+impl Drop for CallerLock {
+    fn drop(&mut self) {
+        // SAFETY: registered by `new`, unregistered once.
+        let r = unsafe { cudarc::driver::sys::cuMemHostUnregister(self.0) };
+        assert_eq!(r, cudarc::driver::sys::CUresult::CUDA_SUCCESS);
+    }
+}
+
+/// Arrays the caller page-locked (registered by the program, or allocated page-locked) go by
+/// DMA under every setting: the pageable path's answer bit for bit, LAPACK's B and INFO on a
+/// singular system, and the caller's locks left in place.
+#[test]
+fn arrays_the_caller_locked_move_by_dma() {
+    if !have_gpu_or_skip() {
+        eprintln!("skipped: no GPU");
+        return;
+    }
+    let _one_at_a_time = serial();
+    let seed = seed_from_time();
+    let mut rng = Rng::new(seed);
+    let (n, nrhs, ldb) = (200_003, 2, 200_005);
+    let a = matrices::random(n, &mut rng);
+    let s = singular(n, &mut rng);
+    let b = rhs(n, ldb, nrhs, &mut rng);
+    for (m, system) in [&a, &s].into_iter().enumerate() {
+        let want = if m == 0 {
+            let mut w = Arrays::<f64>::new(system, &b);
+            solve_gpu(&mut w, ldb, nrhs, &forced(GtsvHostTransfer::Pageable, None));
+            w
+        } else {
+            let l = lapack::<f64>(system, &b, ldb, nrhs);
+            assert!(l.info > 0, "seed {seed}: LAPACK found no zero pivot");
+            Arrays {
+                dl: Vec::new(),
+                d: Vec::new(),
+                du: Vec::new(),
+                b: l.x,
+            }
+        };
+        for mode in MODES {
+            let what = format!("seed {seed}, system {m}, setting {}", mode.name());
+            // Registered by the caller, each array on its own.
+            let mut x = Arrays::<f64>::new(system, &b);
+            let locks = [
+                CallerLock::new(&mut x.dl),
+                CallerLock::new(&mut x.d),
+                CallerLock::new(&mut x.du),
+                CallerLock::new(&mut x.b),
+            ];
+            let r = gtsv::gtsv_with(
+                &forced(mode, None),
+                &mut x.dl,
+                &mut x.d,
+                &mut x.du,
+                &mut x.b,
+                ldb,
+                nrhs,
+                Backend::Gpu,
+            );
+            assert_eq!(r.spike_backend, Some(Backend::Gpu), "{what}: {:?}", r.note);
+            assert_eq!(last_phases().transfer, Some("locked"), "{what}");
+            assert_eq!(r.info > 0, m == 1, "{what}: INFO {}", r.info);
+            assert!(bits(&x.b) == bits(&want.b), "{what}: B differs");
+            assert!(!lockable(x.b.as_ptr().cast(), 8), "{what}: B unlocked");
+            assert!(!lockable(x.d.as_ptr().cast(), 8), "{what}: D unlocked");
+            drop(locks);
+            assert!(all_unlocked(&x));
+        }
+        // Allocated page-locked (cuMemHostAlloc), in one buffer.
+        let gpu = hylapack::device::gpu().expect("GPU");
+        let mut one = gpu.pinned::<f64>(3 * n + nrhs * ldb).expect("pinned");
+        let all = one.as_mut_slice().expect("pinned");
+        let (dl, rest) = all.split_at_mut(n);
+        let (d, rest) = rest.split_at_mut(n);
+        let (du, bb) = rest.split_at_mut(n);
+        dl[..n - 1].copy_from_slice(&system.dl);
+        d.copy_from_slice(&system.d);
+        du[..n - 1].copy_from_slice(&system.du);
+        bb.copy_from_slice(&b);
+        let r = gtsv::gtsv_with(
+            &Options::default(),
+            &mut dl[..n - 1],
+            d,
+            &mut du[..n - 1],
+            bb,
+            ldb,
+            nrhs,
+            Backend::Gpu,
+        );
+        let what = format!("seed {seed}, system {m}, allocated page-locked");
+        assert_eq!(r.spike_backend, Some(Backend::Gpu), "{what}: {:?}", r.note);
+        assert_eq!(last_phases().transfer, Some("locked"), "{what}");
+        assert!(bits(bb) == bits(&want.b), "{what}: B differs");
     }
 }

@@ -460,7 +460,18 @@ pub unsafe fn copy_2d<T>(
 /// owner first waits for every copy that touches it (or calls [`Registered::keep`]).
 pub struct Registered {
     ptr: *mut std::ffi::c_void,
+    bytes: usize,
     gpu: &'static Gpu,
+}
+
+/// The byte ranges (start, end) hylapack has page-locked at this moment (every live
+/// [`Registered`]): memory a concurrent call of ours will unlock when it ends, which another
+/// call must not take for memory its caller locked ([`Gpu::host_locked`]).
+static OURS: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
+
+/// Whether [start, end) overlaps one of `ranges`.
+fn overlaps(ranges: &[(usize, usize)], start: usize, end: usize) -> bool {
+    ranges.iter().any(|&(s, e)| start < e && s < end)
 }
 
 impl Gpu {
@@ -477,11 +488,51 @@ impl Gpu {
         bytes: usize,
     ) -> Result<Registered, DeviceError> {
         self.ctx.bind_to_thread()?;
+        let mut ours = super::lock(&OURS);
         sys::cuMemHostRegister_v2(ptr.cast(), bytes, 0).result()?;
+        ours.push((ptr as usize, ptr as usize + bytes));
         Ok(Registered {
             ptr: ptr.cast(),
+            bytes,
             gpu: self,
         })
+    }
+
+    /// Whether the `bytes` bytes at `ptr` (not empty) are host memory that the caller keeps
+    /// page-locked through the call (cuMemHostAlloc, cudaMallocHost, or registered by the
+    /// caller), so that copies may move them by DMA straight away. False for pageable and
+    /// managed memory, and for memory one of our own calls locked, which it may unlock while
+    /// our copies run.
+    pub fn host_locked(&self, ptr: *const u8, bytes: usize) -> bool {
+        if bytes == 0 || self.ctx.bind_to_thread().is_err() {
+            return false;
+        }
+        let (start, end) = (ptr as usize, ptr as usize + bytes);
+        let attribute = |at: usize, which: sys::CUpointer_attribute| {
+            let mut value: u32 = 0;
+            // SAFETY: both attributes asked for are 32-bit values written into `value`; the
+            // context is current; an address the driver does not know is an error, not a fault.
+            let r = unsafe {
+                sys::cuPointerGetAttribute(
+                    &mut value as *mut u32 as *mut std::ffi::c_void,
+                    which,
+                    at as CUdeviceptr,
+                )
+            };
+            (r == sys::CUresult::CUDA_SUCCESS).then_some(value)
+        };
+        let host = sys::CUmemorytype::CU_MEMORYTYPE_HOST as u32;
+        let locked_at = |at: usize| {
+            attribute(
+                at,
+                sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            ) == Some(host)
+                && attribute(
+                    at,
+                    sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                ) == Some(0)
+        };
+        locked_at(start) && locked_at(end - 1) && !overlaps(&super::lock(&OURS), start, end)
     }
 }
 
@@ -534,7 +585,7 @@ fn page_spans(ranges: impl Iterator<Item = (usize, usize)>, page: usize) -> Vec<
 
 impl Registered {
     /// Leaves the memory locked for the rest of the process: for when a copy into it may still
-    /// run (the wait for it failed).
+    /// run (the wait for it failed). It stays among ours, never taken for the caller's.
     pub fn keep(self) {
         std::mem::forget(self)
     }
@@ -542,10 +593,15 @@ impl Registered {
 
 impl Drop for Registered {
     fn drop(&mut self) {
+        let mut ours = super::lock(&OURS);
         // An unlock that fails leaves the pages locked: nothing to do about it here.
         if self.gpu.ctx.bind_to_thread().is_ok() {
             // SAFETY: `ptr` was registered by `register_host` and is unregistered once.
             let _ = unsafe { sys::cuMemHostUnregister(self.ptr) };
+        }
+        let range = (self.ptr as usize, self.ptr as usize + self.bytes);
+        if let Some(i) = ours.iter().position(|&r| r == range) {
+            ours.swap_remove(i);
         }
     }
 }
@@ -604,6 +660,18 @@ mod tests {
         ));
         free_held();
         assert_eq!(b.available(), 1000);
+    }
+
+    #[test]
+    fn overlaps_means_a_byte_in_common() {
+        let ours = [(100, 200), (400, 500)];
+        assert!(overlaps(&ours, 199, 300));
+        assert!(overlaps(&ours, 0, 101));
+        assert!(overlaps(&ours, 450, 460));
+        assert!(overlaps(&ours, 0, 1000));
+        assert!(!overlaps(&ours, 200, 400));
+        assert!(!overlaps(&ours, 0, 100));
+        assert!(!overlaps(&[], 0, 1000));
     }
 
     #[test]

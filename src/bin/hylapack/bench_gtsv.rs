@@ -142,6 +142,40 @@ fn hylapack_run(
     backend: Backend,
     opts: &gtsv::Options,
 ) -> Run {
+    hylapack_run_in(a, b, nrhs, reps, backend, opts, None)
+}
+
+/// [`hylapack_run`] on the GPU with the arrays in page-locked host memory, as a GPU program may
+/// hold them (DL, D, DU and B one after another).
+fn hylapack_locked_run(a: &Tridiag, b: &[f64], nrhs: usize, reps: usize) -> Result<Run, String> {
+    let n = a.n();
+    let gpu = hylapack::device::gpu().map_err(|e| e.to_string())?;
+    let mut pinned = gpu
+        .pinned::<f64>(3 * n + n * nrhs)
+        .map_err(|e| e.to_string())?;
+    let memory = pinned.as_mut_slice().map_err(|e| e.to_string())?;
+    let defaults = gtsv::Options::default();
+    Ok(hylapack_run_in(
+        a,
+        b,
+        nrhs,
+        reps,
+        Backend::Gpu,
+        &defaults,
+        Some(memory),
+    ))
+}
+
+/// [`hylapack_run`], the arrays copied into `locked` (3 n + n nrhs elements) where given.
+fn hylapack_run_in(
+    a: &Tridiag,
+    b: &[f64],
+    nrhs: usize,
+    reps: usize,
+    backend: Backend,
+    opts: &gtsv::Options,
+    mut locked: Option<&mut [f64]>,
+) -> Run {
     let n = a.n();
     let mut times = Vec::with_capacity(reps);
     let mut x = Vec::new();
@@ -153,9 +187,28 @@ fn hylapack_run(
     for rep in 0..reps + first as usize {
         let (mut dl, mut d, mut du) = (a.dl.clone(), a.d.clone(), a.du.clone());
         x = b.to_vec();
-        let t0 = Instant::now();
-        let r = gtsv::gtsv_with(opts, &mut dl, &mut d, &mut du, &mut x, n, nrhs, backend);
-        let seconds = t0.elapsed().as_secs_f64();
+        let (r, seconds) = match locked.as_deref_mut() {
+            None => {
+                let t0 = Instant::now();
+                let r = gtsv::gtsv_with(opts, &mut dl, &mut d, &mut du, &mut x, n, nrhs, backend);
+                (r, t0.elapsed().as_secs_f64())
+            }
+            Some(memory) => {
+                let (ldl, rest) = memory.split_at_mut(n);
+                let (ld, rest) = rest.split_at_mut(n);
+                let (ldu, lx) = rest.split_at_mut(n);
+                let (ldl, ldu, lx) = (&mut ldl[..n - 1], &mut ldu[..n - 1], &mut lx[..n * nrhs]);
+                ldl.copy_from_slice(&dl);
+                ld.copy_from_slice(&d);
+                ldu.copy_from_slice(&du);
+                lx.copy_from_slice(&x);
+                let t0 = Instant::now();
+                let r = gtsv::gtsv_with(opts, ldl, ld, ldu, lx, n, nrhs, backend);
+                let seconds = t0.elapsed().as_secs_f64();
+                x.copy_from_slice(lx);
+                (r, seconds)
+            }
+        };
         if first && rep == 0 {
             first_time = Some(seconds);
         } else {
@@ -170,9 +223,7 @@ fn hylapack_run(
                     p.solve * 1e3,
                     p.download * 1e3,
                     steps_note(&p),
-                    p.transfer
-                        .map(|t| format!(", {}", t.name()))
-                        .unwrap_or_default()
+                    p.transfer.map(|t| format!(", {t}")).unwrap_or_default()
                 )
             }
             (got, Solver::Spike) if got == backend => String::new(),
@@ -535,7 +586,7 @@ fn run(o: &Options) -> i32 {
             &gtsv::Options::default(),
         );
     }
-    println!("hylapack GPU (host ptrs): the LAPACK interface, transfers included; (device ptrs): data already on the GPU, as cuSPARSE");
+    println!("hylapack GPU (host ptrs): the LAPACK interface, transfers included (page-locked: the arrays in page-locked host memory, as a GPU program may hold them); (device ptrs): data already on the GPU, as cuSPARSE");
     let mut table = Table::new(&[
         "n",
         "matrix",
@@ -607,6 +658,10 @@ fn run(o: &Options) -> i32 {
                     add(
                         "hylapack GPU (host ptrs)",
                         Ok(hylapack_run(&a, &b, nrhs, reps, Backend::Gpu, &defaults)),
+                    );
+                    add(
+                        "hylapack GPU (host ptrs, page-locked)",
+                        hylapack_locked_run(&a, &b, nrhs, reps),
                     );
                 }
                 if gpu_ok {

@@ -129,8 +129,9 @@ pub struct Phases {
     pub window: bool,
     /// Chunks of the last solve (1 unless it was above the memory limit).
     pub chunks: usize,
-    /// How the last in-core solve (or chunk) moved its host arrays (`None`: streamed).
-    pub transfer: Option<crate::config::GtsvHostTransfer>,
+    /// How the last in-core solve (or chunk) moved its host arrays (`None`: streamed): a
+    /// `GtsvHostTransfer`'s name, or `locked` (arrays the caller page-locked, by DMA).
+    pub transfer: Option<&'static str>,
 }
 
 thread_local! {
@@ -417,7 +418,7 @@ fn solve_whole<T: Real>(
     let ms = |from: Instant, to: Instant| (to - from).as_secs_f64() * 1e3;
     crate::dispatch::debug(|| {
         format!(
-            "gtsv gpu: n={n} {:?}: opened {:.3} ms, upload {:.3} ms, plan {:.3} ms, solve {:.3} ms, \
+            "gtsv gpu: n={n} {}: opened {:.3} ms, upload {:.3} ms, plan {:.3} ms, solve {:.3} ms, \
              download {:.3} ms",
             io.mode(),
             ms(t0, opened),

@@ -2,7 +2,8 @@
 //! `gtsv_host_transfer` setting, [`GtsvTransfer`]): through two pinned buffers filled by the
 //! calling thread (`pageable`, the original path), through pinned buffers filled by worker
 //! threads while earlier pieces are in flight (`staged`), or by DMA straight from the caller's
-//! arrays, page-locked for the call (`register`). The solve is the same in every mode, so the
+//! arrays, page-locked for the call (`register`). Arrays the caller keeps page-locked already
+//! move by DMA whatever the setting (`locked`). The solve is the same in every mode, so the
 //! answers agree bit for bit; only the time differs.
 
 use super::{sz, DevCols, DevMatrix, Staging};
@@ -46,9 +47,10 @@ pub(super) enum HostIo<T> {
         gpu: &'static Gpu,
         piece: usize,
     },
-    /// The registration, undone when the transfers are dropped.
-    Register {
-        _locked: Locked,
+    /// By DMA straight from the caller's arrays: page-locked for the call (the registration,
+    /// undone when the transfers are dropped), or by the caller (`None`).
+    Direct {
+        _locked: Option<Locked>,
     },
 }
 
@@ -74,16 +76,22 @@ impl<T: Real> HostIo<T> {
         sys: &HostSystem<'_, T>,
     ) -> Result<Self, DeviceError> {
         let n = sys.d.len();
+        let bytes = |s: &[T]| (s.as_ptr().cast::<u8>(), std::mem::size_of_val(s));
+        let b = &sys.b[..sys.ldb * (sys.nrhs - 1) + n];
+        let ranges = [
+            bytes(&sys.dl[..n - 1]),
+            bytes(sys.d),
+            bytes(&sys.du[..n - 1]),
+            bytes(b),
+        ];
+        if ranges
+            .iter()
+            .all(|&(p, len)| len == 0 || gpu.host_locked(p, len))
+        {
+            return Ok(HostIo::Direct { _locked: None });
+        }
         let mut mode = choice.for_n(n);
         if mode == GtsvHostTransfer::Register {
-            let bytes = |s: &[T]| (s.as_ptr().cast::<u8>(), std::mem::size_of_val(s));
-            let b = &sys.b[..sys.ldb * (sys.nrhs - 1) + n];
-            let ranges = [
-                bytes(&sys.dl[..n - 1]),
-                bytes(sys.d),
-                bytes(&sys.du[..n - 1]),
-                bytes(b),
-            ];
             // SAFETY: the caller's slices, which outlive this value (it lives in the solve).
             match unsafe { gpu.register_ranges(&ranges) } {
                 Ok(regs) => {
@@ -91,7 +99,9 @@ impl<T: Real> HostIo<T> {
                         regs,
                         stream: stream.clone(),
                     };
-                    return Ok(HostIo::Register { _locked: locked });
+                    return Ok(HostIo::Direct {
+                        _locked: Some(locked),
+                    });
                 }
                 Err(e) => {
                     crate::dispatch::debug(|| format!("gtsv: host arrays not page-locked ({e})"));
@@ -108,12 +118,13 @@ impl<T: Real> HostIo<T> {
         })
     }
 
-    /// The mode these transfers run in.
-    pub(super) fn mode(&self) -> GtsvHostTransfer {
+    /// The mode these transfers run in: a [`GtsvHostTransfer`]'s name, or `locked`.
+    pub(super) fn mode(&self) -> &'static str {
         match self {
-            HostIo::Pageable(_) => GtsvHostTransfer::Pageable,
-            HostIo::Staged { .. } => GtsvHostTransfer::Staged,
-            HostIo::Register { .. } => GtsvHostTransfer::Register,
+            HostIo::Pageable(_) => GtsvHostTransfer::Pageable.name(),
+            HostIo::Staged { .. } => GtsvHostTransfer::Staged.name(),
+            HostIo::Direct { _locked: Some(_) } => GtsvHostTransfer::Register.name(),
+            HostIo::Direct { _locked: None } => "locked",
         }
     }
 
@@ -150,10 +161,11 @@ impl<T: Real> HostIo<T> {
                 Ok(())
             }
             HostIo::Staged { gpu, piece } => staged_upload(gpu, stream, parts, *piece),
-            HostIo::Register { .. } => {
+            HostIo::Direct { .. } => {
                 for (src, dst) in parts.into_iter().filter(|(s, _)| !s.is_empty()) {
                     // SAFETY: dst holds src.len() elements (allocated by the solve); src is
-                    // page-locked until `Locked` is dropped, which first waits for this copy.
+                    // page-locked by the caller, or until `Locked` is dropped, which first
+                    // waits for this copy.
                     unsafe { cu::memcpy_htod_async(dst, src, stream.cu_stream())? };
                 }
                 // Waited for, so that the phases' upload time holds the DMA (else the solve's
@@ -191,12 +203,13 @@ impl<T: Real> HostIo<T> {
             HostIo::Staged { gpu, piece } => {
                 staged_download(gpu, stream, columns(x, b, ldb, n, nrhs), *piece)?;
             }
-            HostIo::Register { .. } => {
+            HostIo::Direct { .. } => {
                 // Column by column where LDB > N rather than one 2D copy, whose pitch the
                 // driver limits (about 2 GB).
                 for (src, dst) in columns(x, b, ldb, n, nrhs) {
-                    // SAFETY: src holds dst.len() elements; dst is page-locked, and the copy
-                    // is waited for below (or by `Locked` on an error).
+                    // SAFETY: src holds dst.len() elements; dst is page-locked (by the caller,
+                    // or until `Locked` is dropped), and the copy is waited for below (or by
+                    // `Locked` on an error).
                     unsafe { cu::memcpy_dtoh_async(dst, src, stream.cu_stream())? };
                 }
             }
