@@ -11,7 +11,7 @@ use hylapack::config::{GtsvHostTransfer, GtsvTransfer};
 use hylapack::dispatch::Backend;
 use hylapack::gtsv::gpu::{last_phases, GpuOptions};
 use hylapack::gtsv::matrices::{self, Tridiag};
-use hylapack::gtsv::{self, Options, Solver};
+use hylapack::gtsv::{self, GtsvReport, Options, Solver};
 use hylapack::lapack::Lapack;
 use hylapack::real::Real;
 use hylapack::testmat::{seed_from_time, Rng};
@@ -68,6 +68,22 @@ impl<T: Real> Arrays<T> {
     }
 }
 
+impl<T: Lapack> Arrays<T> {
+    /// `gtsv_with` on these arrays, the GPU asked for.
+    fn solve(&mut self, o: &Options, ldb: usize, nrhs: usize) -> GtsvReport {
+        gtsv::gtsv_with(
+            o,
+            &mut self.dl,
+            &mut self.d,
+            &mut self.du,
+            &mut self.b,
+            ldb,
+            nrhs,
+            Backend::Gpu,
+        )
+    }
+}
+
 /// Solves on the GPU; asserts that the GPU ran SPIKE. Returns the report's solver and, for an
 /// in-core solve, the transfer it used.
 fn solve_gpu<T: Lapack>(
@@ -76,16 +92,7 @@ fn solve_gpu<T: Lapack>(
     nrhs: usize,
     o: &Options,
 ) -> (Solver, i32, Option<&'static str>) {
-    let r = gtsv::gtsv_with(
-        o,
-        &mut x.dl,
-        &mut x.d,
-        &mut x.du,
-        &mut x.b,
-        ldb,
-        nrhs,
-        Backend::Gpu,
-    );
+    let r = x.solve(o, ldb, nrhs);
     assert_eq!(
         r.spike_backend,
         Some(Backend::Gpu),
@@ -259,16 +266,7 @@ fn a_rejected_answer_leaves_b_for_lapack_in_every_transfer() {
     assert!(want.info > 0, "seed {seed}: LAPACK found no zero pivot");
     for mode in MODES {
         let mut x = Arrays::<f64>::new(&s, &b);
-        let r = gtsv::gtsv_with(
-            &forced(mode, None),
-            &mut x.dl,
-            &mut x.d,
-            &mut x.du,
-            &mut x.b,
-            ldb,
-            nrhs,
-            Backend::Gpu,
-        );
+        let r = x.solve(&forced(mode, None), ldb, nrhs);
         let what = format!("seed {seed}, {}: {:?}", mode.name(), r.note);
         assert_eq!(r.spike_backend, Some(Backend::Gpu), "{what}");
         assert_eq!(r.info, want.info, "{what}");
@@ -303,16 +301,7 @@ fn registration_is_undone_on_every_exit() {
     // the arrays unlocked.
     let s = singular(n, &mut rng);
     let mut x = Arrays::<f64>::new(&s, &b);
-    let r = gtsv::gtsv_with(
-        &register,
-        &mut x.dl,
-        &mut x.d,
-        &mut x.du,
-        &mut x.b,
-        n,
-        1,
-        Backend::Gpu,
-    );
+    let r = x.solve(&register, n, 1);
     let want = lapack::<f64>(&s, &b, n, 1);
     assert_eq!(r.info, want.info, "{:?}", r.note);
     assert!(r.info > 0);
@@ -442,16 +431,7 @@ fn arrays_the_caller_locked_move_by_dma() {
                 CallerLock::new(&mut x.du),
                 CallerLock::new(&mut x.b),
             ];
-            let r = gtsv::gtsv_with(
-                &forced(mode, None),
-                &mut x.dl,
-                &mut x.d,
-                &mut x.du,
-                &mut x.b,
-                ldb,
-                nrhs,
-                Backend::Gpu,
-            );
+            let r = x.solve(&forced(mode, None), ldb, nrhs);
             assert_eq!(r.spike_backend, Some(Backend::Gpu), "{what}: {:?}", r.note);
             assert_eq!(last_phases().transfer, Some("locked"), "{what}");
             assert_eq!(r.info > 0, m == 1, "{what}: INFO {}", r.info);
