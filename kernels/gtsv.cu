@@ -552,14 +552,17 @@ __device__ __forceinline__ void window_pcr(T *ra, T *rb, T *rc, T *rr, T *sq, T 
 // bmax of column blockIdx.y (flags bit 1: a non-finite value), except the two rows at each
 // boundary between windows, whose neighbours another window wrote (gtsv_window_edges).
 //
-// X goes into F in place except in the rows the neighbours read (window_deferred), whose X goes
-// to x; the rows taking X in place have their F saved in x as they are loaded, so a rejected
-// answer can be undone. Each CTA ends by writing how many windows it loaded to
+// A launch takes windows first .. last - 1 of the system's `windows` (a host-pointer solve
+// launches each stretch as its rows arrive). With in_place, X goes into F in place except in
+// the rows the neighbours read (window_deferred), whose X goes to x; the rows taking X in place
+// have their F saved in x as they are loaded, so a rejected answer can be undone. Without, all
+// of X goes to x and F is only read. Each CTA ends by writing how many windows it loaded to
 // reached[blockIdx.x + blockIdx.y gridDim.x] (window_restore undoes those).
 template <typename T, int M, int NT>
 __device__ void window_solve(long long n, const T *dl, const T *d, const T *du, T *f, long long ldf, T *x,
-                             long long ldx, long long P, int halo, long long windows, T *rmax, T *smax, T *bmax,
-                             int *flags, long long *reached) {
+                             long long ldx, long long P, int halo, long long windows, long long first,
+                             long long last, int in_place, T *rmax, T *smax, T *bmax, int *flags,
+                             long long *reached) {
     constexpr int MI = M - 1;
     const T unit = sizeof(T) == 8 ? T(1.1102230246251565e-16) : T(5.9604645e-08);
     extern __shared__ unsigned char smem_raw[];
@@ -584,7 +587,7 @@ __device__ void window_solve(long long n, const T *dl, const T *d, const T *du, 
     // Whether another CTA gave up, read a window ahead: the load's latency then hides behind a
     // window's work instead of holding the CTA at the barrier.
     int given_up = t == 0 ? *(volatile int *)flags & 4 : 0;
-    for (long long k = blockIdx.x; k < windows; k += gridDim.x) {
+    for (long long k = first + blockIdx.x; k < last; k += gridDim.x) {
         // Also the barrier between windows (their shared memory is reused).
         if (__syncthreads_or(given_up)) {
             leave();
@@ -606,7 +609,7 @@ __device__ void window_solve(long long n, const T *dl, const T *d, const T *du, 
 #pragma unroll
             for (int e = 0; e < M; ++e) {
                 long long r = row0 + t + (long long)e * NT, i = r - k * rows;
-                if (i >= 0 && i < rows && r < n && !window_deferred(k, windows, i, rows, hrows))
+                if (in_place && i >= 0 && i < rows && r < n && !window_deferred(k, windows, i, rows, hrows))
                     x[r + col * ldx] = vf[e];
             }
             stage_store<T, M>(sa, va);
@@ -707,7 +710,7 @@ __device__ void window_solve(long long n, const T *dl, const T *d, const T *du, 
             long long r = k * rows + i;
             if (r >= n) continue;
             T xi = sf[(halo + i / M) * (M + 1) + i % M];
-            if (window_deferred(k, windows, i, rows, hrows)) x[r + col * ldx] = xi;
+            if (!in_place || window_deferred(k, windows, i, rows, hrows)) x[r + col * ldx] = xi;
             else f[r + col * ldf] = xi;
         }
     }
@@ -1041,9 +1044,10 @@ template <typename T> __device__ void add_into(long long n, int ncols, const T *
     }                                                                                                      \
     extern "C" __global__ void __launch_bounds__(128, 4) gtsv_window_##sfx##_m##M(long long n, const T *dl,  \
         const T *d, const T *du, T *f, long long ldf, T *x, long long ldx, long long P, int halo,           \
-        long long windows, T *rmax, T *smax, T *bmax, int *flags, long long *reached) {                   \
-        window_solve<T, M, 128>(n, dl, d, du, f, ldf, x, ldx, P, halo, windows, rmax, smax, bmax, flags,        \
-                                reached);                                                                \
+        long long windows, long long first, long long last, int in_place, T *rmax, T *smax, T *bmax,        \
+        int *flags, long long *reached) {                                                                  \
+        window_solve<T, M, 128>(n, dl, d, du, f, ldf, x, ldx, P, halo, windows, first, last, in_place, rmax, \
+                                smax, bmax, flags, reached);                                             \
     }
 #endif
 

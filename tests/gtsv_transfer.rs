@@ -3,7 +3,8 @@
 //! sizes that cut into several staged pieces, with NRHS > 1 and LDB > N, in chunks; a
 //! registration the driver refuses (the memory is registered already) falls back; every
 //! registration is undone when the call returns, also when SPIKE's answer is rejected; arrays
-//! the caller page-locked move by DMA under every setting and stay locked.
+//! the caller page-locked move by DMA under every setting and stay locked; transfers by DMA
+//! overlap the window solve and give the same answers.
 //!
 //! GPU only: skipped without one unless `HYLAPACK_REQUIRE_GPU=1`, which makes them fail.
 
@@ -236,15 +237,20 @@ fn refused_registration_falls_back_to_staged() {
     drop(held);
 }
 
-/// A random matrix with row and column n / 3 zero: singular, SPIKE meets a zero pivot.
-fn singular(n: usize, rng: &mut Rng) -> Tridiag {
-    let mut s = matrices::random(n, rng);
-    let row = n / 3;
+/// Row and column `row` of `s` (0 < row < n − 1) set to zero: singular, SPIKE meets a zero
+/// pivot.
+fn zero_row(s: &mut Tridiag, row: usize) {
     s.d[row] = 0.0;
     s.dl[row - 1] = 0.0;
     s.du[row] = 0.0;
     s.dl[row] = 0.0;
     s.du[row - 1] = 0.0;
+}
+
+/// A random matrix with row and column n / 3 zero.
+fn singular(n: usize, rng: &mut Rng) -> Tridiag {
+    let mut s = matrices::random(n, rng);
+    zero_row(&mut s, n / 3);
     s
 }
 
@@ -380,6 +386,16 @@ impl CallerLock {
             .expect("the caller's registration");
         CallerLock(p)
     }
+
+    /// Each of the four arrays registered on its own.
+    fn all<T>(x: &mut Arrays<T>) -> [Self; 4] {
+        [
+            Self::new(&mut x.dl),
+            Self::new(&mut x.d),
+            Self::new(&mut x.du),
+            Self::new(&mut x.b),
+        ]
+    }
 }
 
 impl Drop for CallerLock {
@@ -425,12 +441,7 @@ fn arrays_the_caller_locked_move_by_dma() {
             let what = format!("seed {seed}, system {m}, setting {}", mode.name());
             // Registered by the caller, each array on its own.
             let mut x = Arrays::<f64>::new(system, &b);
-            let locks = [
-                CallerLock::new(&mut x.dl),
-                CallerLock::new(&mut x.d),
-                CallerLock::new(&mut x.du),
-                CallerLock::new(&mut x.b),
-            ];
+            let locks = CallerLock::all(&mut x);
             let r = x.solve(&forced(mode, None), ldb, nrhs);
             assert_eq!(r.spike_backend, Some(Backend::Gpu), "{what}: {:?}", r.note);
             assert_eq!(last_phases().transfer, Some("locked"), "{what}");
@@ -466,5 +477,70 @@ fn arrays_the_caller_locked_move_by_dma() {
         assert_eq!(r.spike_backend, Some(Backend::Gpu), "{what}: {:?}", r.note);
         assert_eq!(last_phases().transfer, Some("locked"), "{what}");
         assert!(bits(bb) == bits(&want.b), "{what}: B differs");
+    }
+}
+
+/// Diagonally dominant in its first `cut` rows, random after (the window solve gives up
+/// there), with row and column `zero` zero where given (singular).
+fn dominant_then_random(n: usize, cut: usize, zero: Option<usize>, rng: &mut Rng) -> Tridiag {
+    let mut s = matrices::diagonally_dominant(n, rng);
+    let r = matrices::random(n, rng);
+    s.d[cut..].copy_from_slice(&r.d[cut..]);
+    s.dl[cut..].copy_from_slice(&r.dl[cut..]);
+    s.du[cut..].copy_from_slice(&r.du[cut..]);
+    if let Some(row) = zero {
+        zero_row(&mut s, row);
+    }
+    s
+}
+
+/// Arrays that move by DMA (page-locked by the caller, or under the register setting) overlap
+/// their transfers with the window solve, X going down into B speculatively: the pageable
+/// path's answer bit for bit where the windows answer and where they give up after some of X
+/// went down (the full recursion then answers), and LAPACK's B and INFO where that system is
+/// singular (B restored first).
+#[test]
+fn overlapped_transfers_give_the_pageable_answer() {
+    if !have_gpu_or_skip() {
+        eprintln!("skipped: no GPU");
+        return;
+    }
+    let _one_at_a_time = serial();
+    let seed = seed_from_time();
+    let mut rng = Rng::new(seed);
+    // Stretches of 2^16 rows: the windows give up in the third, after two went down.
+    let (n, nrhs, ldb) = (300_001, 2, 300_004);
+    let cut = 150_000;
+    let systems = [
+        matrices::diagonally_dominant(n, &mut rng),
+        dominant_then_random(n, cut, None, &mut rng),
+        dominant_then_random(n, cut, Some(2 * n / 3), &mut rng),
+    ];
+    let b = rhs(n, ldb, nrhs, &mut rng);
+    for (m, system) in systems.iter().enumerate() {
+        let want = if m < 2 {
+            let mut w = Arrays::<f64>::new(system, &b);
+            solve_gpu(&mut w, ldb, nrhs, &forced(GtsvHostTransfer::Pageable, None));
+            assert_eq!(last_phases().window, m == 0, "seed {seed}, system {m}");
+            w.b
+        } else {
+            let l = lapack::<f64>(system, &b, ldb, nrhs);
+            assert!(l.info > 0, "seed {seed}: LAPACK found no zero pivot");
+            l.x
+        };
+        for by_caller in [true, false] {
+            let what = format!("seed {seed}, system {m}, locked by the caller: {by_caller}");
+            let mut x = Arrays::<f64>::new(system, &b);
+            let locks = by_caller.then(|| CallerLock::all(&mut x));
+            let r = x.solve(&forced(GtsvHostTransfer::Register, None), ldb, nrhs);
+            assert_eq!(r.spike_backend, Some(Backend::Gpu), "{what}: {:?}", r.note);
+            let p = last_phases();
+            assert!(p.overlapped, "{what}: not overlapped");
+            assert_eq!(p.window, m == 0, "{what}: window");
+            assert_eq!(r.info > 0, m == 2, "{what}: INFO {}", r.info);
+            assert!(bits(&x.b) == bits(&want), "{what}: B differs");
+            drop(locks);
+            assert!(all_unlocked(&x), "{what}: left locked");
+        }
     }
 }

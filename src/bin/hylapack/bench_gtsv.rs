@@ -218,12 +218,13 @@ fn hylapack_run_in(
             (Backend::Gpu, Solver::Spike) if backend == Backend::Gpu => {
                 let p = gtsv::gpu::last_phases();
                 format!(
-                    "up {:.1} + solve {:.1} + down {:.1} ms, {}{}",
+                    "up {:.1} + solve {:.1} + down {:.1} ms, {}{}{}",
                     p.upload * 1e3,
                     p.solve * 1e3,
                     p.download * 1e3,
                     steps_note(&p),
-                    p.transfer.map(|t| format!(", {t}")).unwrap_or_default()
+                    p.transfer.map(|t| format!(", {t}")).unwrap_or_default(),
+                    if p.overlapped { ", overlapped" } else { "" }
                 )
             }
             (got, Solver::Spike) if got == backend => String::new(),

@@ -1,7 +1,8 @@
 //! SPIKE on the GPU (`kernels/gtsv.cu`). The core works on device pointers ([`solve_device`],
 //! data already on the GPU); [`solve`] is the LAPACK interface: it uploads host arrays (through
 //! pinned staging buffers, or straight from the caller's page-locked arrays: `transfer.rs`),
-//! runs the same core and downloads only an accepted answer.
+//! runs the same core and downloads only an accepted answer (or, where the arrays move by DMA,
+//! overlaps the transfers with the window solve, `B` saved first: `overlapped.rs`).
 //!
 //! Each level of the recursion cuts its system into partitions of `m` rows (one thread each,
 //! diagonal pivoting) and, in the same kernel, writes the tridiagonal separator system (one row
@@ -43,6 +44,7 @@ use std::time::Instant;
 
 pub mod batch;
 mod chunked;
+mod overlapped;
 mod plan;
 mod streamed;
 mod transfer;
@@ -132,6 +134,11 @@ pub struct Phases {
     /// How the last in-core solve (or chunk) moved its host arrays (`None`: streamed): a
     /// `GtsvHostTransfer`'s name, or `locked` (arrays the caller page-locked, by DMA).
     pub transfer: Option<&'static str>,
+    /// Whether the transfers overlapped the window solve (`overlapped.rs`): `upload` then
+    /// holds the windows and the downloads that ran alongside it, `solve` the verdict, and
+    /// `download` what was left (the full recursion's solve and download where the windows'
+    /// answer was rejected).
+    pub overlapped: bool,
 }
 
 thread_local! {
@@ -385,14 +392,25 @@ fn solve_whole<T: Real>(
     } else {
         None
     };
+    let mut plan = Plan::<T>::new(gpu, stream.clone(), o, a, nrhs)?;
+    let planned = Instant::now();
+    // Arrays that move by DMA and a system the window solve may answer: the transfers overlap
+    // the solve.
+    let words = match (words, &io, plan.windows()?) {
+        (Some(words), HostIo::Direct { .. }, Some(w)) => {
+            let m = Bands { dl, d, du };
+            return overlapped::solve_overlapped(
+                gpu, &mut plan, w, &mut io, m, b, ldb, nrhs, words, a, f,
+            );
+        }
+        (words, ..) => words,
+    };
     let (words, uploaded) = alongside(
         || words.map(|w| SavedB::copy(host.b, ldb, n, nrhs, w)),
         || io.upload(&stream, &host, a, f),
     );
     uploaded?;
     let t1 = Instant::now();
-    let mut plan = Plan::<T>::new(gpu, stream.clone(), o, a, nrhs)?;
-    let planned = Instant::now();
     let (mut saved, mut plain) = (None, None);
     let verdict = plan.run(f, || match words {
         Some(words) => saved = Some(SavedB::new(b, ldb, n, nrhs, words)),
@@ -418,13 +436,13 @@ fn solve_whole<T: Real>(
     let ms = |from: Instant, to: Instant| (to - from).as_secs_f64() * 1e3;
     crate::dispatch::debug(|| {
         format!(
-            "gtsv gpu: n={n} {}: opened {:.3} ms, upload {:.3} ms, plan {:.3} ms, solve {:.3} ms, \
+            "gtsv gpu: n={n} {}: opened {:.3} ms, plan {:.3} ms, upload {:.3} ms, solve {:.3} ms, \
              download {:.3} ms",
             io.mode(),
             ms(t0, opened),
-            ms(opened, t1),
-            ms(t1, planned),
-            ms(planned, t2),
+            ms(opened, planned),
+            ms(planned, t1),
+            ms(t1, t2),
             ms(t2, t3)
         )
     });
@@ -435,6 +453,7 @@ fn solve_whole<T: Real>(
         v.download = (t3 - t2).as_secs_f64();
         v.chunks = 1;
         v.transfer = Some(io.mode());
+        v.overlapped = false;
         p.set(v);
     });
     Ok(Ok(()))
@@ -543,9 +562,33 @@ struct SavedB<'a, T: Copy> {
     ldb: usize,
     n: usize,
     nrhs: usize,
-    /// Words of 8 bytes holding n × nrhs elements of T.
+    /// Words of 8 bytes holding n × nrhs elements of T (column c's rows from c · n).
     saved: Vec<u64>,
+    /// Rows of each column saved so far (from the first): only these may be written.
+    rows: usize,
     committed: bool,
+}
+
+/// Rows `rows` of B's `nrhs` columns (leading dimension `ldb`) into `saved`, which packs
+/// columns of `n` rows.
+fn save_rows<T: Real>(
+    saved: &mut [u64],
+    b: &[T],
+    ldb: usize,
+    n: usize,
+    nrhs: usize,
+    rows: std::ops::Range<usize>,
+) {
+    assert!(saved.len() * 8 >= n * nrhs * sz::<T>(), "saved B too small");
+    // SAFETY: `saved` holds at least n × nrhs elements of T (f32 or f64: plain data, alignment
+    // at most 8, any bit pattern valid).
+    let packed = unsafe { std::slice::from_raw_parts_mut(saved.as_mut_ptr() as *mut T, n * nrhs) };
+    for c in 0..nrhs {
+        par_copy(
+            &mut packed[c * n + rows.start..c * n + rows.end],
+            &b[c * ldb + rows.start..c * ldb + rows.end],
+        );
+    }
 }
 
 impl<'a, T: Real> SavedB<'a, T> {
@@ -554,8 +597,8 @@ impl<'a, T: Real> SavedB<'a, T> {
     fn reserve(n: usize, nrhs: usize) -> Result<Vec<u64>, Reject> {
         let words = n.saturating_mul(nrhs).saturating_mul(sz::<T>()).div_ceil(8);
         let mut saved = std::mem::take(&mut *SAVE_POOL.lock().unwrap_or_else(|p| p.into_inner()));
-        // `new` overwrites every word: only words the pool lacks are zeroed, not the whole
-        // buffer on every call (64 MB at n = 2^23).
+        // Every word is overwritten before it is read: only words the pool lacks are zeroed,
+        // not the whole buffer on every call (64 MB at n = 2^23).
         saved.truncate(words);
         saved
             .try_reserve_exact(words - saved.len())
@@ -567,14 +610,7 @@ impl<'a, T: Real> SavedB<'a, T> {
     /// Copies the first `n` rows of B's columns into `saved` (from [`Self::reserve`] with the
     /// same `n` and `nrhs`).
     fn copy(b: &[T], ldb: usize, n: usize, nrhs: usize, mut saved: Vec<u64>) -> Vec<u64> {
-        assert!(saved.len() * 8 >= n * nrhs * sz::<T>(), "saved B too small");
-        // SAFETY: `saved` holds at least n × nrhs elements of T (f32 or f64: plain data,
-        // alignment at most 8, any bit pattern valid).
-        let packed =
-            unsafe { std::slice::from_raw_parts_mut(saved.as_mut_ptr() as *mut T, n * nrhs) };
-        for c in 0..nrhs {
-            par_copy(&mut packed[c * n..(c + 1) * n], &b[c * ldb..c * ldb + n]);
-        }
+        save_rows(&mut saved, b, ldb, n, nrhs, 0..n);
         saved
     }
 
@@ -587,21 +623,39 @@ impl<'a, T: Real> SavedB<'a, T> {
             n,
             nrhs,
             saved,
+            rows: n,
             committed: false,
+        }
+    }
+
+    /// Guards `b` with none of its rows saved yet ([`Self::save_to`]); `saved` from
+    /// [`Self::reserve`].
+    fn empty(b: &'a mut [T], ldb: usize, n: usize, nrhs: usize, saved: Vec<u64>) -> Self {
+        let mut s = Self::new(b, ldb, n, nrhs, saved);
+        s.rows = 0;
+        s
+    }
+
+    /// Saves B's rows up to `rows` (those not saved yet).
+    fn save_to(&mut self, rows: usize) {
+        if rows > self.rows {
+            let (ldb, n, nrhs) = (self.ldb, self.n, self.nrhs);
+            save_rows(&mut self.saved, self.b, ldb, n, nrhs, self.rows..rows);
+            self.rows = rows;
         }
     }
 }
 
 impl<T: Copy> Drop for SavedB<'_, T> {
     fn drop(&mut self) {
-        let n = self.n;
+        let (n, rows) = (self.n, self.rows);
         if !self.committed {
-            // SAFETY: as in `new`.
+            // SAFETY: as in `save_rows`.
             let saved = unsafe {
                 std::slice::from_raw_parts(self.saved.as_ptr() as *const T, n * self.nrhs)
             };
             for (c, col) in saved.chunks(n.max(1)).enumerate() {
-                self.b[c * self.ldb..c * self.ldb + n].copy_from_slice(col);
+                self.b[c * self.ldb..c * self.ldb + rows].copy_from_slice(&col[..rows]);
             }
         }
         let words = std::mem::take(&mut self.saved);
