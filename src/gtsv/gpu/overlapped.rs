@@ -48,6 +48,9 @@ pub(super) fn solve_overlapped<T: Real>(
 ) -> Result<Result<(), Reject>, DeviceError> {
     let n = a.n;
     let t0 = Instant::now();
+    if let Err(r) = plan.reserve_host_sums() {
+        return Ok(Err(r));
+    }
     let solve_stream = plan.stream().clone();
     let mut saved = SavedB::empty(b, ldb, n, nrhs, words);
     // Declared after `saved`, so dropped (each waits for its stream) before it: no transfer
