@@ -628,21 +628,12 @@ impl<'a, T: Real> SavedB<'a, T> {
         }
     }
 
-    /// Guards `b` with none of its rows saved yet ([`Self::save_to`]); `saved` from
+    /// Guards `b` with none of its rows saved yet (`rows` is raised as they are); `saved` from
     /// [`Self::reserve`].
     fn empty(b: &'a mut [T], ldb: usize, n: usize, nrhs: usize, saved: Vec<u64>) -> Self {
         let mut s = Self::new(b, ldb, n, nrhs, saved);
         s.rows = 0;
         s
-    }
-
-    /// Saves B's rows up to `rows` (those not saved yet).
-    fn save_to(&mut self, rows: usize) {
-        if rows > self.rows {
-            let (ldb, n, nrhs) = (self.ldb, self.n, self.nrhs);
-            save_rows(&mut self.saved, self.b, ldb, n, nrhs, self.rows..rows);
-            self.rows = rows;
-        }
     }
 }
 

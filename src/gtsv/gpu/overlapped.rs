@@ -5,14 +5,17 @@
 //! go up (the bus carries both directions at once). So the call costs about its upload, where
 //! uploading, solving and downloading one after another cost 1.3 times that at n = 2^23.
 //!
-//! The download is speculative: `B` is saved on the host first, stretch by stretch
-//! ([`SavedB`]), and a stretch goes down only while no window has given up. Where the window
+//! The download is speculative: `B` is saved on the host first ([`SavedB`]), in row order by
+//! helper threads ([`SaveInOrder`]), and a stretch goes down only once its rows are saved and
+//! while no window has given up. Where the window
 //! answer is rejected after all, the full recursion runs on the uploaded system (the windows
 //! only read it here), and `B` is restored unless its answer is accepted.
 
 use super::plan::Windows;
 use super::*;
+use crate::host::workers::run_on_threads;
 use cudarc::driver::sys;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// Stretches per system: enough that the last stretch's solve and download, which nothing
 /// overlaps, are short beside the upload.
@@ -89,23 +92,42 @@ pub(super) fn solve_overlapped<T: Real>(
         });
         launched = ready;
     }
-    // While no window has given up, each stretch's X goes down once its windows are done.
-    let mut down_to = 0;
-    for (k, s) in stretches.iter().enumerate() {
-        saved.save_to(s.rows.end);
-        if down_to < s.rows.start || s.windows.is_empty() {
-            continue;
-        }
-        s.done.synchronize()?;
-        // SAFETY: written by the copy `done` follows.
-        if unsafe { std::ptr::read_volatile(slots.add(k)) } != 0 {
-            continue;
-        }
-        down.wait(&s.done)?;
-        download_rows(&down, plan.x_cols(), saved.b, ldb, nrhs, s.rows.clone())?;
-        down_to = s.rows.end;
+    // B is saved in row order by helper threads (and by this one where a stretch it is about
+    // to overwrite is not saved yet); while no window has given up, each stretch's X goes down
+    // once its windows are done and its rows are saved.
+    let parts = crate::device::memory::copy_threads(n * nrhs * sz::<T>());
+    let save = SaveInOrder::new(&mut saved, per, parts);
+    let (_, looped) = alongside(
+        || run_on_threads(parts.saturating_sub(1), || while save.run_one() {}),
+        || -> Result<usize, DeviceError> {
+            let mut down_to = 0;
+            for (k, s) in stretches.iter().enumerate() {
+                if down_to < s.rows.start || s.windows.is_empty() {
+                    continue;
+                }
+                s.done.synchronize()?;
+                // SAFETY: written by the copy `done` follows.
+                if unsafe { std::ptr::read_volatile(slots.add(k)) } != 0 {
+                    continue;
+                }
+                save.wait_for(s.rows.end)?;
+                down.wait(&s.done)?;
+                // SAFETY: B's rows below s.rows.end are saved, and no thread reads them any
+                // more; B is page-locked and outlives the download (waited for before return).
+                unsafe { download_rows(&down, plan.x_cols(), save.b, ldb, nrhs, s.rows.clone())? };
+                down_to = s.rows.end;
+            }
+            Ok(down_to)
+        },
+    );
+    // Whatever the helpers left (none started, or the loop ended early).
+    while save.run_one() {}
+    let all_saved = save.complete();
+    drop(save);
+    if all_saved {
+        saved.rows = n;
     }
-    saved.save_to(n);
+    let down_to = looped?;
     let t1 = Instant::now();
     let accepted = plan.window_verdict(&w, f, &mut None::<fn()>)? && down_to == n;
     down.synchronize()?;
@@ -184,22 +206,132 @@ fn upload_rows<T: Real>(
     Ok(())
 }
 
-/// Queues the download of rows `rows` of X into B's (leading dimension `ldb`) on `stream`.
-fn download_rows<T: Real>(
+/// Queues the download of rows `rows` of X into B's (at `b`, leading dimension `ldb`) on
+/// `stream`.
+///
+/// # Safety
+/// `b` holds `nrhs` columns of at least `rows.end` rows; those rows of B are page-locked, not
+/// accessed otherwise until the stream is waited for, and outlive the copy.
+unsafe fn download_rows<T: Real>(
     stream: &CudaStream,
     x: DevCols,
-    b: &mut [T],
+    b: *mut T,
     ldb: usize,
     nrhs: usize,
     rows: std::ops::Range<usize>,
 ) -> Result<(), DeviceError> {
     for col in 0..nrhs {
-        let dst = &mut b[col * ldb + rows.start..col * ldb + rows.end];
+        // SAFETY: this function's contract.
+        let dst =
+            unsafe { std::slice::from_raw_parts_mut(b.add(col * ldb + rows.start), rows.len()) };
         let src = x.ptr + ((col * x.ld + rows.start) * sz::<T>()) as u64;
-        // SAFETY: src holds dst.len() elements; dst is page-locked (by the caller, or until the
-        // transfers are dropped) and saved, and the stream is waited for before B is used or
-        // restored (its drop, before `SavedB`'s).
+        // SAFETY: src holds dst.len() elements; dst as above.
         unsafe { cu::memcpy_dtoh_async(dst, src, stream.cu_stream())? };
     }
     Ok(())
+}
+
+/// B's first `n` rows copied into [`SavedB`]'s words in row order: stretch by stretch (of
+/// `per` rows), each cut into `parts` pieces that threads claim in turn ([`Self::run_one`]).
+/// Works through raw pointers, since X goes down into rows already saved (by DMA) while later
+/// rows are still read.
+struct SaveInOrder<T> {
+    b: *mut T,
+    ldb: usize,
+    n: usize,
+    nrhs: usize,
+    saved: *mut T,
+    per: usize,
+    parts: usize,
+    /// The next piece to claim: piece i is part i % parts of stretch i / parts.
+    next: AtomicUsize,
+    /// Pieces done, per stretch.
+    done: Vec<AtomicUsize>,
+    /// A piece's thread panicked: its stretch will never be complete.
+    failed: AtomicBool,
+}
+
+// SAFETY: the pointers are B's and its saved copy's, which outlive the value (it borrows the
+// `SavedB`); threads write disjoint pieces of the copy and only read B's rows, which the DMA
+// overwrites only once they are saved.
+unsafe impl<T: Send> Send for SaveInOrder<T> {}
+unsafe impl<T: Send> Sync for SaveInOrder<T> {}
+
+impl<T: Real> SaveInOrder<T> {
+    fn new(saved: &mut SavedB<'_, T>, per: usize, parts: usize) -> Self {
+        let stretches = saved.n.div_ceil(per);
+        assert!(saved.saved.len() * 8 >= saved.n * saved.nrhs * sz::<T>());
+        SaveInOrder {
+            b: saved.b.as_mut_ptr(),
+            ldb: saved.ldb,
+            n: saved.n,
+            nrhs: saved.nrhs,
+            saved: saved.saved.as_mut_ptr().cast(),
+            per,
+            parts: parts.max(1),
+            next: AtomicUsize::new(0),
+            done: (0..stretches).map(|_| AtomicUsize::new(0)).collect(),
+            failed: AtomicBool::new(false),
+        }
+    }
+
+    /// Claims the next piece and copies it: false when none was left.
+    fn run_one(&self) -> bool {
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        let (k, part) = (i / self.parts, i % self.parts);
+        if k >= self.done.len() {
+            return false;
+        }
+        let failed = PanicFlag(&self.failed);
+        let r0 = k * self.per;
+        let len = self.per.min(self.n - r0);
+        let piece = len.div_ceil(self.parts);
+        let rows = (r0 + part * piece).min(r0 + len)..(r0 + (part + 1) * piece).min(r0 + len);
+        for c in 0..self.nrhs {
+            // SAFETY: rows < n of column c, in B (leading dimension ldb) and in the copy
+            // (columns of n); this piece is claimed by this thread only.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    self.b.add(c * self.ldb + rows.start),
+                    self.saved.add(c * self.n + rows.start),
+                    rows.len(),
+                )
+            };
+        }
+        std::mem::forget(failed);
+        self.done[k].fetch_add(1, Ordering::Release);
+        true
+    }
+
+    /// Returns once B's rows below `rows` are saved, copying unclaimed pieces meanwhile.
+    fn wait_for(&self, rows: usize) -> Result<(), DeviceError> {
+        let last = rows.div_ceil(self.per).min(self.done.len());
+        for d in &self.done[..last] {
+            while d.load(Ordering::Acquire) < self.parts {
+                if self.failed.load(Ordering::Relaxed) {
+                    return Err(DeviceError::Driver("gtsv: saving B failed".into()));
+                }
+                if !self.run_one() {
+                    std::thread::yield_now();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether every piece is done (once no thread works on one).
+    fn complete(&self) -> bool {
+        self.done
+            .iter()
+            .all(|d| d.load(Ordering::Acquire) == self.parts)
+    }
+}
+
+/// Marks a piece's thread failed unless it is forgotten (it drops only while unwinding).
+struct PanicFlag<'a>(&'a AtomicBool);
+
+impl Drop for PanicFlag<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
