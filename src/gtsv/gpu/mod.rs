@@ -150,6 +150,14 @@ pub fn last_phases() -> Phases {
     PHASES.with(|p| p.get())
 }
 
+impl GpuOptions {
+    /// Whether a system of `n` rows may be answered by the window solve under these options
+    /// (the plan decides: `Plan::windows`).
+    fn window_may_run(&self, n: usize) -> bool {
+        self.m == 8 && self.window_halo > 0 && n >= self.window_min_n
+    }
+}
+
 fn sz<T>() -> usize {
     std::mem::size_of::<T>()
 }
@@ -382,6 +390,12 @@ fn solve_whole<T: Real>(
         ptr: addr(&f_d, &stream),
         ld: n,
     };
+    // Arrays that move by DMA and a system the window solve may answer: the transfers overlap
+    // the solve.
+    if keep_b && matches!(io, HostIo::Direct { .. }) && o.window_may_run(n) {
+        let m = Bands { dl, d, du };
+        return overlapped::solve_overlapped(gpu, &stream, o, &mut io, m, b, ldb, nrhs, a, f);
+    }
     // B is saved (when kept) on another thread while the upload runs: both only read it, and
     // the upload is bound by the bus, the copy by host memory.
     let words = if keep_b {
@@ -392,25 +406,14 @@ fn solve_whole<T: Real>(
     } else {
         None
     };
-    let mut plan = Plan::<T>::new(gpu, stream.clone(), o, a, nrhs)?;
-    let planned = Instant::now();
-    // Arrays that move by DMA and a system the window solve may answer: the transfers overlap
-    // the solve.
-    let words = match (words, &io, plan.windows()?) {
-        (Some(words), HostIo::Direct { .. }, Some(w)) => {
-            let m = Bands { dl, d, du };
-            return overlapped::solve_overlapped(
-                gpu, &mut plan, w, &mut io, m, b, ldb, nrhs, words, a, f,
-            );
-        }
-        (words, ..) => words,
-    };
     let (words, uploaded) = alongside(
         || words.map(|w| SavedB::copy(host.b, ldb, n, nrhs, w)),
         || io.upload(&stream, &host, a, f),
     );
     uploaded?;
     let t1 = Instant::now();
+    let mut plan = Plan::<T>::new(gpu, stream.clone(), o, a, nrhs)?;
+    let planned = Instant::now();
     let (mut saved, mut plain) = (None, None);
     let verdict = plan.run(f, || match words {
         Some(words) => saved = Some(SavedB::new(b, ldb, n, nrhs, words)),
@@ -436,13 +439,13 @@ fn solve_whole<T: Real>(
     let ms = |from: Instant, to: Instant| (to - from).as_secs_f64() * 1e3;
     crate::dispatch::debug(|| {
         format!(
-            "gtsv gpu: n={n} {}: opened {:.3} ms, plan {:.3} ms, upload {:.3} ms, solve {:.3} ms, \
+            "gtsv gpu: n={n} {}: opened {:.3} ms, upload {:.3} ms, plan {:.3} ms, solve {:.3} ms, \
              download {:.3} ms",
             io.mode(),
             ms(t0, opened),
-            ms(opened, planned),
-            ms(planned, t1),
-            ms(t1, t2),
+            ms(opened, t1),
+            ms(t1, planned),
+            ms(planned, t2),
             ms(t2, t3)
         )
     });

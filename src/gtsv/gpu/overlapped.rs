@@ -1,7 +1,7 @@
 //! Host arrays that move by DMA (page-locked by the caller, or for the call) and a system the
 //! window solve may answer: the transfers overlap the solve ([`solve_overlapped`]). The rows
-//! go up in stretches on a stream of their own; each stretch's windows run as soon as their
-//! rows are there; the X they own goes down into `B` on a third stream while later rows still
+//! go up in stretches on a stream of their own, queued before the plan is made (which then
+//! costs nothing beside them); each stretch's windows run as soon as their rows are there; the X they own goes down into `B` on a third stream while later rows still
 //! go up (the bus carries both directions at once). So the call costs about its upload, where
 //! uploading, solving and downloading one after another cost 1.3 times that at n = 2^23.
 //!
@@ -11,7 +11,6 @@
 //! answer is rejected after all, the full recursion runs on the uploaded system (the windows
 //! only read it here), and `B` is restored unless its answer is accepted.
 
-use super::plan::Windows;
 use super::*;
 use crate::host::workers::run_on_threads;
 use cudarc::driver::sys;
@@ -32,46 +31,58 @@ struct Stretch {
     done: cudarc::driver::CudaEvent,
 }
 
-/// Solves as [`solve_whole`] does, its transfers overlapped with the window solve `w` of
-/// `plan` (whose matrix is `a`, right-hand sides `f`). `io` moves by DMA; `words` hold B's
-/// saved copy ([`SavedB::reserve`]).
+/// Solves as [`solve_whole`] does, its transfers overlapped with the window solve: `io` moves
+/// by DMA, `a` and `f` are the system's device arrays, `stream` the call's. Where the plan does
+/// not try the window solve after all, the full recursion runs once the upload is done.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn solve_overlapped<T: Real>(
     gpu: &'static Gpu,
-    plan: &mut Plan<T>,
-    w: Windows,
+    stream: &Arc<CudaStream>,
+    o: &GpuOptions,
     io: &mut HostIo<T>,
     m: Bands<'_, T>,
     b: &mut [T],
     ldb: usize,
     nrhs: usize,
-    words: Vec<u64>,
     a: DevMatrix,
     f: DevCols,
 ) -> Result<Result<(), Reject>, DeviceError> {
     let n = a.n;
     let t0 = Instant::now();
-    if let Err(r) = plan.reserve_host_sums() {
-        return Ok(Err(r));
-    }
-    let solve_stream = plan.stream().clone();
+    let words = match SavedB::<T>::reserve(n, nrhs) {
+        Ok(words) => words,
+        Err(r) => return Ok(Err(r)),
+    };
     let mut saved = SavedB::empty(b, ldb, n, nrhs, words);
     // Declared after `saved`, so dropped (each waits for its stream) before it: no transfer
     // touches B when a rejected answer restores it.
     let up = gpu.stream()?;
     let down = gpu.stream()?;
+    // The uploads first: they need only the device arrays, and the plan is made while they run.
+    let per = n.div_ceil(STRETCHES).max(MIN_STRETCH_ROWS);
+    let mut arrived = Vec::new();
+    for r0 in (0..n).step_by(per) {
+        let r1 = (r0 + per).min(n);
+        upload_rows(&up, m, saved.b, ldb, nrhs, a, f, r0..r1)?;
+        arrived.push((r1, up.record_event(None)?));
+    }
+    let mut plan = Plan::<T>::new(gpu, stream.clone(), o, a, nrhs)?;
+    if let Err(r) = plan.reserve_host_sums() {
+        return Ok(Err(r));
+    }
+    let w = plan.windows()?;
     let mut polls = gpu.pinned::<i32>(STRETCHES + 1)?;
     let slots = polls.as_mut_slice()?.as_mut_ptr();
-    let per = n.div_ceil(STRETCHES).max(MIN_STRETCH_ROWS);
     plan.clear()?;
     let mut stretches = Vec::new();
     let mut launched = 0;
-    for (k, r0) in (0..n).step_by(per).enumerate() {
-        let r1 = (r0 + per).min(n);
-        upload_rows(&up, m, saved.b, ldb, nrhs, a, f, r0..r1)?;
-        solve_stream.wait(&up.record_event(None)?)?;
-        let ready = w.ready(r1, n);
-        plan.launch_windows(&w, f, launched, ready, false)?;
+    let rows = w.map_or(0, |w| w.rows);
+    for (k, (r1, uploaded)) in arrived.iter().enumerate() {
+        stream.wait(uploaded)?;
+        let ready = w.map_or(0, |w| w.ready(*r1, n));
+        if let Some(w) = &w {
+            plan.launch_windows(w, f, launched, ready, false)?;
+        }
         // SAFETY: slot k of `polls` (STRETCHES + 1 > k elements, n / per ≤ STRETCHES), which
         // `mark` keeps from being reused until the copy is done; the flags are an i32 in the
         // plan's device memory.
@@ -80,15 +91,15 @@ pub(super) fn solve_overlapped<T: Real>(
                 slots.add(k).cast(),
                 plan.flags(),
                 std::mem::size_of::<i32>(),
-                solve_stream.cu_stream(),
+                stream.cu_stream(),
             )
             .result()?
         };
-        polls.mark(&solve_stream)?;
+        polls.mark(stream)?;
         stretches.push(Stretch {
-            rows: (launched * w.rows).min(n)..(ready * w.rows).min(n),
+            rows: (launched * rows).min(n)..(ready * rows).min(n),
             windows: launched..ready,
-            done: solve_stream.record_event(None)?,
+            done: stream.record_event(None)?,
         });
         launched = ready;
     }
@@ -129,7 +140,10 @@ pub(super) fn solve_overlapped<T: Real>(
     }
     let down_to = looped?;
     let t1 = Instant::now();
-    let accepted = plan.window_verdict(&w, f, &mut None::<fn()>)? && down_to == n;
+    let accepted = match &w {
+        Some(w) => plan.window_verdict(w, f, &mut None::<fn()>)? && down_to == n,
+        None => false,
+    };
     down.synchronize()?;
     let t2 = Instant::now();
     let (mut steps, mut window) = (0, accepted);
@@ -139,7 +153,7 @@ pub(super) fn solve_overlapped<T: Real>(
             Ok(x) => x,
             Err(r) => return Ok(Err(r)),
         };
-        io.download(&solve_stream, x, saved.b, ldb, n, nrhs)?;
+        io.download(stream, x, saved.b, ldb, n, nrhs)?;
         let p = last_phases();
         (steps, window) = (p.refine_steps, p.window);
     }

@@ -20,7 +20,6 @@ use functions::*;
 pub(crate) use launch::{Top, TopSlice};
 use layout::*;
 pub use layout::{streamed_work_bytes, work_bytes};
-pub(crate) use window::Windows;
 pub(crate) use work::Work;
 
 /// One level: its partition count and the separator system it reduces to (the next level's).
@@ -195,11 +194,6 @@ impl<T: Real> Plan<T> {
             ptr: self.x,
             ld: self.a.n,
         }
-    }
-
-    /// The stream all of this plan's work is queued on.
-    pub(super) fn stream(&self) -> &Arc<CudaStream> {
-        &self.stream
     }
 
     /// The flags' address (an i32: bit 0 a zero pivot, bit 1 a value not finite, bit 2 a
