@@ -1,9 +1,11 @@
 //! Host arrays that move by DMA (page-locked by the caller, or for the call) and a system the
 //! window solve may answer: the transfers overlap the solve ([`solve_overlapped`]). The rows
 //! go up in stretches on a stream of their own, queued before the plan is made (which then
-//! costs nothing beside them); each stretch's windows run as soon as their rows are there; the X they own goes down into `B` on a third stream while later rows still
-//! go up (the bus carries both directions at once). So the call costs about its upload, where
-//! uploading, solving and downloading one after another cost 1.3 times that at n = 2^23.
+//! costs nothing beside them); each stretch's windows run as soon as their rows are there; the
+//! X they own goes down into `B` on a third stream while later rows still go up (the bus
+//! carries both directions at once). At n = 2^23 on an H200 host the call took 7.0 ms where
+//! its upload alone takes 5.8 ms, and uploading, solving and downloading one after another
+//! 7.7 ms.
 //!
 //! The download is speculative: `B` is saved on the host first ([`SavedB`]), in row order by
 //! helper threads ([`SaveInOrder`]), and a stretch goes down only once its rows are saved and
