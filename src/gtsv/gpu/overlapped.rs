@@ -9,9 +9,9 @@
 //!
 //! The download is speculative: `B` is saved on the host first ([`SavedB`]), in row order by
 //! helper threads ([`SaveInOrder`]), and a stretch goes down only once its rows are saved and
-//! while no window has given up. Where the window
-//! answer is rejected after all, the full recursion runs on the uploaded system (the windows
-//! only read it here), and `B` is restored unless its answer is accepted.
+//! while no window has given up. Where the window answer is rejected after all, the full
+//! recursion runs on the uploaded system (the windows only read it here), and `B` is restored
+//! unless its answer is accepted.
 
 use super::*;
 use crate::host::workers::run_on_threads;
