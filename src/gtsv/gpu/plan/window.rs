@@ -8,6 +8,10 @@
 //! right-hand sides it overwrites in the plan's `X`, and a rejected answer is undone from
 //! there. The rows near the windows' boundaries, which the neighbours read as their halos, wait
 //! in `X` until the answer is accepted.
+//!
+//! A host-pointer solve whose arrays move by DMA launches the windows stretch by stretch as
+//! their rows arrive, out of place (all of `X` in the plan's, the right-hand sides only read),
+//! and judges them once all have run (`overlapped.rs`).
 
 use super::*;
 use crate::gtsv::wants_refinement;
